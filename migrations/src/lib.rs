@@ -1,0 +1,19 @@
+//! Berth's database schema, as ordered SeaORM migrations that run on SQLite and PostgreSQL.
+//!
+//! Every constraint is named (`pk_`, `fk_`, `uq_`, `ck_` prefixes) so that the data layer can map a
+//! violated constraint to a domain error.
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261130_000001_create_nodes_and_gpus;
+
+/// The ordered list of Berth's migrations.
+#[derive(Debug)]
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261130_000001_create_nodes_and_gpus::Migration)]
+    }
+}

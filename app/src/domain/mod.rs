@@ -1,0 +1,6 @@
+//! Pure domain code, compiled for the server and the browser: validated types and rules with no
+//! I/O. Everything here is unit-tested inline.
+
+pub mod gpu;
+pub mod inventory;
+pub mod money;

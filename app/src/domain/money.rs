@@ -1,0 +1,213 @@
+//! Money as integer minor units of one configured currency (cents for USD). Never floats.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// An ISO 4217 currency as Berth displays it: its code, a symbol and the number of minor-unit
+/// digits (2 for USD and BRL, 0 for JPY).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Currency {
+    code: String,
+    symbol: String,
+    exponent: u8,
+}
+
+/// Why a currency could not be accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CurrencyError {
+    /// Not three ASCII letters.
+    #[error("currency code `{0}` is not three letters (ISO 4217, e.g. USD)")]
+    Malformed(String),
+    /// More minor-unit digits than Berth supports.
+    #[error("currency `{code}` has {exponent} decimal places; at most 4 are supported")]
+    TooManyDecimals {
+        /// The code as given.
+        code: String,
+        /// Its number of decimals.
+        exponent: u8,
+    },
+}
+
+impl Currency {
+    /// Builds a currency from its ISO code (upper-cased), display symbol and decimal places.
+    pub fn new(code: &str, symbol: &str, exponent: u8) -> Result<Self, CurrencyError> {
+        let code = code.trim().to_ascii_uppercase();
+        if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+            return Err(CurrencyError::Malformed(code));
+        }
+        if exponent > 4 {
+            return Err(CurrencyError::TooManyDecimals { code, exponent });
+        }
+        let symbol = if symbol.trim().is_empty() {
+            code.clone()
+        } else {
+            symbol.trim().to_owned()
+        };
+        Ok(Self {
+            code,
+            symbol,
+            exponent,
+        })
+    }
+
+    /// The ISO 4217 code, e.g. `USD`.
+    pub fn code(&self) -> &str {
+        &self.code
+    }
+
+    /// The symbol shown before amounts, e.g. `$`.
+    pub fn symbol(&self) -> &str {
+        &self.symbol
+    }
+
+    /// Number of minor-unit digits.
+    pub fn exponent(&self) -> u8 {
+        self.exponent
+    }
+}
+
+/// An amount in minor units of the portal's currency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Money(i64);
+
+impl Money {
+    /// Zero.
+    pub const ZERO: Money = Money(0);
+
+    /// An amount of `minor` units (cents for USD).
+    pub const fn from_minor(minor: i64) -> Self {
+        Self(minor)
+    }
+
+    /// The amount in minor units.
+    pub const fn minor(self) -> i64 {
+        self.0
+    }
+
+    /// Sum of two amounts, `None` on overflow.
+    pub fn checked_add(self, other: Money) -> Option<Money> {
+        self.0.checked_add(other.0).map(Money)
+    }
+
+    /// The amount as a plain decimal string in major units with exactly the currency's decimal
+    /// places, e.g. `1234.50` (for CSV files and APIs; the UI formats per locale).
+    pub fn to_decimal_string(self, currency: &Currency) -> String {
+        DecimalAmount::new(self, currency).to_string()
+    }
+}
+
+/// An amount split into sign, whole part and fraction digits for display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecimalAmount {
+    negative: bool,
+    whole: u64,
+    fraction: u64,
+    exponent: u8,
+}
+
+impl DecimalAmount {
+    /// Splits `money` according to `currency`'s decimal places.
+    pub fn new(money: Money, currency: &Currency) -> Self {
+        let scale = 10_u64.pow(u32::from(currency.exponent()));
+        let abs = money.minor().unsigned_abs();
+        Self {
+            negative: money.minor() < 0,
+            whole: abs / scale,
+            fraction: abs % scale,
+            exponent: currency.exponent(),
+        }
+    }
+
+    /// The signed amount in minor units and the power of ten that scales it to major units
+    /// (for locale-aware number formatters).
+    pub fn scaled(self) -> (i128, i16) {
+        let scale = 10_i128.pow(u32::from(self.exponent));
+        let minor = i128::from(self.whole) * scale + i128::from(self.fraction);
+        let signed = if self.negative { -minor } else { minor };
+        (signed, -i16::from(self.exponent))
+    }
+}
+
+impl fmt::Display for DecimalAmount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.negative {
+            f.write_str("-")?;
+        }
+        write!(f, "{}", self.whole)?;
+        if self.exponent > 0 {
+            write!(
+                f,
+                ".{:0width$}",
+                self.fraction,
+                width = usize::from(self.exponent)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn usd() -> Currency {
+        Currency::new("usd", "$", 2).unwrap()
+    }
+
+    #[test]
+    fn currency_codes_are_upper_cased_and_validated() {
+        assert_eq!(usd().code(), "USD");
+        assert!(matches!(
+            Currency::new("US", "$", 2),
+            Err(CurrencyError::Malformed(_))
+        ));
+        assert!(matches!(
+            Currency::new("U$D", "$", 2),
+            Err(CurrencyError::Malformed(_))
+        ));
+        assert!(Currency::new("XYZ", "", 9).is_err());
+    }
+
+    #[test]
+    fn a_blank_symbol_falls_back_to_the_code() {
+        assert_eq!(Currency::new("CHF", " ", 2).unwrap().symbol(), "CHF");
+    }
+
+    #[test]
+    fn decimal_strings_keep_every_minor_digit() {
+        assert_eq!(Money::from_minor(250).to_decimal_string(&usd()), "2.50");
+        assert_eq!(Money::from_minor(5).to_decimal_string(&usd()), "0.05");
+        assert_eq!(
+            Money::from_minor(-123_456).to_decimal_string(&usd()),
+            "-1234.56"
+        );
+        let yen = Currency::new("JPY", "¥", 0).unwrap();
+        assert_eq!(Money::from_minor(1200).to_decimal_string(&yen), "1200");
+    }
+
+    #[test]
+    fn scaled_amounts_are_exact() {
+        assert_eq!(
+            DecimalAmount::new(Money::from_minor(-250), &usd()).scaled(),
+            (-250, -2)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn decimal_string_round_trips_to_the_same_minor_units(minor in any::<i64>()) {
+            let text = Money::from_minor(minor).to_decimal_string(&usd());
+            let digits: String = text.chars().filter(|c| *c != '.').collect();
+            prop_assert_eq!(digits.parse::<i128>().unwrap(), i128::from(minor));
+            prop_assert_eq!(text.split('.').nth(1).map(str::len), Some(2));
+        }
+
+        #[test]
+        fn checked_add_never_wraps(a in any::<i64>(), b in any::<i64>()) {
+            let sum = Money::from_minor(a).checked_add(Money::from_minor(b));
+            prop_assert_eq!(sum.map(Money::minor), a.checked_add(b));
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! `AppError`, the one error type that server functions return and the UI shows.
+//!
+//! It crosses the wire as JSON, so it carries only what a client may see: `Internal` hides the
+//! cause, which is logged once on the server where it happened.
+
+use leptos::server_fn::codec::JsonEncoding;
+use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+use serde::{Deserialize, Serialize};
+
+/// An error a user or API client can act on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum AppError {
+    /// Input failed validation; `field` names the input.
+    #[error("{field}: {message}")]
+    Validation {
+        /// The offending input.
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// No valid session or token.
+    #[error("sign-in required")]
+    Unauthorized,
+    /// Signed in, but lacking the role.
+    #[error("not allowed")]
+    Forbidden,
+    /// The thing asked for does not exist (or is not visible to the caller).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The request clashes with the current state.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The database or another dependency is not reachable right now.
+    #[error("service unavailable, try again shortly")]
+    Unavailable,
+    /// A bug or an unexpected failure; details are in the server log.
+    #[error("internal error")]
+    Internal,
+    /// The request did not reach the server function or its answer could not be read.
+    #[error("request failed: {0}")]
+    Transport(String),
+}
+
+impl FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        AppError::Transport(value.to_string())
+    }
+}
+
+impl AppError {
+    /// Logs `cause` with its chain and returns [`AppError::Internal`], which tells the client
+    /// nothing more.
+    #[cfg(feature = "ssr")]
+    pub fn internal(cause: impl std::error::Error) -> Self {
+        let mut chain = cause.to_string();
+        let mut source = cause.source();
+        while let Some(next) = source {
+            chain.push_str(": ");
+            chain.push_str(&next.to_string());
+            source = next.source();
+        }
+        tracing::error!(error.chain = %chain, "internal error");
+        AppError::Internal
+    }
+
+    /// HTTP status for plain routes and server-function responses.
+    pub fn status_code(&self) -> u16 {
+        match self {
+            AppError::Validation { .. } => 400,
+            AppError::Unauthorized => 401,
+            AppError::Forbidden => 403,
+            AppError::NotFound(_) => 404,
+            AppError::Conflict(_) => 409,
+            AppError::Unavailable => 503,
+            AppError::Internal | AppError::Transport(_) => 500,
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl From<sea_orm::DbErr> for AppError {
+    fn from(err: sea_orm::DbErr) -> Self {
+        match err {
+            sea_orm::DbErr::ConnectionAcquire(_) | sea_orm::DbErr::Conn(_) => {
+                tracing::warn!(error = %err, "database unavailable");
+                AppError::Unavailable
+            }
+            other => AppError::internal(other),
+        }
+    }
+}

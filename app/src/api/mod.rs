@@ -1,0 +1,4 @@
+//! Server functions: the API the pages call. Each one gets the state, parses its input into
+//! domain types, calls one `server::` function and returns.
+
+pub mod inventory;

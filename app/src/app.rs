@@ -1,0 +1,56 @@
+//! The root component, the HTML shell and the routes.
+
+use crate::components::layout::{Footer, Header};
+use crate::i18n::*;
+use crate::pages::{inventory::InventoryPage, not_found::NotFoundPage};
+use leptos::prelude::*;
+use leptos_meta::{Link, MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::{
+    SsrMode, StaticSegment,
+    components::{Route, Router, Routes},
+};
+
+/// The HTML document around [`App`], rendered on the server.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html>
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <AutoReload options=options.clone() />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+/// The application: translations, layout and routes.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+
+    view! {
+        <Stylesheet id="leptos" href="/pkg/berth.css" />
+        <Link rel="icon" href="/favicon.svg" type_="image/svg+xml" />
+        <Title formatter=|title: String| {
+            if title.is_empty() { "Berth".to_owned() } else { format!("{title} · Berth") }
+        } />
+        <I18nContextProvider>
+            <Router>
+                <Header />
+                <main id="main" tabindex="-1">
+                    <Routes fallback=NotFoundPage>
+                        // Async: the server sends the finished page, so it reads without JavaScript.
+                        <Route path=StaticSegment("") view=InventoryPage ssr=SsrMode::Async />
+                    </Routes>
+                </main>
+                <Footer />
+            </Router>
+        </I18nContextProvider>
+    }
+}

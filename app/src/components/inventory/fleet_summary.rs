@@ -1,0 +1,40 @@
+//! Per-model counts of the fleet, beside the GPU list.
+
+use crate::components::format::MemoryText;
+use crate::domain::inventory::ModelSummary;
+use crate::i18n::*;
+use leptos::prelude::*;
+
+/// How many GPUs of each model there are and how many are available.
+#[component]
+pub fn FleetSummary(summary: Vec<ModelSummary>, total: usize) -> impl IntoView {
+    let i18n = use_i18n();
+    let items = summary
+        .into_iter()
+        .map(|model| {
+            let (active, all) = (model.active, model.total);
+            let percent = if all == 0 { 0 } else { active * 100 / all };
+            view! {
+                <li class="fleet-model">
+                    <div class="fleet-model-head">
+                        <span class="gpu-model">{model.model}</span>
+                        <span class="fleet-memory"><MemoryText memory=model.memory /></span>
+                    </div>
+                    <div class="meter" aria-hidden="true">
+                        <div class="meter-fill" style=format!("width: {percent}%")></div>
+                    </div>
+                    <div class="fleet-count">
+                        {t!(i18n, fleet_available, active = move || active, total = move || all)}
+                    </div>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="fleet-summary" aria-labelledby="fleet-heading">
+            <h2 id="fleet-heading">{t!(i18n, fleet_title)}</h2>
+            <p class="fleet-total">{t!(i18n, fleet_total, count = move || total)}</p>
+            <ul class="fleet-models">{items}</ul>
+        </section>
+    }
+}

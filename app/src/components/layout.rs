@@ -1,0 +1,81 @@
+//! The page frame: header with navigation and language switch, and footer.
+
+use crate::i18n::*;
+use leptos::prelude::*;
+use leptos_router::hooks::use_location;
+
+/// Site header: name, navigation and the language switch.
+#[component]
+pub fn Header() -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <a class="skip-link" href="#main">{t!(i18n, skip_to_content)}</a>
+        <header class="site-header">
+            <a class="brand" href="/">
+                <span class="brand-mark" aria-hidden="true">"▚"</span>
+                <span class="brand-name">{t!(i18n, app_name)}</span>
+                <span class="brand-tagline">{t!(i18n, tagline)}</span>
+            </a>
+            <nav class="site-nav" aria-label="main">
+                <a href="/" aria-current="page">{t!(i18n, nav_gpus)}</a>
+            </nav>
+            <LanguageSwitch />
+        </header>
+    }
+}
+
+/// Switches the interface language. Without JavaScript it posts to `/locale`, which sets the
+/// preference cookie and redirects back; after hydration it switches in place and the i18n
+/// context writes the same cookie.
+#[component]
+fn LanguageSwitch() -> impl IntoView {
+    let i18n = use_i18n();
+    let location = use_location();
+    let return_to = move || {
+        let path = location.pathname.get();
+        let search = location.search.get();
+        if search.is_empty() {
+            path
+        } else {
+            format!("{path}?{}", search.trim_start_matches('?'))
+        }
+    };
+    let option = move |locale: Locale, short: &'static str| {
+        let label = match locale {
+            Locale::en => td_string!(Locale::en, language_en),
+            Locale::pt_BR => td_string!(Locale::pt_BR, language_pt_BR),
+        };
+        view! {
+            <button
+                type="submit"
+                name="locale"
+                value=locale.as_str()
+                lang=locale.as_str()
+                title=label
+                aria-label=label
+                aria-pressed=move || (i18n.get_locale() == locale).to_string()
+                on:click=move |ev| {
+                    ev.prevent_default();
+                    i18n.set_locale(locale);
+                }
+            >
+                {short}
+            </button>
+        }
+    };
+    view! {
+        <form class="lang-switch" method="post" action="/locale">
+            <span class="lang-label">{t!(i18n, language)}</span>
+            <input type="hidden" name="return_to" value=return_to />
+            {option(Locale::en, "EN")}
+            {option(Locale::pt_BR, "PT-BR")}
+        </form>
+    }
+}
+
+/// Site footer.
+#[component]
+pub fn Footer() -> impl IntoView {
+    let i18n = use_i18n();
+    view! { <footer class="site-footer">{t!(i18n, footer)}</footer> }
+}

@@ -1,0 +1,6 @@
+//! Reusable parts of pages.
+
+pub mod error;
+pub mod format;
+pub mod inventory;
+pub mod layout;

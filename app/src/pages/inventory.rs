@@ -1,0 +1,98 @@
+//! `/`: the GPU inventory, grouped by node, with the fleet summary beside it.
+
+use crate::api::inventory::list_gpus;
+use crate::components::error::ErrorPanel;
+use crate::components::inventory::{FleetSummary, ModelFilter, NodeCard};
+use crate::domain::inventory::{Inventory, parse_model_filter};
+use crate::i18n::*;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+/// The GPU inventory page.
+#[component]
+pub fn InventoryPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let query = use_query_map();
+    let selected = Signal::derive(move || parse_model_filter(query.read().get("model").as_deref()));
+    let inventory = Resource::new(|| (), |()| list_gpus());
+
+    view! {
+        <Title text=move || t_string!(i18n, inventory_title).to_string() />
+        <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+            {move || {
+                inventory
+                    .get()
+                    .map(|result| match result {
+                        Ok(inventory) => view! { <InventoryView inventory selected /> }.into_any(),
+                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                    })
+            }}
+        </Transition>
+    }
+}
+
+#[component]
+fn InventoryView(inventory: Inventory, selected: Signal<Option<String>>) -> impl IntoView {
+    let i18n = use_i18n();
+    let inventory = StoredValue::new(inventory);
+    let nodes = Memo::new(move |_| {
+        inventory.with_value(|inventory| inventory.filtered(selected.get().as_deref()))
+    });
+    let shown = move || nodes.with(|nodes| nodes.iter().map(|node| node.gpus.len()).sum::<usize>());
+    let (models, summary, total, demo, empty) = inventory.with_value(|inventory| {
+        (
+            inventory.models(),
+            inventory.summary(),
+            inventory.gpu_count(),
+            inventory.has_demo_data(),
+            inventory.nodes.is_empty(),
+        )
+    });
+    let currency = inventory.with_value(|inventory| inventory.currency.clone());
+
+    view! {
+        {demo
+            .then(|| {
+                view! {
+                    <div class="demo-banner" role="note">
+                        <strong>{t!(i18n, demo_banner_title)}</strong>
+                        " "
+                        {t!(i18n, demo_banner)}
+                    </div>
+                }
+            })}
+        <div class="inventory-layout">
+            <section class="inventory-list" aria-labelledby="inventory-heading">
+                <div class="page-head">
+                    <div>
+                        <h1 id="inventory-heading">{t!(i18n, inventory_title)}</h1>
+                        <p class="lede">{t!(i18n, inventory_intro)}</p>
+                    </div>
+                    <ModelFilter models selected />
+                </div>
+                <p class="result-count" aria-live="polite">
+                    {t!(i18n, gpus_shown, count = shown)}
+                </p>
+                {move || {
+                    if empty {
+                        view! { <p class="empty">{t!(i18n, empty_inventory)}</p> }.into_any()
+                    } else if nodes.with(Vec::is_empty) {
+                        view! { <p class="empty">{t!(i18n, no_match)}</p> }.into_any()
+                    } else {
+                        let currency = currency.clone();
+                        nodes
+                            .get()
+                            .into_iter()
+                            .map(|node| view! { <NodeCard node currency=currency.clone() /> })
+                            .collect_view()
+                            .into_any()
+                    }
+                }}
+            </section>
+            <aside class="inventory-side">
+                <FleetSummary summary total />
+            </aside>
+        </div>
+    }
+}

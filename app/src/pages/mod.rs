@@ -1,0 +1,4 @@
+//! Routed pages, one per file.
+
+pub mod inventory;
+pub mod not_found;

@@ -1,0 +1,106 @@
+//! Nodes and GPUs: reading the inventory and adding hardware to it.
+
+use crate::domain::gpu::{GpuMemory, GpuStatus};
+use crate::domain::inventory::{GpuListing, NewGpu, NewNode, NodeInventory};
+use crate::domain::money::Money;
+use crate::server::entity::{gpu, node};
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait,
+    QueryOrder,
+};
+use std::collections::HashMap;
+
+/// Every node, ordered by name, with its GPUs in device-index order.
+#[tracing::instrument(skip_all)]
+pub async fn list_nodes_with_gpus(db: &impl ConnectionTrait) -> Result<Vec<NodeInventory>, DbErr> {
+    let nodes = node::Entity::find()
+        .order_by_asc(node::Column::Name)
+        .all(db)
+        .await?;
+    let gpus = gpu::Entity::find()
+        .order_by_asc(gpu::Column::NodeId)
+        .order_by_asc(gpu::Column::DeviceIndex)
+        .all(db)
+        .await?;
+
+    let mut by_node: HashMap<i64, Vec<GpuListing>> = HashMap::new();
+    for row in gpus {
+        by_node.entry(row.node_id).or_default().push(listing(row)?);
+    }
+    Ok(nodes
+        .into_iter()
+        .map(|node| NodeInventory {
+            gpus: by_node.remove(&node.id).unwrap_or_default(),
+            id: node.id,
+            name: node.name,
+            hostname: node.hostname,
+            is_demo: node.is_demo,
+            created_at: node.created_at,
+        })
+        .collect())
+}
+
+/// Number of nodes.
+pub async fn count_nodes(db: &impl ConnectionTrait) -> Result<u64, DbErr> {
+    node::Entity::find().count(db).await
+}
+
+/// Adds a node and its GPUs; returns the node's id. Run it inside a transaction so that the node
+/// and its GPUs appear together or not at all.
+#[tracing::instrument(skip_all, fields(node.name = %new_node.name, gpu.count = gpus.len()))]
+pub async fn insert_node_with_gpus(
+    db: &impl ConnectionTrait,
+    new_node: &NewNode,
+    gpus: &[NewGpu],
+    now: DateTime<Utc>,
+) -> Result<i64, DbErr> {
+    let inserted = node::ActiveModel {
+        name: Set(new_node.name.clone()),
+        hostname: Set(new_node.hostname.clone()),
+        is_demo: Set(new_node.is_demo),
+        created_at: Set(now),
+        ..Default::default()
+    }
+    .insert(db)
+    .await?;
+    for new_gpu in gpus {
+        gpu::ActiveModel {
+            node_id: Set(inserted.id),
+            device_index: Set(i32::try_from(new_gpu.device_index)
+                .map_err(|_| DbErr::Custom("device index out of range".into()))?),
+            uuid: Set(new_gpu.uuid.clone()),
+            model: Set(new_gpu.model.clone()),
+            memory_mib: Set(i64::try_from(new_gpu.memory.mib())
+                .map_err(|_| DbErr::Custom("memory size out of range".into()))?),
+            status: Set(new_gpu.status.as_str().to_owned()),
+            shareable: Set(new_gpu.shareable),
+            hourly_price_minor: Set(new_gpu.hourly_price.minor()),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ..Default::default()
+        }
+        .insert(db)
+        .await?;
+    }
+    Ok(inserted.id)
+}
+
+fn listing(row: gpu::Model) -> Result<GpuListing, DbErr> {
+    let corrupt = |what: &str| DbErr::Custom(format!("gpus.id={}: invalid {what}", row.id));
+    Ok(GpuListing {
+        id: row.id,
+        device_index: u32::try_from(row.device_index).map_err(|_| corrupt("device_index"))?,
+        memory: GpuMemory::from_mib(
+            u64::try_from(row.memory_mib).map_err(|_| corrupt("memory_mib"))?,
+        ),
+        status: row
+            .status
+            .parse::<GpuStatus>()
+            .map_err(|_| corrupt("status"))?,
+        hourly_price: Money::from_minor(row.hourly_price_minor),
+        uuid: row.uuid,
+        model: row.model,
+        shareable: row.shareable,
+    })
+}

@@ -1,0 +1,70 @@
+//! All database access. Functions take the connection or transaction they run on, so one
+//! transaction can be passed through a multi-step write.
+
+pub mod inventory;
+
+use berth_migrations::{Migrator, MigratorTrait};
+use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
+use sea_orm::{
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, SqliteTransactionMode, TransactionOptions, TransactionTrait,
+};
+use std::time::Duration;
+
+/// How long to wait for a connection before giving up (start-up and requests).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Opens a connection pool to `url` (`sqlite://…` or `postgres://…`) and checks that the
+/// database answers.
+pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
+    let mut options = ConnectOptions::new(url);
+    options
+        .connect_timeout(CONNECT_TIMEOUT)
+        .acquire_timeout(CONNECT_TIMEOUT)
+        .sqlx_logging(false)
+        .map_sqlx_sqlite_opts(|sqlite| {
+            sqlite
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true)
+        });
+    let db = Database::connect(options).await?;
+    db.ping().await?;
+    Ok(db)
+}
+
+/// Key of the PostgreSQL advisory lock held while migrating.
+const MIGRATION_LOCK_KEY: i64 = 0x6265_7274_686d; // "berthm"
+
+/// Applies every pending migration in one transaction; returns how many ran. Replicas that start
+/// together queue on a lock (PostgreSQL advisory lock, SQLite write lock): one migrates, the
+/// others then find nothing to do.
+pub async fn migrate(db: &DatabaseConnection) -> Result<usize, DbErr> {
+    let txn = begin_write(db).await?;
+    if db.get_database_backend() == DbBackend::Postgres {
+        txn.execute_unprepared(&format!(
+            "SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"
+        ))
+        .await?;
+    }
+    let pending = Migrator::get_pending_migrations(&txn).await?.len();
+    Migrator::up(&txn, None).await?;
+    txn.commit().await?;
+    Ok(pending)
+}
+
+/// Number of migrations not yet applied (0 when the schema is current).
+pub async fn pending_migrations(db: &DatabaseConnection) -> Result<usize, DbErr> {
+    Ok(Migrator::get_pending_migrations(db).await?.len())
+}
+
+/// Starts a transaction for a write. On SQLite it takes the write lock up front (`BEGIN
+/// IMMEDIATE`), so concurrent writers queue instead of failing with `SQLITE_BUSY` half-way.
+pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
+    db.begin_with_options(TransactionOptions {
+        sqlite_transaction_mode: Some(SqliteTransactionMode::Immediate),
+        ..TransactionOptions::default()
+    })
+    .await
+}

@@ -1,0 +1,160 @@
+//! The demo fleet: sample nodes and GPUs added to an empty embedded database so that a newcomer
+//! sees a working portal at once. Every demo node is marked `is_demo` and the UI says so.
+
+use crate::domain::gpu::{GpuMemory, GpuStatus};
+use crate::domain::inventory::{NewGpu, NewNode};
+use crate::domain::money::Money;
+use crate::server::db;
+use chrono::{DateTime, Utc};
+use sea_orm::{DatabaseConnection, DbErr, SqlErr};
+
+/// What [`seed_if_empty`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeedOutcome {
+    /// The inventory was empty; the demo fleet was added.
+    Seeded {
+        /// Nodes added.
+        nodes: usize,
+        /// GPUs added.
+        gpus: usize,
+    },
+    /// The inventory already had nodes; nothing was written.
+    AlreadyPopulated,
+}
+
+struct DemoNode {
+    name: &'static str,
+    hostname: &'static str,
+    /// (model, memory in MiB, price per hour in minor units, shareable, count)
+    groups: &'static [(&'static str, u64, i64, bool, u32)],
+    /// Device indexes that start in maintenance.
+    in_maintenance: &'static [u32],
+}
+
+const FLEET: &[DemoNode] = &[
+    DemoNode {
+        name: "demo-hopper-01",
+        hostname: "hopper-01.demo.invalid",
+        groups: &[("NVIDIA H100 80GB HBM3", 81_559, 349, false, 8)],
+        in_maintenance: &[],
+    },
+    DemoNode {
+        name: "demo-ampere-01",
+        hostname: "ampere-01.demo.invalid",
+        groups: &[("NVIDIA A100-PCIE-40GB", 40_960, 189, true, 4)],
+        in_maintenance: &[3],
+    },
+    DemoNode {
+        name: "demo-lovelace-01",
+        hostname: "lovelace-01.demo.invalid",
+        groups: &[
+            ("NVIDIA L40S", 46_068, 129, true, 2),
+            ("NVIDIA RTX A5000", 24_564, 49, true, 2),
+        ],
+        in_maintenance: &[],
+    },
+];
+
+/// The demo nodes with their GPUs.
+pub fn demo_fleet() -> Vec<(NewNode, Vec<NewGpu>)> {
+    FLEET
+        .iter()
+        .enumerate()
+        .map(|(node_number, demo)| {
+            let mut gpus = Vec::new();
+            for &(model, memory_mib, price, shareable, count) in demo.groups {
+                for _ in 0..count {
+                    let device_index = u32::try_from(gpus.len()).unwrap_or(u32::MAX);
+                    gpus.push(NewGpu {
+                        device_index,
+                        uuid: format!(
+                            "GPU-de300000-0000-4000-8000-{node_number:04x}{device_index:08x}"
+                        ),
+                        model: model.to_owned(),
+                        memory: GpuMemory::from_mib(memory_mib),
+                        status: if demo.in_maintenance.contains(&device_index) {
+                            GpuStatus::Maintenance
+                        } else {
+                            GpuStatus::Active
+                        },
+                        shareable,
+                        hourly_price: Money::from_minor(price),
+                    });
+                }
+            }
+            let node = NewNode {
+                name: demo.name.to_owned(),
+                hostname: demo.hostname.to_owned(),
+                is_demo: true,
+            };
+            (node, gpus)
+        })
+        .collect()
+}
+
+/// Adds the demo fleet if the inventory has no node at all, in one transaction. Safe to call on
+/// every start and from several processes at once: a second call, or a concurrent one that loses
+/// the race, writes nothing.
+#[tracing::instrument(skip_all)]
+pub async fn seed_if_empty(
+    conn: &DatabaseConnection,
+    now: DateTime<Utc>,
+) -> Result<SeedOutcome, DbErr> {
+    let txn = db::begin_write(conn).await?;
+    if db::inventory::count_nodes(&txn).await? > 0 {
+        return Ok(SeedOutcome::AlreadyPopulated);
+    }
+    let fleet = demo_fleet();
+    let mut gpu_count = 0;
+    for (node, gpus) in &fleet {
+        match db::inventory::insert_node_with_gpus(&txn, node, gpus, now).await {
+            Ok(_) => gpu_count += gpus.len(),
+            // Another process seeded first (PostgreSQL replicas starting together).
+            Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+                return Ok(SeedOutcome::AlreadyPopulated);
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    txn.commit().await?;
+    Ok(SeedOutcome::Seeded {
+        nodes: fleet.len(),
+        gpus: gpu_count,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_fleet_has_three_nodes_and_sixteen_mixed_gpus() {
+        let fleet = demo_fleet();
+        assert_eq!(fleet.len(), 3);
+        let gpus: Vec<&NewGpu> = fleet.iter().flat_map(|(_, gpus)| gpus).collect();
+        assert_eq!(gpus.len(), 16);
+        let mut models: Vec<&str> = gpus.iter().map(|gpu| gpu.model.as_str()).collect();
+        models.dedup();
+        assert_eq!(models.len(), 4);
+        assert!(fleet.iter().all(|(node, _)| node.is_demo));
+    }
+
+    #[test]
+    fn demo_uuids_are_unique_and_indexes_are_dense_per_node() {
+        let fleet = demo_fleet();
+        let mut uuids: Vec<&str> = fleet
+            .iter()
+            .flat_map(|(_, gpus)| gpus.iter().map(|gpu| gpu.uuid.as_str()))
+            .collect();
+        uuids.sort_unstable();
+        uuids.dedup();
+        assert_eq!(uuids.len(), 16);
+        for (_, gpus) in &fleet {
+            let indexes: Vec<u32> = gpus.iter().map(|gpu| gpu.device_index).collect();
+            assert_eq!(
+                indexes,
+                (0..u32::try_from(gpus.len()).unwrap()).collect::<Vec<_>>()
+            );
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! The state shared by every request: built once at start-up, cloned cheaply per request.
+
+use crate::domain::money::Currency;
+use crate::error::AppError;
+use axum::extract::FromRef;
+use leptos::prelude::*;
+use sea_orm::DatabaseConnection;
+use std::sync::Arc;
+
+/// Portal-wide settings that pages and server functions need.
+#[derive(Debug, Clone)]
+pub struct PortalConfig {
+    /// The currency all prices and balances are in.
+    pub currency: Currency,
+}
+
+/// Everything a handler or server function may use. Created per app instance, never global, so
+/// tests can run many apps in one process.
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    /// Leptos' rendering options (site root, output name).
+    pub leptos_options: LeptosOptions,
+    /// Database connection pool.
+    pub db: DatabaseConnection,
+    /// Portal settings.
+    pub portal: Arc<PortalConfig>,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("portal", &self.portal)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The [`AppState`] of the current request, for server functions.
+pub fn app_state() -> Result<AppState, AppError> {
+    use_context::<AppState>().ok_or_else(|| {
+        tracing::error!("AppState missing from the request context");
+        AppError::Internal
+    })
+}

@@ -1,0 +1,344 @@
+//! Typed settings: defaults, overridden by an optional `berth.toml`, overridden by `BERTH_*`
+//! environment variables. Loaded and validated once, before anything is opened or written.
+
+use berth_app::domain::money::{Currency, CurrencyError};
+use berth_app::server::state::PortalConfig;
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// The settings file read when `--config` is not given, if it exists.
+pub const DEFAULT_CONFIG_FILE: &str = "berth.toml";
+
+/// Settings as written in `berth.toml` or `BERTH_*` variables (see README for each).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSettings {
+    /// Address and port to listen on.
+    pub bind: String,
+    /// `sqlite://…` or `postgres://…`; default: `berth.db` in `data_dir`.
+    pub database_url: Option<String>,
+    /// Directory for the embedded database.
+    pub data_dir: PathBuf,
+    /// Log filter: a level (`info`) or directives (`berth=debug,tower_http=info`).
+    pub log: String,
+    /// `pretty` or `json`.
+    pub log_format: LogFormat,
+    /// Add the demo fleet to an empty database. Default: on for SQLite, off for PostgreSQL.
+    pub demo: Option<bool>,
+    /// ISO 4217 code of the currency prices are in.
+    pub currency: String,
+    /// Directory with the built front end (`pkg/berth.js`, `.wasm`, `.css`) and static files.
+    pub site_root: PathBuf,
+}
+
+impl Default for RawSettings {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:3000".to_owned(),
+            database_url: None,
+            data_dir: PathBuf::from("data"),
+            log: "info".to_owned(),
+            log_format: LogFormat::Pretty,
+            demo: None,
+            currency: "USD".to_owned(),
+            site_root: PathBuf::from("target/site"),
+        }
+    }
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable, coloured on a terminal.
+    Pretty,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Which database engine a URL points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Embedded SQLite file.
+    Sqlite,
+    /// PostgreSQL server.
+    Postgres,
+}
+
+/// Where the data lives.
+#[derive(Debug, Clone)]
+pub struct DatabaseSettings {
+    /// Connection URL (may hold a password).
+    pub url: SecretString,
+    /// The engine.
+    pub backend: Backend,
+    /// Directory to create before opening the default embedded database.
+    pub create_dir: Option<PathBuf>,
+}
+
+impl DatabaseSettings {
+    /// The URL with any password replaced by `***`, for messages and logs.
+    pub fn redacted_url(&self) -> String {
+        redact(self.url.expose_secret())
+    }
+}
+
+/// Logging settings.
+#[derive(Debug, Clone)]
+pub struct LogSettings {
+    /// `EnvFilter` directives.
+    pub filter: String,
+    /// Output format.
+    pub format: LogFormat,
+}
+
+/// Validated settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Listen address.
+    pub bind: SocketAddr,
+    /// Database.
+    pub database: DatabaseSettings,
+    /// Logging.
+    pub log: LogSettings,
+    /// Whether to add the demo fleet to an empty database.
+    pub demo: bool,
+    /// Settings the pages need.
+    pub portal: PortalConfig,
+    /// Built front-end assets.
+    pub site_root: PathBuf,
+}
+
+/// A setting that cannot be used. Each message names the setting and the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `--config` names a file that does not exist.
+    #[error("settings file {0} does not exist")]
+    MissingFile(PathBuf),
+    /// The file or a variable could not be read into the settings (syntax, type, unknown key).
+    #[error("invalid settings: {0}")]
+    Parse(String),
+    /// `bind` is not `host:port`.
+    #[error("invalid bind address `{value}` (BERTH_BIND): expected IP:PORT such as 127.0.0.1:3000")]
+    Bind {
+        /// The value given.
+        value: String,
+    },
+    /// `database_url` has a scheme Berth does not support.
+    #[error(
+        "unsupported database URL `{0}` (BERTH_DATABASE_URL): use sqlite://PATH or postgres://USER@HOST/DB"
+    )]
+    DatabaseUrl(String),
+    /// `log` is not a valid filter.
+    #[error("invalid log filter `{value}` (BERTH_LOG): {reason}")]
+    Log {
+        /// The value given.
+        value: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// `currency` is not an ISO 4217 code.
+    #[error(
+        "unknown currency `{0}` (BERTH_CURRENCY): expected an ISO 4217 code such as USD, EUR or BRL"
+    )]
+    UnknownCurrency(String),
+    /// The currency cannot be represented.
+    #[error("currency (BERTH_CURRENCY): {0}")]
+    Currency(#[from] CurrencyError),
+}
+
+impl Config {
+    /// Loads settings from defaults, the settings file and `BERTH_*` variables, and validates
+    /// them. Reads nothing else and writes nothing.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(RawSettings::default()));
+        match file {
+            Some(path) if !path.is_file() => return Err(ConfigError::MissingFile(path.to_owned())),
+            Some(path) => figment = figment.merge(Toml::file_exact(path)),
+            None if Path::new(DEFAULT_CONFIG_FILE).is_file() => {
+                figment = figment.merge(Toml::file_exact(DEFAULT_CONFIG_FILE));
+            }
+            None => {}
+        }
+        // `BERTH_CONFIG` names the file (a command-line option); `BERTH_TEST_*` belong to the
+        // test suite. Every other `BERTH_*` variable must be a setting.
+        let env = Env::prefixed("BERTH_")
+            .ignore(&["config"])
+            .filter(|key| !key.as_str().starts_with("test_"));
+        let raw: RawSettings = figment
+            .merge(env)
+            .extract()
+            .map_err(|err| ConfigError::Parse(one_line(&err)))?;
+        Self::from_raw(raw)
+    }
+
+    /// Validates raw settings.
+    pub fn from_raw(raw: RawSettings) -> Result<Self, ConfigError> {
+        let bind: SocketAddr = raw.bind.trim().parse().map_err(|_| ConfigError::Bind {
+            value: raw.bind.clone(),
+        })?;
+
+        tracing_subscriber::EnvFilter::try_new(&raw.log).map_err(|err| ConfigError::Log {
+            value: raw.log.clone(),
+            reason: err.to_string(),
+        })?;
+
+        let database = database_settings(raw.database_url.as_deref(), &raw.data_dir)?;
+        let currency = currency(&raw.currency)?;
+        Ok(Self {
+            bind,
+            demo: raw.demo.unwrap_or(database.backend == Backend::Sqlite),
+            database,
+            log: LogSettings {
+                filter: raw.log,
+                format: raw.log_format,
+            },
+            portal: PortalConfig { currency },
+            site_root: raw.site_root,
+        })
+    }
+}
+
+fn database_settings(url: Option<&str>, data_dir: &Path) -> Result<DatabaseSettings, ConfigError> {
+    let Some(url) = url.map(str::trim).filter(|url| !url.is_empty()) else {
+        let file = data_dir.join("berth.db");
+        return Ok(DatabaseSettings {
+            url: SecretString::from(format!("sqlite://{}?mode=rwc", file.display())),
+            backend: Backend::Sqlite,
+            create_dir: Some(data_dir.to_owned()),
+        });
+    };
+    if url.starts_with("sqlite:") {
+        // Create the file if it is missing (its directory must exist), unless a mode is given.
+        let url = if url.contains("mode=") {
+            url.to_owned()
+        } else if url.contains('?') {
+            format!("{url}&mode=rwc")
+        } else {
+            format!("{url}?mode=rwc")
+        };
+        Ok(DatabaseSettings {
+            url: SecretString::from(url),
+            backend: Backend::Sqlite,
+            create_dir: None,
+        })
+    } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(DatabaseSettings {
+            url: SecretString::from(url.to_owned()),
+            backend: Backend::Postgres,
+            create_dir: None,
+        })
+    } else {
+        Err(ConfigError::DatabaseUrl(redact(url)))
+    }
+}
+
+fn currency(code: &str) -> Result<Currency, ConfigError> {
+    let found = iso_currency::Currency::from_code(&code.trim().to_ascii_uppercase())
+        .ok_or_else(|| ConfigError::UnknownCurrency(code.to_owned()))?;
+    let exponent = found.exponent().unwrap_or(0);
+    let exponent =
+        u8::try_from(exponent).map_err(|_| ConfigError::UnknownCurrency(code.to_owned()))?;
+    Ok(Currency::new(
+        found.code(),
+        &found.symbol().symbol,
+        exponent,
+    )?)
+}
+
+/// Replaces the password of a URL with `***`.
+pub fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            let _ = parsed.set_password(Some("***"));
+            parsed.to_string()
+        }
+        _ => url.to_owned(),
+    }
+}
+
+fn one_line(err: &figment::Error) -> String {
+    err.to_string().replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_give_an_embedded_database_in_the_data_directory_with_demo_on() {
+        let config = Config::from_raw(RawSettings::default()).unwrap();
+        assert_eq!(config.bind.to_string(), "127.0.0.1:3000");
+        assert_eq!(config.database.backend, Backend::Sqlite);
+        assert_eq!(
+            config.database.url.expose_secret(),
+            "sqlite://data/berth.db?mode=rwc"
+        );
+        assert!(config.demo);
+        assert_eq!(config.portal.currency.code(), "USD");
+    }
+
+    #[test]
+    fn postgres_turns_the_demo_off_unless_asked() {
+        let raw = RawSettings {
+            database_url: Some("postgres://berth:s3cret@db/berth".into()),
+            ..RawSettings::default()
+        };
+        let config = Config::from_raw(raw.clone()).unwrap();
+        assert_eq!(config.database.backend, Backend::Postgres);
+        assert!(!config.demo);
+        assert_eq!(
+            config.database.redacted_url(),
+            "postgres://berth:***@db/berth"
+        );
+        let config = Config::from_raw(RawSettings {
+            demo: Some(true),
+            ..raw
+        })
+        .unwrap();
+        assert!(config.demo);
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let bind = Config::from_raw(RawSettings {
+            bind: "localhost".into(),
+            ..RawSettings::default()
+        });
+        assert!(bind.unwrap_err().to_string().contains("BERTH_BIND"));
+        let url = Config::from_raw(RawSettings {
+            database_url: Some("mysql://x".into()),
+            ..RawSettings::default()
+        });
+        assert!(url.unwrap_err().to_string().contains("BERTH_DATABASE_URL"));
+        let currency = Config::from_raw(RawSettings {
+            currency: "XXY".into(),
+            ..RawSettings::default()
+        });
+        assert!(currency.unwrap_err().to_string().contains("BERTH_CURRENCY"));
+        let log = Config::from_raw(RawSettings {
+            log: "=[".into(),
+            ..RawSettings::default()
+        });
+        assert!(log.unwrap_err().to_string().contains("BERTH_LOG"));
+    }
+
+    #[test]
+    fn sqlite_urls_get_create_mode_unless_they_set_one() {
+        let settings = database_settings(Some("sqlite:///tmp/x.db"), Path::new("data")).unwrap();
+        assert_eq!(settings.url.expose_secret(), "sqlite:///tmp/x.db?mode=rwc");
+        let settings =
+            database_settings(Some("sqlite:///tmp/x.db?mode=ro"), Path::new("data")).unwrap();
+        assert_eq!(settings.url.expose_secret(), "sqlite:///tmp/x.db?mode=ro");
+    }
+
+    #[test]
+    fn currencies_come_with_their_decimals() {
+        assert_eq!(currency("brl").unwrap().exponent(), 2);
+        assert_eq!(currency("JPY").unwrap().exponent(), 0);
+    }
+}

@@ -1,0 +1,12 @@
+//! Berth's server: command line, settings, logging and the axum application.
+//!
+//! `startup` builds the router and state; `routes` holds the plain (non-Leptos) HTTP endpoints.
+
+// Leptos view types nest deeply; the default limit (128) is too small for whole pages.
+#![recursion_limit = "256"]
+
+pub mod cli;
+pub mod configuration;
+pub mod routes;
+pub mod startup;
+pub mod telemetry;

@@ -1,0 +1,64 @@
+//! `POST /locale`: the language switch for browsers without JavaScript. Sets the same cookie the
+//! i18n context uses and sends the browser back where it came from.
+
+use axum::Form;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use berth_app::i18n::Locale;
+use leptos_i18n::Locale as _;
+use serde::Deserialize;
+
+/// Name of the cookie that remembers the language (leptos_i18n's default).
+pub const LOCALE_COOKIE: &str = "i18n_pref_locale";
+
+/// The language form.
+#[derive(Debug, Deserialize)]
+pub struct LocaleForm {
+    locale: String,
+    return_to: Option<String>,
+}
+
+/// Stores the chosen language and redirects back (303).
+pub async fn set_locale(Form(form): Form<LocaleForm>) -> Response {
+    let Some(locale) = Locale::get_all()
+        .iter()
+        .find(|locale| locale.as_str().eq_ignore_ascii_case(form.locale.trim()))
+    else {
+        return (
+            StatusCode::BAD_REQUEST,
+            format!("unknown language `{}`: use en or pt-BR", form.locale),
+        )
+            .into_response();
+    };
+    let back = form
+        .return_to
+        .filter(|path| is_local_path(path))
+        .unwrap_or_else(|| "/".to_owned());
+    let cookie = format!(
+        "{LOCALE_COOKIE}={}; Path=/; Max-Age=31536000; SameSite=Lax",
+        locale.as_str()
+    );
+    let mut response = Redirect::to(&back).into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// Only same-site absolute paths are followed, never `//host` or `https://…`.
+fn is_local_path(path: &str) -> bool {
+    path.starts_with('/') && !path.starts_with("//") && !path.contains('\\')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_local_path;
+
+    #[test]
+    fn only_local_paths_are_followed() {
+        assert!(is_local_path("/?model=NVIDIA%20L40S"));
+        assert!(!is_local_path("//evil.example/"));
+        assert!(!is_local_path("https://evil.example/"));
+        assert!(!is_local_path("/\\evil.example"));
+    }
+}

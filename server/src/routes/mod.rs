@@ -1,0 +1,5 @@
+//! Plain HTTP endpoints beside the Leptos pages: health checks, the language form, request logs.
+
+pub mod health;
+pub mod locale;
+pub mod request_log;

@@ -1,0 +1,235 @@
+//! Builds the application: opens the database, migrates, seeds the demo fleet, assembles the
+//! router and binds the listener. Tests call [`Application::build`] with port 0.
+
+use crate::configuration::Config;
+use crate::routes::{health, locale, request_log};
+use axum::Router;
+use axum::routing::{get, post};
+use berth_app::server::state::AppState;
+use berth_app::server::{db, demo};
+use berth_app::{App, shell};
+use leptos::prelude::*;
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use sea_orm::{DatabaseConnection, DbErr};
+use secrecy::ExposeSecret;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tower_http::compression::CompressionLayer;
+
+/// Why the server could not start. Each message names what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The listen address cannot be bound.
+    #[error("cannot listen on {addr} (BERTH_BIND): {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The data directory cannot be created.
+    #[error("cannot create data directory {path}: {source}")]
+    DataDir {
+        /// The directory.
+        path: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The database cannot be opened.
+    #[error("cannot open database {url} (BERTH_DATABASE_URL): {source}")]
+    Database {
+        /// The URL without password.
+        url: String,
+        /// The driver's error.
+        source: DbErr,
+    },
+    /// Migrations failed.
+    #[error("cannot migrate database {url}: {source}")]
+    Migrate {
+        /// The URL without password.
+        url: String,
+        /// The driver's error.
+        source: DbErr,
+    },
+    /// The demo fleet could not be added.
+    #[error("cannot add the demo fleet: {0}")]
+    Demo(DbErr),
+    /// The server stopped with an I/O error.
+    #[error("server error: {0}")]
+    Serve(std::io::Error),
+}
+
+/// A started (bound, migrated) application that has not begun serving yet.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    addr: SocketAddr,
+    db: DatabaseConnection,
+}
+
+impl std::fmt::Debug for Application {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Application")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Application {
+    /// Binds first (a bad address writes nothing), then opens and migrates the database, adds the
+    /// demo fleet if enabled and the inventory is empty, and builds the router.
+    pub async fn build(config: Config) -> Result<Self, StartupError> {
+        let listener =
+            TcpListener::bind(config.bind)
+                .await
+                .map_err(|source| StartupError::Bind {
+                    addr: config.bind,
+                    source,
+                })?;
+        let addr = listener.local_addr().map_err(|source| StartupError::Bind {
+            addr: config.bind,
+            source,
+        })?;
+
+        let (db, applied) = open_and_migrate(&config).await?;
+        if applied > 0 {
+            tracing::info!(db.migrations_applied = applied, "database migrated");
+        }
+        if config.demo {
+            match demo::seed_if_empty(&db, chrono::Utc::now())
+                .await
+                .map_err(StartupError::Demo)?
+            {
+                demo::SeedOutcome::Seeded { nodes, gpus } => {
+                    tracing::info!(demo.nodes = nodes, demo.gpus = gpus, "added the demo fleet");
+                }
+                demo::SeedOutcome::AlreadyPopulated => {}
+            }
+        }
+
+        let leptos_options = LeptosOptions::builder()
+            .output_name("berth")
+            .site_root(config.site_root.to_string_lossy().into_owned())
+            .site_pkg_dir("pkg")
+            .site_addr(addr)
+            .build();
+        let state = AppState {
+            leptos_options,
+            db: db.clone(),
+            portal: Arc::new(config.portal.clone()),
+        };
+        let router = router(state);
+        tracing::info!(
+            http.addr = %addr,
+            db.url = %config.database.redacted_url(),
+            "Berth is listening on http://{addr}/"
+        );
+        Ok(Self {
+            listener,
+            router,
+            addr,
+            db,
+        })
+    }
+
+    /// The bound address (with the real port when 0 was asked for).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The database pool, for tests that inspect what the app wrote.
+    pub fn db(&self) -> &DatabaseConnection {
+        &self.db
+    }
+
+    /// Serves until `shutdown` completes, then finishes in-flight requests and closes the pool.
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), StartupError> {
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(StartupError::Serve)?;
+        tracing::info!("server stopped");
+        if let Err(err) = self.db.close().await {
+            tracing::warn!(error = %err, "closing the database pool");
+        }
+        Ok(())
+    }
+}
+
+/// Opens the database and applies pending migrations; returns how many were applied.
+pub async fn migrate_only(config: &Config) -> Result<usize, StartupError> {
+    let (db, applied) = open_and_migrate(config).await?;
+    let _ = db.close().await;
+    Ok(applied)
+}
+
+async fn open_and_migrate(config: &Config) -> Result<(DatabaseConnection, usize), StartupError> {
+    if let Some(dir) = &config.database.create_dir {
+        std::fs::create_dir_all(dir).map_err(|source| StartupError::DataDir {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    let url = config.database.redacted_url();
+    let db = db::connect(config.database.url.expose_secret())
+        .await
+        .map_err(|source| StartupError::Database {
+            url: url.clone(),
+            source,
+        })?;
+    let applied = db::migrate(&db)
+        .await
+        .map_err(|source| StartupError::Migrate { url, source })?;
+    Ok((db, applied))
+}
+
+/// The whole HTTP surface: ops endpoints, the language form, server functions, pages and static
+/// files, with compression and request logging.
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let shell_options = state.leptos_options.clone();
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/locale", post(locale::set_locale))
+        // Also registers the server functions, with `AppState` in their context.
+        .leptos_routes(&state, routes, move || shell(shell_options.clone()))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(CompressionLayer::new())
+        .layer(axum::middleware::from_fn(request_log::log_request))
+        .with_state(state)
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(err) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %err, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(err) => {
+                tracing::error!(error = %err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutdown signal received, finishing in-flight requests");
+}

@@ -1,0 +1,296 @@
+//! The `berth` binary itself: commands, bad input, request logging and graceful shutdown.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// `berth` in `dir`, with no inherited `BERTH_*` variables.
+fn berth(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
+    command.current_dir(dir);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("BERTH_") {
+            command.env_remove(key);
+        }
+    }
+    command
+}
+
+fn stderr_of(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Asserts a clean failure: non-zero exit, one `berth: error:` line containing `expected`,
+/// no panic, and nothing written to the working directory.
+fn assert_fails_cleanly(dir: &Path, output: &Output, expected: &str) {
+    let stderr = stderr_of(output);
+    assert!(!output.status.success(), "exit status is not 0: {stderr}");
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .collect();
+    assert_eq!(lines.len(), 1, "exactly one error line, got: {stderr}");
+    assert!(lines[0].starts_with("berth: error: "), "{stderr}");
+    assert!(lines[0].contains(expected), "`{expected}` in: {stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("backtrace"),
+        "{stderr}"
+    );
+    let written: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "berth.toml")
+        .collect();
+    assert!(written.is_empty(), "nothing is written, found {written:?}");
+}
+
+#[test]
+fn help_lists_the_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = berth(dir.path()).arg("--help").output().unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    assert!(help.contains("serve") && help.contains("migrate"), "{help}");
+}
+
+#[test]
+fn a_malformed_bind_address_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = berth(dir.path())
+        .env("BERTH_BIND", "localhost-3000")
+        .output()
+        .unwrap();
+    assert_fails_cleanly(dir.path(), &output, "invalid bind address `localhost-3000`");
+}
+
+#[test]
+fn an_address_that_cannot_be_bound_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // 192.0.2.0/24 is reserved for documentation and never assigned to this machine.
+    let output = berth(dir.path())
+        .env("BERTH_BIND", "192.0.2.1:3000")
+        .output()
+        .unwrap();
+    assert_fails_cleanly(dir.path(), &output, "cannot listen on 192.0.2.1:3000");
+}
+
+#[test]
+fn an_unreachable_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = berth(dir.path())
+        .env("BERTH_BIND", "127.0.0.1:0")
+        .env(
+            "BERTH_DATABASE_URL",
+            "postgres://berth:secret@127.0.0.1:1/berth",
+        )
+        .output()
+        .unwrap();
+    assert_fails_cleanly(
+        dir.path(),
+        &output,
+        "cannot open database postgres://berth:***@127.0.0.1:1/berth",
+    );
+    assert!(
+        !stderr_of(&output).contains("secret"),
+        "the password is not printed"
+    );
+}
+
+#[test]
+fn an_unsupported_database_url_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = berth(dir.path())
+        .env("BERTH_DATABASE_URL", "mysql://localhost/berth")
+        .output()
+        .unwrap();
+    assert_fails_cleanly(dir.path(), &output, "unsupported database URL");
+}
+
+#[test]
+fn a_malformed_settings_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("berth.toml"), "bind = [\n").unwrap();
+    let output = berth(dir.path()).output().unwrap();
+    assert_fails_cleanly(dir.path(), &output, "invalid settings");
+    assert!(
+        stderr_of(&output).contains("berth.toml"),
+        "the file is named"
+    );
+}
+
+#[test]
+fn an_unknown_setting_in_the_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("berth.toml"), "colour = \"blue\"\n").unwrap();
+    let output = berth(dir.path()).output().unwrap();
+    assert_fails_cleanly(dir.path(), &output, "colour");
+}
+
+#[test]
+fn an_unknown_setting_in_the_environment_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = berth(dir.path())
+        .env("BERTH_COLOUR", "blue")
+        .output()
+        .unwrap();
+    assert_fails_cleanly(dir.path(), &output, "colour");
+}
+
+#[test]
+fn a_missing_settings_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = berth(dir.path())
+        .args(["--config", "nope.toml"])
+        .output()
+        .unwrap();
+    assert_fails_cleanly(dir.path(), &output, "nope.toml does not exist");
+}
+
+#[test]
+fn migrate_creates_the_embedded_database_and_is_idempotent() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = berth(dir.path()).arg("migrate").output().unwrap();
+    assert!(first.status.success(), "{}", stderr_of(&first));
+    assert!(dir.path().join("data/berth.db").is_file());
+    assert!(String::from_utf8_lossy(&first.stdout).contains("1 migration(s) applied"));
+    let second = berth(dir.path()).arg("migrate").output().unwrap();
+    assert!(second.status.success());
+    assert!(String::from_utf8_lossy(&second.stdout).contains("0 migration(s) applied"));
+}
+
+/// A `berth serve` child whose JSON log lines arrive on a channel.
+struct Served {
+    child: std::process::Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Served {
+    fn start(dir: &Path) -> Self {
+        let mut child = berth(dir)
+            .arg("serve")
+            .env("BERTH_BIND", "127.0.0.1:0")
+            .env("BERTH_LOG_FORMAT", "json")
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits for a log line containing `needle`.
+    fn wait_for(&mut self, needle: &str) -> String {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| panic!("no log line with {needle}; saw {:?}", self.seen));
+            self.seen.push(line.clone());
+            if line.contains(needle) {
+                return line;
+            }
+        }
+    }
+
+    fn base_url(&mut self) -> String {
+        let line = self.wait_for("\"http.addr\"");
+        let json: serde_json::Value = serde_json::from_str(&line).unwrap();
+        format!("http://{}", json["http.addr"].as_str().unwrap())
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    fn terminate(mut self) -> Vec<String> {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "exit after SIGTERM is clean: {status}");
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "berth did not stop after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.seen.extend(self.lines.try_iter());
+        self.seen
+    }
+}
+
+#[tokio::test]
+async fn serve_logs_each_request_stops_on_sigterm_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = reqwest::Client::new();
+
+    let mut first = Served::start(dir.path());
+    let url = first.base_url();
+    let html = client
+        .get(format!("{url}/"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(crate::helpers::gpu_rows(&html), 16);
+    let health = client.get(format!("{url}/healthz")).send().await.unwrap();
+    assert_eq!(health.status().as_u16(), 200);
+    first.wait_for("\"http.path\":\"/healthz\"");
+    let logs = first.terminate();
+
+    let request_line = logs
+        .iter()
+        .find(|line| line.contains("\"http.path\":\"/healthz\""))
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_str(request_line).unwrap();
+    assert_eq!(json["http.method"], "GET");
+    assert_eq!(json["http.status"], 200);
+    assert!(json["duration_ms"].as_f64().is_some());
+    assert!(
+        logs.iter()
+            .any(|line| line.contains("shutdown signal received"))
+    );
+    assert!(
+        logs.iter()
+            .any(|line| line.contains("added the demo fleet"))
+    );
+
+    // The second start on the same file keeps the data and adds nothing.
+    let mut second = Served::start(dir.path());
+    let url = second.base_url();
+    let html = client
+        .get(format!("{url}/"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(crate::helpers::gpu_rows(&html), 16);
+    let logs = second.terminate();
+    assert!(
+        !logs
+            .iter()
+            .any(|line| line.contains("added the demo fleet"))
+    );
+}

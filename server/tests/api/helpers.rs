@@ -1,0 +1,222 @@
+//! Starting the application against a fresh database, and cleaning up afterwards.
+
+use berth_server::configuration::{Config, RawSettings};
+use berth_server::startup::Application;
+use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// The database engine a test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Generates one test per backend, `sqlite::NAME` and `postgres::NAME`, each calling
+/// `NAME(Backend)` from the enclosing module.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::helpers::Backend::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::helpers::Backend::Postgres).await;
+                }
+            )*
+        }
+    };
+}
+
+/// The PostgreSQL server tests create their databases on.
+pub fn pg_admin_url() -> String {
+    std::env::var("BERTH_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// A database that exists for one test: a file in a temporary directory, or a PostgreSQL
+/// database named by a UUID that is dropped when this value is dropped.
+pub struct TestDatabase {
+    pub url: String,
+    pg_name: Option<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDatabase {
+    pub async fn create(backend: Backend) -> Self {
+        match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("create a temporary directory");
+                let url = format!(
+                    "sqlite://{}?mode=rwc",
+                    dir.path().join("berth.db").display()
+                );
+                Self {
+                    url,
+                    pg_name: None,
+                    _dir: Some(dir),
+                }
+            }
+            Backend::Postgres => {
+                let admin_url = pg_admin_url();
+                let admin = connect_admin(&admin_url).await;
+                let name = format!("berth_test_{}", uuid::Uuid::new_v4().simple());
+                admin
+                    .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
+                    .await
+                    .expect("create the test database");
+                let _ = admin.close().await;
+                let mut url = url::Url::parse(&admin_url).expect("BERTH_TEST_PG_URL is a URL");
+                url.set_path(&name);
+                Self {
+                    url: url.to_string(),
+                    pg_name: Some(name),
+                    _dir: None,
+                }
+            }
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let Some(name) = self.pg_name.take() else {
+            return;
+        };
+        // Drop runs outside async code: use a separate thread with its own runtime.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime to drop the test database");
+            runtime.block_on(async move {
+                let admin = connect_admin(&pg_admin_url()).await;
+                admin
+                    .execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                    .await
+                    .map(|_| ())
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("warning: could not drop a test database");
+        }
+    }
+}
+
+async fn connect_admin(url: &str) -> DatabaseConnection {
+    match Database::connect(url).await {
+        Ok(db) => db,
+        Err(err) => panic!(
+            "PostgreSQL is not reachable at {url}: {err}\n\
+             Tests need PostgreSQL. Start it with \
+             `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`, \
+             or point BERTH_TEST_PG_URL at a server where the user may create databases."
+        ),
+    }
+}
+
+/// Settings for a test app on `db`: port 0, quiet logs, demo fleet on.
+pub fn test_settings(db: &TestDatabase) -> RawSettings {
+    RawSettings {
+        bind: "127.0.0.1:0".to_owned(),
+        database_url: Some(db.url.clone()),
+        demo: Some(true),
+        log: "warn".to_owned(),
+        site_root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/site"),
+        ..RawSettings::default()
+    }
+}
+
+/// A running application and a cookie-keeping HTTP client for it.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    pub db: DatabaseConnection,
+    shutdown: Option<oneshot::Sender<()>>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub async fn get_text(&self, path: &str) -> (u16, String) {
+        let response = self.client.get(self.url(path)).send().await.expect("GET");
+        let status = response.status().as_u16();
+        (
+            status,
+            without_markers(response.text().await.expect("body")),
+        )
+    }
+
+    /// Stops the server gracefully and waits for it.
+    pub async fn stop(mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(server) = self.server.take() {
+            server.await.expect("server task");
+        }
+    }
+}
+
+/// Starts the application with `settings`.
+pub async fn spawn_with(settings: RawSettings) -> TestApp {
+    let config = Config::from_raw(settings).expect("valid test settings");
+    let app = Application::build(config)
+        .await
+        .expect("application starts");
+    let addr = app.addr();
+    let db = app.db().clone();
+    let (shutdown, stopped) = oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        app.run_until_stopped(async {
+            let _ = stopped.await;
+        })
+        .await
+        .expect("server runs");
+    });
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("HTTP client");
+    TestApp {
+        addr,
+        client,
+        db,
+        shutdown: Some(shutdown),
+        server: Some(server),
+    }
+}
+
+/// Starts the application on a fresh database of `backend`, with the demo fleet.
+pub async fn spawn_app(backend: Backend) -> (TestApp, TestDatabase) {
+    let db = TestDatabase::create(backend).await;
+    let app = spawn_with(test_settings(&db)).await;
+    (app, db)
+}
+
+/// The page without the `<!>` hydration markers Leptos puts between adjacent text nodes, so that
+/// assertions can look for text as a reader sees it ("16 GPUs shown").
+pub fn without_markers(html: String) -> String {
+    html.replace("<!>", "")
+}
+
+/// Number of GPU rows in a rendered inventory page.
+pub fn gpu_rows(html: &str) -> usize {
+    html.matches("class=\"gpu-row\"").count()
+}

@@ -1,0 +1,148 @@
+//! The inventory page, its server function and the demo fleet.
+
+use crate::helpers::{Backend, TestDatabase, gpu_rows, spawn_app, spawn_with, test_settings};
+use berth_server::configuration::RawSettings;
+
+async fn root_lists_the_demo_fleet_grouped_by_node(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let (status, html) = app.get_text("/").await;
+    assert_eq!(status, 200);
+    assert_eq!(gpu_rows(&html), 16, "all 16 demo GPUs are listed");
+    for node in ["demo-hopper-01", "demo-ampere-01", "demo-lovelace-01"] {
+        assert!(html.contains(node), "node {node} is shown");
+    }
+    for model in [
+        "NVIDIA H100 80GB HBM3",
+        "NVIDIA A100-PCIE-40GB",
+        "NVIDIA L40S",
+        "NVIDIA RTX A5000",
+    ] {
+        assert!(html.contains(model), "model {model} is shown");
+    }
+    assert!(
+        html.contains("Demo inventory"),
+        "demo data is marked as such"
+    );
+    assert!(html.contains("80 GB"));
+    assert!(
+        html.contains("$3.49"),
+        "H100 price is shown in the currency"
+    );
+    assert!(html.contains("data-status=\"maintenance\""));
+    app.stop().await;
+}
+
+async fn the_model_filter_works_without_javascript(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let (status, html) = app.get_text("/?model=NVIDIA%20L40S").await;
+    assert_eq!(status, 200);
+    assert_eq!(gpu_rows(&html), 2);
+    assert!(
+        !html.contains(">demo-hopper-01</h2>"),
+        "nodes without L40S are hidden"
+    );
+    assert!(html.contains(">demo-lovelace-01</h2>"));
+    assert!(html.contains("2 GPUs shown"));
+
+    let (_, html) = app.get_text("/?model=No%20such%20GPU").await;
+    assert_eq!(gpu_rows(&html), 0);
+    assert!(html.contains("No GPU matches this filter."));
+    app.stop().await;
+}
+
+async fn list_gpus_server_function_returns_the_inventory_as_json(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let response = app
+        .client
+        .post(app.url("/api/list_gpus"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let body: serde_json::Value = response.json().await.unwrap();
+    let nodes = body["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    let gpus: usize = nodes
+        .iter()
+        .map(|node| node["gpus"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(gpus, 16);
+    assert_eq!(body["currency"]["code"], "USD");
+    let h100 = &nodes
+        .iter()
+        .find(|n| n["name"] == "demo-hopper-01")
+        .unwrap()["gpus"][0];
+    assert_eq!(h100["hourly_price"], 349);
+    assert_eq!(h100["memory"], 81_559);
+    assert_eq!(h100["status"], "active");
+    app.stop().await;
+}
+
+async fn a_second_start_on_the_same_database_keeps_the_data_and_adds_nothing(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let first = spawn_with(test_settings(&db)).await;
+    let (_, first_html) = first.get_text("/").await;
+    first.stop().await;
+
+    let second = spawn_with(test_settings(&db)).await;
+    let (_, second_html) = second.get_text("/").await;
+    assert_eq!(gpu_rows(&first_html), 16);
+    assert_eq!(gpu_rows(&second_html), 16, "no second demo fleet was added");
+    let count = berth_app::server::db::inventory::count_nodes(&second.db)
+        .await
+        .unwrap();
+    assert_eq!(count, 3);
+    second.stop().await;
+}
+
+async fn with_the_demo_off_the_inventory_starts_empty(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let app = spawn_with(RawSettings {
+        demo: Some(false),
+        ..test_settings(&db)
+    })
+    .await;
+    let (status, html) = app.get_text("/").await;
+    assert_eq!(status, 200);
+    assert_eq!(gpu_rows(&html), 0);
+    assert!(html.contains("No GPUs yet."));
+    assert!(!html.contains("Demo inventory"));
+    app.stop().await;
+}
+
+async fn concurrent_starts_add_the_demo_fleet_once(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let (a, b) = tokio::join!(
+        spawn_with(test_settings(&db)),
+        spawn_with(test_settings(&db))
+    );
+    let count = berth_app::server::db::inventory::count_nodes(&a.db)
+        .await
+        .unwrap();
+    assert_eq!(count, 3);
+    let (_, html) = b.get_text("/").await;
+    assert_eq!(gpu_rows(&html), 16);
+    a.stop().await;
+    b.stop().await;
+}
+
+async fn unknown_pages_answer_404_with_a_way_back(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let (status, html) = app.get_text("/no/such/page").await;
+    assert_eq!(status, 404);
+    assert!(html.contains("Page not found"));
+    assert!(html.contains("href=\"/\""));
+    app.stop().await;
+}
+
+crate::on_both_backends!(
+    root_lists_the_demo_fleet_grouped_by_node,
+    the_model_filter_works_without_javascript,
+    list_gpus_server_function_returns_the_inventory_as_json,
+    a_second_start_on_the_same_database_keeps_the_data_and_adds_nothing,
+    with_the_demo_off_the_inventory_starts_empty,
+    concurrent_starts_add_the_demo_fleet_once,
+    unknown_pages_answer_404_with_a_way_back,
+);

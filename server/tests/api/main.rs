@@ -1,0 +1,8 @@
+//! HTTP integration tests: each test starts the real application on port 0 against a fresh
+//! database — an SQLite file and a PostgreSQL database — and talks to it like a browser.
+
+mod cli;
+mod health;
+mod helpers;
+mod inventory;
+mod locale;

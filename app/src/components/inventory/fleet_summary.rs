@@ -13,7 +13,7 @@ pub fn FleetSummary(summary: Vec<ModelSummary>, total: usize) -> impl IntoView {
         .into_iter()
         .map(|model| {
             let (active, all) = (model.active, model.total);
-            let percent = if all == 0 { 0 } else { active * 100 / all };
+            let percent = (active * 100).checked_div(all).unwrap_or(0);
             view! {
                 <li class="fleet-model">
                     <div class="fleet-model-head">

@@ -4,7 +4,7 @@ use crate::components::layout::{Footer, Header};
 use crate::i18n::*;
 use crate::pages::{inventory::InventoryPage, not_found::NotFoundPage};
 use leptos::prelude::*;
-use leptos_meta::{Link, MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_meta::{MetaTags, Title, provide_meta_context};
 use leptos_router::{
     SsrMode, StaticSegment,
     components::{Route, Router, Routes},
@@ -20,6 +20,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <AutoReload options=options.clone() />
                 <HydrationScripts options />
+                <link rel="stylesheet" id="leptos" href="/pkg/berth.css" />
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
                 <MetaTags />
             </head>
             <body>
@@ -35,8 +37,6 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
 
     view! {
-        <Stylesheet id="leptos" href="/pkg/berth.css" />
-        <Link rel="icon" href="/favicon.svg" type_="image/svg+xml" />
         <Title formatter=|title: String| {
             if title.is_empty() { "Berth".to_owned() } else { format!("{title} · Berth") }
         } />

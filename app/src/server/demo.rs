@@ -48,7 +48,7 @@ const FLEET: &[DemoNode] = &[
         name: "demo-lovelace-01",
         hostname: "lovelace-01.demo.invalid",
         groups: &[
-            ("NVIDIA L40S", 46_068, 129, true, 2),
+            ("NVIDIA L40S", 49_140, 129, true, 2),
             ("NVIDIA RTX A5000", 24_564, 49, true, 2),
         ],
         in_maintenance: &[],

@@ -1,0 +1,50 @@
+import { defineConfig } from "@playwright/test";
+
+// Berth is started by the test command (scripts/test.sh) with a fresh database and its address
+// is passed in BERTH_E2E_URL; running `npx playwright test` alone starts one on port 3210.
+const port = 3210;
+const external = process.env.BERTH_E2E_URL;
+const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+export default defineConfig({
+  testDir: "./tests",
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  reporter: [["list"], ["html", { open: "never" }]],
+  outputDir: "test-results",
+  use: {
+    baseURL: external ?? `http://127.0.0.1:${port}`,
+    screenshot: "on",
+    trace: "retain-on-failure",
+    launchOptions: {
+      executablePath: chromium,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    },
+  },
+  projects: [{ name: "chromium", use: { browserName: "chromium" } }],
+  webServer: external
+    ? undefined
+    : {
+        command: "target/debug/berth serve",
+        cwd: "..",
+        url: `http://127.0.0.1:${port}/readyz`,
+        reuseExistingServer: false,
+        timeout: 120_000,
+        env: {
+          BERTH_BIND: `127.0.0.1:${port}`,
+          BERTH_DATA_DIR: "end2end/.data",
+          BERTH_LOG: "warn",
+        },
+      },
+});

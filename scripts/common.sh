@@ -1,0 +1,44 @@
+# Shared set-up for scripts/run.sh and scripts/test.sh: installs what the build needs, once.
+# Every step checks first, so a second run costs seconds.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TOOLS="$ROOT/.tools"
+CARGO_LEPTOS_VERSION="0.3.10"   # 0.3.11 needs rustc 1.96
+BINARYEN_VERSION="132.0.0"      # never Debian's binaryen 108: its output breaks hydration
+
+export PATH="$HOME/.cargo/bin:$TOOLS/node_modules/.bin:$PATH"
+cd "$ROOT"
+
+say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+
+# The wasm-bindgen version pinned in Cargo.lock; the CLI must match it exactly.
+wasm_bindgen_version() {
+  awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$ROOT/Cargo.lock"
+}
+
+ensure_rust_tools() {
+  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    say "Adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+  if ! cargo leptos --version 2>/dev/null | grep -q "$CARGO_LEPTOS_VERSION"; then
+    say "Installing cargo-leptos $CARGO_LEPTOS_VERSION (about 20 minutes, once)"
+    cargo install cargo-leptos --locked --version "$CARGO_LEPTOS_VERSION"
+  fi
+  local wbg
+  wbg="$(wasm_bindgen_version)"
+  if ! wasm-bindgen --version 2>/dev/null | grep -q "$wbg"; then
+    say "Installing wasm-bindgen-cli $wbg (about 7 minutes, once)"
+    # Not --locked: one of its locked dependencies is missing from the registry mirror.
+    cargo install wasm-bindgen-cli --version "$wbg"
+  fi
+}
+
+ensure_wasm_opt() {
+  if ! "$TOOLS/node_modules/.bin/wasm-opt" --version 2>/dev/null | grep -q "${BINARYEN_VERSION%%.*}"; then
+    say "Installing wasm-opt (binaryen $BINARYEN_VERSION from npm)"
+    mkdir -p "$TOOLS"
+    (cd "$TOOLS" && npm install --no-audit --no-fund --no-save "binaryen@$BINARYEN_VERSION" >/dev/null)
+  fi
+}

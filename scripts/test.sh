@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs every check: formatting, clippy (server and browser builds), all Rust tests on SQLite and
+# PostgreSQL, and the Playwright suite in Debian's Chromium. Installs what is missing.
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+PG_URL="${BERTH_TEST_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+export BERTH_TEST_PG_URL="$PG_URL"
+
+ensure_chromium() {
+  if ! command -v chromium >/dev/null 2>&1; then
+    say "Installing Chromium (Debian package) for the end-to-end tests"
+    if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  fi
+}
+
+ensure_node_modules() {
+  if [ ! -x end2end/node_modules/.bin/playwright ] \
+     || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
+    say "Installing the end-to-end test packages (npm ci)"
+    (cd end2end && npm ci --no-audit --no-fund)
+  fi
+}
+
+check_postgres() {
+  local hostport host port
+  hostport="$(sed -E 's#^[a-z]+://([^@/]*@)?([^/?]*).*#\2#' <<<"$PG_URL")"
+  host="${hostport%%:*}"; port="${hostport##*:}"
+  [ "$port" = "$hostport" ] && port=5432
+  if ! (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+    echo "error: PostgreSQL is not reachable at $host:$port ($PG_URL)." >&2
+    echo "The tests run every data test on SQLite and PostgreSQL, so PostgreSQL must run." >&2
+    echo "Start it with: pg_ctlcluster --skip-systemctl-redirect \$(ls /etc/postgresql) main start" >&2
+    echo "or point BERTH_TEST_PG_URL at a server where the user may create databases." >&2
+    exit 1
+  fi
+}
+
+ensure_rust_tools
+ensure_chromium
+ensure_node_modules
+check_postgres
+
+say "cargo fmt --check"
+cargo fmt --all --check
+
+say "clippy: server build (ssr)"
+cargo clippy --locked -p berth-app -p berth-server -p berth-migrations --all-targets -- -D warnings
+
+say "Rust tests (unit, and HTTP integration on SQLite and PostgreSQL)"
+cargo test --locked -p berth-app -p berth-server -p berth-migrations
+
+say "clippy: browser build (hydrate, wasm32)"
+cargo clippy --locked -p berth-app -p berth-frontend --target wasm32-unknown-unknown -- -D warnings
+
+say "Building the front end (WASM + CSS)"
+cargo leptos build --frontend-only
+
+say "Playwright in Chromium"
+rm -rf end2end/.data end2end/test-results
+(cd end2end && npx playwright test)
+say "All checks passed"

@@ -48,8 +48,11 @@ cargo fmt --all --check
 say "clippy: server build (ssr)"
 cargo clippy --locked -p berth-app -p berth-server -p berth-migrations --all-targets -- -D warnings
 
+RESULTS="$(mktemp)"
+trap 'rm -f "$RESULTS"' EXIT
+
 say "Rust tests (unit, and HTTP integration on SQLite and PostgreSQL)"
-cargo test --locked -p berth-app -p berth-server -p berth-migrations
+cargo test --locked -p berth-app -p berth-server -p berth-migrations 2>&1 | tee -a "$RESULTS"
 
 say "clippy: browser build (hydrate, wasm32)"
 cargo clippy --locked -p berth-app -p berth-frontend --target wasm32-unknown-unknown -- -D warnings
@@ -59,5 +62,9 @@ cargo leptos build --frontend-only
 
 say "Playwright in Chromium"
 rm -rf end2end/.data end2end/test-results
-(cd end2end && npx playwright test)
+(cd end2end && npx playwright test) 2>&1 | tee -a "$RESULTS"
+
+# One closing line for every test that ran: cargo's "test result:" lines and Playwright's total.
+passed=$(grep -hoE '(ok\. [0-9]+ passed|^ +[0-9]+ passed)' "$RESULTS" | grep -oE '[0-9]+' | awk '{ n += $1 } END { print n + 0 }')
 say "All checks passed"
+echo "Summary: ${passed} passed, 0 failed"

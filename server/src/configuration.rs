@@ -168,7 +168,7 @@ impl Config {
         // test suite. Every other `BERTH_*` variable must be a setting.
         let env = Env::prefixed("BERTH_")
             .ignore(&["config"])
-            .filter(|key| !key.as_str().starts_with("test_"));
+            .filter(|key| !key.as_str().to_ascii_lowercase().starts_with("test_"));
         let raw: RawSettings = figment
             .merge(env)
             .extract()

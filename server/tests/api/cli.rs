@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
+use tempfile::TempDir;
 
 /// `berth` in `dir`, with no inherited `BERTH_*` variables.
 fn berth(dir: &Path) -> Command {
@@ -55,38 +56,44 @@ fn help_lists_the_commands() {
     assert!(help.contains("serve") && help.contains("migrate"), "{help}");
 }
 
-#[test]
-fn a_malformed_bind_address_is_refused() {
+/// Runs `berth ARGS` with the variables `env` in a fresh directory, which holds `berth.toml` with
+/// the text `toml` if given.
+fn run_in_empty_dir(args: &[&str], env: &[(&str, &str)], toml: Option<&str>) -> (TempDir, Output) {
     let dir = tempfile::tempdir().unwrap();
+    if let Some(toml) = toml {
+        std::fs::write(dir.path().join("berth.toml"), toml).unwrap();
+    }
     let output = berth(dir.path())
-        .env("BERTH_BIND", "localhost-3000")
+        .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
+    (dir, output)
+}
+
+#[test]
+fn a_malformed_bind_address_is_refused() {
+    let (dir, output) = run_in_empty_dir(&[], &[("BERTH_BIND", "localhost-3000")], None);
     assert_fails_cleanly(dir.path(), &output, "invalid bind address `localhost-3000`");
 }
 
 #[test]
 fn an_address_that_cannot_be_bound_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
     // 192.0.2.0/24 is reserved for documentation and never assigned to this machine.
-    let output = berth(dir.path())
-        .env("BERTH_BIND", "192.0.2.1:3000")
-        .output()
-        .unwrap();
+    let (dir, output) = run_in_empty_dir(&[], &[("BERTH_BIND", "192.0.2.1:3000")], None);
     assert_fails_cleanly(dir.path(), &output, "cannot listen on 192.0.2.1:3000");
 }
 
 #[test]
 fn an_unreachable_database_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let output = berth(dir.path())
-        .env("BERTH_BIND", "127.0.0.1:0")
-        .env(
+    let env = [
+        ("BERTH_BIND", "127.0.0.1:0"),
+        (
             "BERTH_DATABASE_URL",
             "postgres://berth:secret@127.0.0.1:1/berth",
-        )
-        .output()
-        .unwrap();
+        ),
+    ];
+    let (dir, output) = run_in_empty_dir(&[], &env, None);
     assert_fails_cleanly(
         dir.path(),
         &output,
@@ -100,19 +107,14 @@ fn an_unreachable_database_is_refused() {
 
 #[test]
 fn an_unsupported_database_url_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let output = berth(dir.path())
-        .env("BERTH_DATABASE_URL", "mysql://localhost/berth")
-        .output()
-        .unwrap();
+    let env = [("BERTH_DATABASE_URL", "mysql://localhost/berth")];
+    let (dir, output) = run_in_empty_dir(&[], &env, None);
     assert_fails_cleanly(dir.path(), &output, "unsupported database URL");
 }
 
 #[test]
 fn a_malformed_settings_file_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("berth.toml"), "bind = [\n").unwrap();
-    let output = berth(dir.path()).output().unwrap();
+    let (dir, output) = run_in_empty_dir(&[], &[], Some("bind = [\n"));
     assert_fails_cleanly(dir.path(), &output, "invalid settings");
     assert!(
         stderr_of(&output).contains("berth.toml"),
@@ -122,30 +124,47 @@ fn a_malformed_settings_file_is_refused() {
 
 #[test]
 fn an_unknown_setting_in_the_file_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("berth.toml"), "colour = \"blue\"\n").unwrap();
-    let output = berth(dir.path()).output().unwrap();
+    let (dir, output) = run_in_empty_dir(&[], &[], Some("colour = \"blue\"\n"));
     assert_fails_cleanly(dir.path(), &output, "colour");
 }
 
 #[test]
 fn an_unknown_setting_in_the_environment_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let output = berth(dir.path())
-        .env("BERTH_COLOUR", "blue")
-        .output()
-        .unwrap();
+    let (dir, output) = run_in_empty_dir(&[], &[("BERTH_COLOUR", "blue")], None);
     assert_fails_cleanly(dir.path(), &output, "colour");
 }
 
 #[test]
 fn a_missing_settings_file_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let output = berth(dir.path())
-        .args(["--config", "nope.toml"])
-        .output()
-        .unwrap();
+    let (dir, output) = run_in_empty_dir(&["--config", "nope.toml"], &[], None);
     assert_fails_cleanly(dir.path(), &output, "nope.toml does not exist");
+}
+
+#[test]
+fn the_test_suite_variables_and_the_settings_file_variable_are_not_settings() {
+    let env = [
+        (
+            "BERTH_TEST_PG_URL",
+            "postgres://postgres@127.0.0.1:5432/postgres",
+        ),
+        ("BERTH_CONFIG", "custom.toml"),
+    ];
+    let (dir, output) = run_in_empty_dir(&["migrate"], &env, None);
+    assert!(
+        !output.status.success(),
+        "custom.toml is read, and it is missing"
+    );
+    assert_fails_cleanly(dir.path(), &output, "custom.toml does not exist");
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("custom.toml"),
+        "data_dir = \"custom-data\"\n",
+    )
+    .unwrap();
+    let output = berth(dir.path()).arg("migrate").envs(env).output().unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert!(dir.path().join("custom-data/berth.db").is_file());
 }
 
 #[test]

@@ -162,6 +162,18 @@ impl TestApp {
         )
     }
 
+    /// The page at `path` as a browser with `Accept-Language: accept_language` gets it.
+    pub async fn get_in_language(&self, path: &str, accept_language: &str) -> String {
+        let response = self
+            .client
+            .get(self.url(path))
+            .header("accept-language", accept_language)
+            .send()
+            .await
+            .expect("GET");
+        without_markers(response.text().await.expect("body"))
+    }
+
     /// Stops the server gracefully and waits for it.
     pub async fn stop(mut self) {
         if let Some(shutdown) = self.shutdown.take() {

@@ -1,20 +1,10 @@
 //! Choosing the language: Accept-Language, the switch, and the remembered preference.
 
-use crate::helpers::{Backend, spawn_app, without_markers};
+use crate::helpers::{Backend, spawn_app};
 
 async fn accept_language_picks_brazilian_portuguese(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let html = app
-        .client
-        .get(app.url("/"))
-        .header("accept-language", "pt-BR,pt;q=0.9,en;q=0.5")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .map(without_markers)
-        .unwrap();
+    let html = app.get_in_language("/", "pt-BR,pt;q=0.9,en;q=0.5").await;
     assert!(html.contains("Inventário de GPUs"));
     assert!(html.contains("lang=\"pt-BR\""));
     assert!(html.contains("Em manutenção"));
@@ -43,17 +33,7 @@ async fn the_language_switch_is_remembered_over_accept_language(backend: Backend
     assert_eq!(response.status().as_u16(), 303);
     assert_eq!(response.headers()["location"], "/?model=NVIDIA%20L40S");
 
-    let html = app
-        .client
-        .get(app.url("/"))
-        .header("accept-language", "en-US,en;q=0.9")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .map(without_markers)
-        .unwrap();
+    let html = app.get_in_language("/", "en-US,en;q=0.9").await;
     assert!(
         html.contains("Inventário de GPUs"),
         "the cookie wins over Accept-Language"

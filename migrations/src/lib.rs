@@ -6,6 +6,7 @@
 pub use sea_orm_migration::prelude::*;
 
 mod m20261130_000001_create_nodes_and_gpus;
+mod m20261130_000002_create_sessions;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -14,6 +15,9 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261130_000001_create_nodes_and_gpus::Migration)]
+        vec![
+            Box::new(m20261130_000001_create_nodes_and_gpus::Migration),
+            Box::new(m20261130_000002_create_sessions::Migration),
+        ]
     }
 }

@@ -6,3 +6,4 @@ mod health;
 mod helpers;
 mod inventory;
 mod locale;
+mod sessions;

@@ -2,6 +2,7 @@
 //! transaction can be passed through a multi-step write.
 
 pub mod inventory;
+pub mod sessions;
 
 use berth_migrations::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};

@@ -1,0 +1,90 @@
+//! The database-backed session store, on both backends.
+
+use crate::helpers::{Backend, spawn_app};
+use berth_app::server::db::sessions::DbSessionStore;
+use tower_sessions::session::{Id, Record};
+use tower_sessions::session_store::{ExpiredDeletion, SessionStore};
+
+fn record(minutes_from_now: i64) -> Record {
+    let mut data = std::collections::HashMap::new();
+    data.insert("user_id".to_owned(), serde_json::json!(42));
+    Record {
+        id: Id::default(),
+        data,
+        expiry_date: time::OffsetDateTime::now_utc() + time::Duration::minutes(minutes_from_now),
+    }
+}
+
+async fn sessions_are_created_loaded_updated_and_deleted(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let store = DbSessionStore::new(app.db.clone());
+
+    let mut session = record(60);
+    store.create(&mut session).await.unwrap();
+    let loaded = store.load(&session.id).await.unwrap().expect("stored");
+    assert_eq!(loaded.data, session.data);
+    assert_eq!(
+        loaded.expiry_date.unix_timestamp(),
+        session.expiry_date.unix_timestamp()
+    );
+
+    session
+        .data
+        .insert("locale".to_owned(), serde_json::json!("pt-BR"));
+    store.save(&session).await.unwrap();
+    let loaded = store.load(&session.id).await.unwrap().expect("stored");
+    assert_eq!(loaded.data["locale"], "pt-BR");
+
+    store.delete(&session.id).await.unwrap();
+    assert!(store.load(&session.id).await.unwrap().is_none());
+    app.stop().await;
+}
+
+async fn expired_sessions_are_neither_loaded_nor_kept(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let store = DbSessionStore::new(app.db.clone());
+    let mut expired = record(-1);
+    let mut live = record(60);
+    store.create(&mut expired).await.unwrap();
+    store.create(&mut live).await.unwrap();
+    assert!(store.load(&expired.id).await.unwrap().is_none());
+
+    store.delete_expired().await.unwrap();
+    assert!(store.load(&live.id).await.unwrap().is_some());
+    let mut again = Record {
+        id: expired.id,
+        ..record(60)
+    };
+    // The expired row is gone, so its id can be created afresh without a collision.
+    store.create(&mut again).await.unwrap();
+    assert_eq!(again.id, expired.id);
+    app.stop().await;
+}
+
+async fn creating_with_a_taken_id_draws_a_new_one(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let store = DbSessionStore::new(app.db.clone());
+    let mut first = record(60);
+    store.create(&mut first).await.unwrap();
+    let mut second = Record {
+        id: first.id,
+        ..record(60)
+    };
+    second
+        .data
+        .insert("other".to_owned(), serde_json::json!(true));
+    store.create(&mut second).await.unwrap();
+    assert_ne!(
+        second.id, first.id,
+        "the existing session is not overwritten"
+    );
+    let kept = store.load(&first.id).await.unwrap().unwrap();
+    assert!(!kept.data.contains_key("other"));
+    app.stop().await;
+}
+
+crate::on_both_backends!(
+    sessions_are_created_loaded_updated_and_deleted,
+    expired_sessions_are_neither_loaded_nor_kept,
+    creating_with_a_taken_id_draws_a_new_one,
+);

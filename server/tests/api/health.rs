@@ -36,7 +36,26 @@ async fn readyz_fails_once_the_database_is_gone(backend: Backend) {
     drop(db);
 }
 
+async fn readyz_reports_pending_migrations(backend: Backend) {
+    use sea_orm::ConnectionTrait;
+    let (app, _db) = spawn_app(backend).await;
+    // As if this binary were newer than the schema: forget that the last migration ran.
+    app.db
+        .execute_unprepared(
+            "DELETE FROM seaql_migrations WHERE version = \
+             (SELECT MAX(version) FROM seaql_migrations)",
+        )
+        .await
+        .unwrap();
+    let response = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["reason"], "1 migration(s) pending");
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    readyz_reports_pending_migrations,
     healthz_answers_ok,
     readyz_reports_a_migrated_reachable_database,
     readyz_fails_once_the_database_is_gone,

@@ -55,9 +55,10 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<usize, DbErr> {
     Ok(pending)
 }
 
-/// Number of migrations not yet applied (0 when the schema is current).
+/// Number of migrations not yet applied (0 when the schema is current). Reads only: safe for a
+/// readiness probe.
 pub async fn pending_migrations(db: &DatabaseConnection) -> Result<usize, DbErr> {
-    Ok(Migrator::get_pending_migrations(db).await?.len())
+    Ok(Migrator::get_pending_migrations_read_only(db).await?.len())
 }
 
 /// Starts a transaction for a write. On SQLite it takes the write lock up front (`BEGIN

@@ -31,6 +31,7 @@ pub fn NodeCard(node: NodeInventory, currency: Currency) -> impl IntoView {
                     <span>{t!(i18n, node_added, date = move || icu_date(added))}</span>
                 </span>
             </header>
+            <div class="table-scroll">
             <table class="gpu-table">
                 <thead>
                     <tr>
@@ -44,6 +45,7 @@ pub fn NodeCard(node: NodeInventory, currency: Currency) -> impl IntoView {
                 </thead>
                 <tbody>{rows}</tbody>
             </table>
+            </div>
         </article>
     }
 }

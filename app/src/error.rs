@@ -91,3 +91,31 @@ impl From<sea_orm::DbErr> for AppError {
         }
     }
 }
+
+/// Plain HTTP routes (the JSON API, health, forms) answer errors as
+/// `{"error": "<kind>", "message": "<text>"}` with the matching status.
+#[cfg(feature = "ssr")]
+impl axum::response::IntoResponse for AppError {
+    fn into_response(self) -> axum::response::Response {
+        let status = axum::http::StatusCode::from_u16(self.status_code())
+            .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        let kind = match &self {
+            AppError::Validation { .. } => "validation",
+            AppError::Unauthorized => "unauthorized",
+            AppError::Forbidden => "forbidden",
+            AppError::NotFound(_) => "not_found",
+            AppError::Conflict(_) => "conflict",
+            AppError::Unavailable => "unavailable",
+            AppError::Internal | AppError::Transport(_) => "internal",
+        };
+        let body = axum::Json(serde_json::json!({ "error": kind, "message": self.to_string() }));
+        let mut response = (status, body).into_response();
+        if self == AppError::Unauthorized {
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}

@@ -7,6 +7,7 @@ pub use sea_orm_migration::prelude::*;
 
 mod m20261130_000001_create_nodes_and_gpus;
 mod m20261130_000002_create_sessions;
+mod m20261130_000003_create_users_and_tokens;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -18,6 +19,7 @@ impl MigratorTrait for Migrator {
         vec![
             Box::new(m20261130_000001_create_nodes_and_gpus::Migration),
             Box::new(m20261130_000002_create_sessions::Migration),
+            Box::new(m20261130_000003_create_users_and_tokens::Migration),
         ]
     }
 }

@@ -1,7 +1,9 @@
 //! The command line: `berth serve` (default) and `berth migrate`.
 
+use crate::admin::{self, AdminError};
 use crate::configuration::Config;
 use crate::startup::{self, Application, StartupError};
+use berth_app::domain::user::{PlatformRole, UserSummary};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -27,6 +29,48 @@ pub enum Command {
     Serve,
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Manage users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage personal API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+/// `berth user …`
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Add a user, or update the name and role of the user with that e-mail address.
+    Add {
+        /// E-mail address.
+        email: String,
+        /// Display name (default: the part of the address before @).
+        #[arg(long)]
+        name: Option<String>,
+        /// Make the user a platform admin.
+        #[arg(long)]
+        admin: bool,
+    },
+    /// List users.
+    List,
+}
+
+/// `berth token …`
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Issue an API token for a user and print it (it is shown only this once).
+    Create {
+        /// The user's e-mail address.
+        email: String,
+        /// What the token is for.
+        #[arg(long)]
+        name: String,
+    },
+    /// Revoke an API token by id.
+    Revoke {
+        /// The token's id, as printed by `berth token create`.
+        id: i64,
+    },
 }
 
 /// Parses the command line, runs the command, and turns any failure into one error line.
@@ -43,15 +87,70 @@ pub fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(err) => return fail(&err),
     };
-    let result = runtime.block_on(async move {
+    let result: Result<(), Box<dyn std::fmt::Display>> = runtime.block_on(async move {
         match cli.command.unwrap_or(Command::Serve) {
-            Command::Serve => serve(config).await,
-            Command::Migrate => migrate(config).await,
+            Command::Serve => serve(config).await.map_err(boxed),
+            Command::Migrate => migrate(config).await.map_err(boxed),
+            Command::User(command) => user(&config, command).await.map_err(boxed),
+            Command::Token(command) => token(&config, command).await.map_err(boxed),
         }
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => fail(&err),
+        Err(err) => fail(&*err),
+    }
+}
+
+fn boxed(err: impl std::fmt::Display + 'static) -> Box<dyn std::fmt::Display> {
+    Box::new(err)
+}
+
+async fn user(config: &Config, command: UserCommand) -> Result<(), AdminError> {
+    match command {
+        UserCommand::Add { email, name, admin } => {
+            let user = admin::add_user(config, &email, name.as_deref(), admin).await?;
+            println!(
+                "{}\t{}\t{}\t{}",
+                user.id,
+                user.email,
+                user.name,
+                role_name(&user)
+            );
+        }
+        UserCommand::List => {
+            for user in admin::list_users(config).await? {
+                println!(
+                    "{}\t{}\t{}\t{}",
+                    user.id,
+                    user.email,
+                    user.name,
+                    role_name(&user)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn token(config: &Config, command: TokenCommand) -> Result<(), AdminError> {
+    match command {
+        TokenCommand::Create { email, name } => {
+            let (id, token) = admin::create_token(config, &email, &name).await?;
+            eprintln!("berth: token {id} created; it is shown only once:");
+            println!("{token}");
+        }
+        TokenCommand::Revoke { id } => {
+            admin::revoke_token(config, id).await?;
+            eprintln!("berth: token {id} revoked");
+        }
+    }
+    Ok(())
+}
+
+fn role_name(user: &UserSummary) -> &'static str {
+    match user.role {
+        PlatformRole::User => "user",
+        PlatformRole::PlatformAdmin => "platform-admin",
     }
 }
 

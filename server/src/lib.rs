@@ -5,6 +5,7 @@
 // Leptos view types nest deeply; the default limit (128) is too small for whole pages.
 #![recursion_limit = "256"]
 
+pub mod admin;
 pub mod cli;
 pub mod configuration;
 pub mod routes;

@@ -2,7 +2,7 @@
 //! router and binds the listener. Tests call [`Application::build`] with port 0.
 
 use crate::configuration::Config;
-use crate::routes::{health, locale, request_log};
+use crate::routes::{api, health, locale, request_log};
 use axum::Router;
 use axum::routing::{get, post};
 use berth_app::server::state::AppState;
@@ -168,7 +168,11 @@ pub async fn migrate_only(config: &Config) -> Result<usize, StartupError> {
     Ok(applied)
 }
 
-async fn open_and_migrate(config: &Config) -> Result<(DatabaseConnection, usize), StartupError> {
+/// Opens (creating the default data directory) and migrates the database; returns the pool
+/// and the number of migrations applied.
+pub async fn open_and_migrate(
+    config: &Config,
+) -> Result<(DatabaseConnection, usize), StartupError> {
     if let Some(dir) = &config.database.create_dir {
         std::fs::create_dir_all(dir).map_err(|source| StartupError::DataDir {
             path: dir.display().to_string(),
@@ -197,6 +201,7 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/locale", post(locale::set_locale))
+        .route("/api/v1/me", get(api::me))
         // Also registers the server functions, with `AppState` in their context.
         .leptos_routes(&state, routes, move || shell(shell_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))

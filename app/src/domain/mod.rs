@@ -4,3 +4,4 @@
 pub mod gpu;
 pub mod inventory;
 pub mod money;
+pub mod user;

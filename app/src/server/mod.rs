@@ -1,6 +1,7 @@
 //! Server-only code (`ssr`): application state, database access and start-up jobs. Every
 //! function takes its connection or transaction explicitly.
 
+pub mod auth;
 pub mod db;
 pub mod demo;
 pub mod entity;

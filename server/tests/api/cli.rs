@@ -173,7 +173,11 @@ fn migrate_creates_the_embedded_database_and_is_idempotent() {
     let first = berth(dir.path()).arg("migrate").output().unwrap();
     assert!(first.status.success(), "{}", stderr_of(&first));
     assert!(dir.path().join("data/berth.db").is_file());
-    assert!(String::from_utf8_lossy(&first.stdout).contains("1 migration(s) applied"));
+    let first_out = String::from_utf8_lossy(&first.stdout);
+    assert!(
+        first_out.contains("migration(s) applied") && !first_out.contains(" 0 migration"),
+        "{first_out}"
+    );
     let second = berth(dir.path()).arg("migrate").output().unwrap();
     assert!(second.status.success());
     assert!(String::from_utf8_lossy(&second.stdout).contains("0 migration(s) applied"));
@@ -312,4 +316,86 @@ async fn serve_logs_each_request_stops_on_sigterm_and_keeps_its_data() {
             .iter()
             .any(|line| line.contains("added the demo fleet"))
     );
+}
+
+#[test]
+fn user_add_refuses_a_malformed_address() {
+    let (dir, output) = run_in_empty_dir(&["user", "add", "not-an-address"], &[], None);
+    assert_fails_cleanly(
+        dir.path(),
+        &output,
+        "`not-an-address` is not an e-mail address",
+    );
+}
+
+#[test]
+fn token_create_needs_an_existing_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = berth(dir.path())
+        .args(["token", "create", "nobody@example.com", "--name", "ci"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = stderr_of(&output);
+    assert!(
+        stderr.contains("berth: error: no user with e-mail address nobody@example.com"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn users_and_tokens_made_on_the_command_line_work_against_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| berth(dir.path()).args(args).output().unwrap();
+
+    let added = run(&[
+        "user",
+        "add",
+        "Admin@Example.com",
+        "--name",
+        "Ana Admin",
+        "--admin",
+    ]);
+    assert!(added.status.success(), "{}", stderr_of(&added));
+    let listed = String::from_utf8_lossy(&run(&["user", "list"]).stdout).into_owned();
+    assert!(
+        listed.contains("admin@example.com\tAna Admin\tplatform-admin"),
+        "{listed}"
+    );
+
+    let created = run(&["token", "create", "admin@example.com", "--name", "ci"]);
+    assert!(created.status.success(), "{}", stderr_of(&created));
+    let token = String::from_utf8_lossy(&created.stdout).trim().to_owned();
+    assert!(token.starts_with("berth_"));
+    let token_id: String = stderr_of(&created)
+        .lines()
+        .find_map(|line| line.strip_prefix("berth: token "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+
+    let mut served = Served::start(dir.path());
+    let url = served.base_url();
+    let client = reqwest::Client::new();
+    let me = client
+        .get(format!("{url}/api/v1/me"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status().as_u16(), 200);
+    let body: serde_json::Value = me.json().await.unwrap();
+    assert_eq!(body["email"], "admin@example.com");
+    assert_eq!(body["role"], "platform_admin");
+
+    let revoked = run(&["token", "revoke", &token_id]);
+    assert!(revoked.status.success(), "{}", stderr_of(&revoked));
+    let me = client
+        .get(format!("{url}/api/v1/me"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status().as_u16(), 401);
+    served.terminate();
 }

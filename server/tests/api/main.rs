@@ -7,3 +7,4 @@ mod helpers;
 mod inventory;
 mod locale;
 mod sessions;
+mod tokens;

@@ -1,8 +1,10 @@
 //! All database access. Functions take the connection or transaction they run on, so one
 //! transaction can be passed through a multi-step write.
 
+pub mod api_tokens;
 pub mod inventory;
 pub mod sessions;
+pub mod users;
 
 use berth_migrations::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};

@@ -1,5 +1,7 @@
 //! SeaORM entities, one module per table. Only `server::db` uses them.
 
+pub mod api_token;
 pub mod gpu;
 pub mod node;
 pub mod session;
+pub mod user;

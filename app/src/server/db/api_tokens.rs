@@ -1,0 +1,78 @@
+//! Personal API tokens: issuing, authenticating and revoking. Only hashes are stored.
+
+use crate::domain::user::{TokenName, UserSummary};
+use crate::server::db::users::summary;
+use crate::server::entity::{api_token, user};
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    QueryFilter,
+};
+
+/// Stores a new token (its hash) for `user_id`; returns the token's id.
+#[tracing::instrument(skip_all, fields(user.id = user_id))]
+pub async fn insert_token(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    name: &TokenName,
+    token_hash: &str,
+    now: DateTime<Utc>,
+) -> Result<i64, DbErr> {
+    let row = api_token::ActiveModel {
+        user_id: Set(user_id),
+        name: Set(name.as_str().to_owned()),
+        token_hash: Set(token_hash.to_owned()),
+        created_at: Set(now),
+        last_used_at: Set(None),
+        revoked_at: Set(None),
+        ..Default::default()
+    }
+    .insert(db)
+    .await?;
+    Ok(row.id)
+}
+
+/// The owner of the live (not revoked) token with this hash; records the use.
+pub async fn authenticate_token(
+    db: &impl ConnectionTrait,
+    token_hash: &str,
+    now: DateTime<Utc>,
+) -> Result<Option<UserSummary>, DbErr> {
+    let found = api_token::Entity::find()
+        .filter(api_token::Column::TokenHash.eq(token_hash))
+        .filter(api_token::Column::RevokedAt.is_null())
+        .find_also_related(user::Entity)
+        .one(db)
+        .await?;
+    let Some((token, Some(owner))) = found else {
+        return Ok(None);
+    };
+    api_token::Entity::update_many()
+        .col_expr(
+            api_token::Column::LastUsedAt,
+            sea_orm::sea_query::Expr::value(now),
+        )
+        .filter(api_token::Column::Id.eq(token.id))
+        .exec(db)
+        .await?;
+    summary(owner).map(Some)
+}
+
+/// Revokes token `token_id`; returns whether a live token was revoked.
+#[tracing::instrument(skip_all, fields(api_token.id = token_id))]
+pub async fn revoke_token(
+    db: &impl ConnectionTrait,
+    token_id: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let result = api_token::Entity::update_many()
+        .col_expr(
+            api_token::Column::RevokedAt,
+            sea_orm::sea_query::Expr::value(now),
+        )
+        .filter(api_token::Column::Id.eq(token_id))
+        .filter(api_token::Column::RevokedAt.is_null())
+        .exec(db)
+        .await?;
+    Ok(result.rows_affected == 1)
+}

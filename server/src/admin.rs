@@ -1,0 +1,96 @@
+//! Administration from the command line: `berth user …` and `berth token …`, for bootstrapping
+//! the first admins and for automation.
+
+use crate::configuration::Config;
+use crate::startup::{StartupError, open_and_migrate};
+use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName, UserSummary};
+use berth_app::server::auth::tokens;
+use berth_app::server::db;
+use chrono::Utc;
+use sea_orm::DbErr;
+
+/// Why an administration command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// The database could not be opened or migrated.
+    #[error(transparent)]
+    Startup(#[from] StartupError),
+    /// An argument is invalid.
+    #[error("{0}")]
+    Input(String),
+    /// No user has that e-mail address.
+    #[error("no user with e-mail address {0}; add one with `berth user add {0}`")]
+    NoSuchUser(Email),
+    /// No live token has that id.
+    #[error("no active API token with id {0}")]
+    NoSuchToken(i64),
+    /// A query failed.
+    #[error("database error: {0}")]
+    Database(#[from] DbErr),
+}
+
+/// Adds a user (or updates the one with that address); the name defaults to the address's local
+/// part.
+pub async fn add_user(
+    config: &Config,
+    email: &str,
+    name: Option<&str>,
+    admin: bool,
+) -> Result<UserSummary, AdminError> {
+    let email = Email::parse(email).map_err(|err| AdminError::Input(err.to_string()))?;
+    let default_name = email
+        .as_str()
+        .split('@')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let name = UserName::parse(name.unwrap_or(&default_name))
+        .map_err(|err| AdminError::Input(format!("--name: {err}")))?;
+    let role = if admin {
+        PlatformRole::PlatformAdmin
+    } else {
+        PlatformRole::User
+    };
+    let (conn, _) = open_and_migrate(config).await?;
+    let user = db::users::upsert_user(&conn, &NewUser { email, name, role }, Utc::now()).await?;
+    let _ = conn.close().await;
+    Ok(user)
+}
+
+/// Every user.
+pub async fn list_users(config: &Config) -> Result<Vec<UserSummary>, AdminError> {
+    let (conn, _) = open_and_migrate(config).await?;
+    let users = db::users::list_users(&conn).await?;
+    let _ = conn.close().await;
+    Ok(users)
+}
+
+/// Issues a token for the user with `email`; returns its id and the token (shown once).
+pub async fn create_token(
+    config: &Config,
+    email: &str,
+    name: &str,
+) -> Result<(i64, String), AdminError> {
+    let email = Email::parse(email).map_err(|err| AdminError::Input(err.to_string()))?;
+    let name = TokenName::parse(name).map_err(|err| AdminError::Input(format!("--name: {err}")))?;
+    let (conn, _) = open_and_migrate(config).await?;
+    let user = db::users::find_user_by_email(&conn, &email)
+        .await?
+        .ok_or_else(|| AdminError::NoSuchUser(email.clone()))?;
+    let (token, hash) = tokens::generate();
+    let id = db::api_tokens::insert_token(&conn, user.id, &name, &hash, Utc::now()).await?;
+    let _ = conn.close().await;
+    Ok((id, token))
+}
+
+/// Revokes a token by id.
+pub async fn revoke_token(config: &Config, id: i64) -> Result<(), AdminError> {
+    let (conn, _) = open_and_migrate(config).await?;
+    let revoked = db::api_tokens::revoke_token(&conn, id, Utc::now()).await?;
+    let _ = conn.close().await;
+    if revoked {
+        Ok(())
+    } else {
+        Err(AdminError::NoSuchToken(id))
+    }
+}

@@ -2,7 +2,7 @@
 //! router and binds the listener. Tests call [`Application::build`] with port 0.
 
 use crate::configuration::Config;
-use crate::routes::{api, health, locale, request_log};
+use crate::routes::{api, csrf, health, locale, request_log};
 use axum::Router;
 use axum::routing::{get, post};
 use berth_app::server::state::AppState;
@@ -192,8 +192,8 @@ pub async fn open_and_migrate(
     Ok((db, applied))
 }
 
-/// The whole HTTP surface: ops endpoints, the language form, server functions, pages and static
-/// files, with compression and request logging.
+/// The whole HTTP surface: ops endpoints, the language form, the JSON API, server functions, pages
+/// and static files, with cross-site protection, compression and request logging.
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let shell_options = state.leptos_options.clone();
@@ -205,6 +205,7 @@ pub fn router(state: AppState) -> Router {
         // Also registers the server functions, with `AppState` in their context.
         .leptos_routes(&state, routes, move || shell(shell_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(axum::middleware::from_fn(csrf::reject_cross_site))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(request_log::log_request))
         .with_state(state)

@@ -2,6 +2,7 @@
 //! database — an SQLite file and a PostgreSQL database — and talks to it like a browser.
 
 mod cli;
+mod csrf;
 mod health;
 mod helpers;
 mod inventory;

@@ -108,26 +108,9 @@ fn boxed(err: impl std::fmt::Display + 'static) -> Box<dyn std::fmt::Display> {
 async fn user(config: &Config, command: UserCommand) -> Result<(), AdminError> {
     match command {
         UserCommand::Add { email, name, admin } => {
-            let user = admin::add_user(config, &email, name.as_deref(), admin).await?;
-            println!(
-                "{}\t{}\t{}\t{}",
-                user.id,
-                user.email,
-                user.name,
-                role_name(&user)
-            );
+            print_user(&admin::add_user(config, &email, name.as_deref(), admin).await?);
         }
-        UserCommand::List => {
-            for user in admin::list_users(config).await? {
-                println!(
-                    "{}\t{}\t{}\t{}",
-                    user.id,
-                    user.email,
-                    user.name,
-                    role_name(&user)
-                );
-            }
-        }
+        UserCommand::List => admin::list_users(config).await?.iter().for_each(print_user),
     }
     Ok(())
 }
@@ -147,11 +130,13 @@ async fn token(config: &Config, command: TokenCommand) -> Result<(), AdminError>
     Ok(())
 }
 
-fn role_name(user: &UserSummary) -> &'static str {
-    match user.role {
+/// One tab-separated line: id, e-mail, name, role.
+fn print_user(user: &UserSummary) {
+    let role = match user.role {
         PlatformRole::User => "user",
         PlatformRole::PlatformAdmin => "platform-admin",
-    }
+    };
+    println!("{}\t{}\t{}\t{role}", user.id, user.email, user.name);
 }
 
 async fn serve(config: Config) -> Result<(), StartupError> {

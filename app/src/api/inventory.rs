@@ -8,12 +8,17 @@ use leptos::prelude::*;
 #[server(endpoint = "list_gpus")]
 #[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
 pub async fn list_gpus() -> Result<Inventory, AppError> {
-    use crate::server::{db, state::app_state};
+    use crate::server::{db, state};
 
-    let state = app_state()?;
-    let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
-    Ok(Inventory {
-        nodes,
-        currency: state.portal.currency.clone(),
-    })
+    state::with_status(
+        async {
+            let state = state::app_state()?;
+            let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
+            Ok(Inventory {
+                nodes,
+                currency: state.portal.currency.clone(),
+            })
+        }
+        .await,
+    )
 }

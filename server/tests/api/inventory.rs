@@ -137,7 +137,33 @@ async fn unknown_pages_answer_404_with_a_way_back(backend: Backend) {
     app.stop().await;
 }
 
+async fn a_lost_database_gives_503_and_a_clear_message_not_500(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.db.clone().close().await.unwrap();
+
+    let (status, html) = app.get_text("/").await;
+    assert_eq!(status, 503);
+    assert!(
+        html.contains("The database is not reachable right now."),
+        "{html}"
+    );
+
+    let response = app
+        .client
+        .post(app.url("/api/list_gpus"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body, serde_json::json!("Unavailable"));
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    a_lost_database_gives_503_and_a_clear_message_not_500,
     root_lists_the_demo_fleet_grouped_by_node,
     the_model_filter_works_without_javascript,
     list_gpus_server_function_returns_the_inventory_as_json,

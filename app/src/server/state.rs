@@ -45,13 +45,11 @@ pub fn app_state() -> Result<AppState, AppError> {
 /// Passes `result` through, setting the HTTP status of the current response to match the error
 /// (503 when the database is down, 401, 403, …) instead of the default 500.
 pub fn with_status<T>(result: Result<T, AppError>) -> Result<T, AppError> {
-    if let Err(error) = &result {
-        if let (Some(response), Ok(status)) = (
-            use_context::<leptos_axum::ResponseOptions>(),
-            http::StatusCode::from_u16(error.status_code()),
-        ) {
-            response.set_status(status);
-        }
+    if let Err(error) = &result
+        && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
+        && let Ok(status) = http::StatusCode::from_u16(error.status_code())
+    {
+        response.set_status(status);
     }
     result
 }

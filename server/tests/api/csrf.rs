@@ -5,14 +5,8 @@ use crate::helpers::{Backend, spawn_app};
 async fn cross_site_posts_to_server_functions_and_forms_get_403(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let evil = app
-        .client
-        .post(app.url("/api/list_gpus"))
-        .header("origin", "https://evil.example")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("")
-        .send()
-        .await
-        .unwrap();
+        .call_server_fn("/api/list_gpus", &[("origin", "https://evil.example")])
+        .await;
     assert_eq!(evil.status().as_u16(), 403);
     let body: serde_json::Value = evil.json().await.unwrap();
     assert!(
@@ -41,27 +35,25 @@ async fn cross_site_posts_to_server_functions_and_forms_get_403(backend: Backend
 async fn same_origin_posts_and_bearer_clients_pass(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let same = app
-        .client
-        .post(app.url("/api/list_gpus"))
-        .header("origin", format!("http://{}", app.addr))
-        .header("sec-fetch-site", "same-origin")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("")
-        .send()
-        .await
-        .unwrap();
+        .call_server_fn(
+            "/api/list_gpus",
+            &[
+                ("origin", &format!("http://{}", app.addr)),
+                ("sec-fetch-site", "same-origin"),
+            ],
+        )
+        .await;
     assert_eq!(same.status().as_u16(), 200);
 
     let bearer = app
-        .client
-        .post(app.url("/api/list_gpus"))
-        .header("origin", "https://elsewhere.example")
-        .header("authorization", "Bearer berth_anything")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("")
-        .send()
-        .await
-        .unwrap();
+        .call_server_fn(
+            "/api/list_gpus",
+            &[
+                ("origin", "https://elsewhere.example"),
+                ("authorization", "Bearer berth_anything"),
+            ],
+        )
+        .await;
     assert_eq!(
         bearer.status().as_u16(),
         200,

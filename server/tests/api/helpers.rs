@@ -162,6 +162,19 @@ impl TestApp {
         )
     }
 
+    /// Calls the server function at `path` (no arguments) with the extra `headers`.
+    pub async fn call_server_fn(&self, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut request = self
+            .client
+            .post(self.url(path))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().await.expect("POST")
+    }
+
     /// The page at `path` as a browser with `Accept-Language: accept_language` gets it.
     pub async fn get_in_language(&self, path: &str, accept_language: &str) -> String {
         let response = self

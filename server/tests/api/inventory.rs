@@ -52,14 +52,7 @@ async fn the_model_filter_works_without_javascript(backend: Backend) {
 
 async fn list_gpus_server_function_returns_the_inventory_as_json(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let response = app
-        .client
-        .post(app.url("/api/list_gpus"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("")
-        .send()
-        .await
-        .unwrap();
+    let response = app.call_server_fn("/api/list_gpus", &[]).await;
     assert_eq!(response.status().as_u16(), 200);
     let body: serde_json::Value = response.json().await.unwrap();
     let nodes = body["nodes"].as_array().unwrap();
@@ -148,14 +141,7 @@ async fn a_lost_database_gives_503_and_a_clear_message_not_500(backend: Backend)
         "{html}"
     );
 
-    let response = app
-        .client
-        .post(app.url("/api/list_gpus"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("")
-        .send()
-        .await
-        .unwrap();
+    let response = app.call_server_fn("/api/list_gpus", &[]).await;
     assert_eq!(response.status().as_u16(), 503);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body, serde_json::json!("Unavailable"));

@@ -33,6 +33,12 @@ pub struct RawSettings {
     pub currency: String,
     /// Directory with the built front end (`pkg/berth.js`, `.wasm`, `.css`) and static files.
     pub site_root: PathBuf,
+    /// The address users reach Berth at (`https://…` makes session cookies `Secure`).
+    pub public_url: Option<String>,
+    /// Days of inactivity after which a session ends.
+    pub session_idle_days: u32,
+    /// Offer "sign in as demo user / admin" without an identity provider. Default: with the demo.
+    pub dev_sign_in: Option<bool>,
 }
 
 impl Default for RawSettings {
@@ -46,6 +52,9 @@ impl Default for RawSettings {
             demo: None,
             currency: "USD".to_owned(),
             site_root: PathBuf::from("target/site"),
+            public_url: None,
+            session_idle_days: 7,
+            dev_sign_in: None,
         }
     }
 }
@@ -96,6 +105,15 @@ pub struct LogSettings {
     pub format: LogFormat,
 }
 
+/// Sign-in sessions.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionSettings {
+    /// Mark the cookie `Secure` (Berth is served over https).
+    pub secure_cookie: bool,
+    /// Inactivity after which a session ends.
+    pub idle_days: u32,
+}
+
 /// Validated settings.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -111,6 +129,8 @@ pub struct Config {
     pub portal: PortalConfig,
     /// Built front-end assets.
     pub site_root: PathBuf,
+    /// Sessions.
+    pub sessions: SessionSettings,
 }
 
 /// A setting that cannot be used. Each message names the setting and the problem.
@@ -146,6 +166,12 @@ pub enum ConfigError {
         "unknown currency `{0}` (BERTH_CURRENCY): expected an ISO 4217 code such as USD, EUR or BRL"
     )]
     UnknownCurrency(String),
+    /// `public_url` is not an http(s) URL.
+    #[error("invalid public URL `{0}` (BERTH_PUBLIC_URL): expected http://… or https://…")]
+    PublicUrl(String),
+    /// `session_idle_days` is 0.
+    #[error("session_idle_days (BERTH_SESSION_IDLE_DAYS) must be at least 1")]
+    SessionIdle,
     /// The currency cannot be represented.
     #[error("currency (BERTH_CURRENCY): {0}")]
     Currency(#[from] CurrencyError),
@@ -189,16 +215,35 @@ impl Config {
 
         let database = database_settings(raw.database_url.as_deref(), &raw.data_dir)?;
         let currency = currency(&raw.currency)?;
+        let secure_cookie = match raw.public_url.as_deref().map(str::trim) {
+            None | Some("") => false,
+            Some(public) => match url::Url::parse(public) {
+                Ok(parsed) if parsed.scheme() == "https" => true,
+                Ok(parsed) if parsed.scheme() == "http" => false,
+                _ => return Err(ConfigError::PublicUrl(public.to_owned())),
+            },
+        };
+        if raw.session_idle_days == 0 {
+            return Err(ConfigError::SessionIdle);
+        }
+        let demo = raw.demo.unwrap_or(database.backend == Backend::Sqlite);
         Ok(Self {
             bind,
-            demo: raw.demo.unwrap_or(database.backend == Backend::Sqlite),
+            demo,
             database,
             log: LogSettings {
                 filter: raw.log,
                 format: raw.log_format,
             },
-            portal: PortalConfig { currency },
+            portal: PortalConfig {
+                currency,
+                dev_sign_in: raw.dev_sign_in.unwrap_or(demo),
+            },
             site_root: raw.site_root,
+            sessions: SessionSettings {
+                secure_cookie,
+                idle_days: raw.session_idle_days,
+            },
         })
     }
 }

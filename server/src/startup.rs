@@ -1,10 +1,11 @@
 //! Builds the application: opens the database, migrates, seeds the demo fleet, assembles the
 //! router and binds the listener. Tests call [`Application::build`] with port 0.
 
-use crate::configuration::Config;
-use crate::routes::{api, csrf, health, locale, request_log};
+use crate::configuration::{Config, SessionSettings};
+use crate::routes::{api, auth, csrf, health, locale, request_log};
 use axum::Router;
 use axum::routing::{get, post};
+use berth_app::server::db::sessions::DbSessionStore;
 use berth_app::server::state::AppState;
 use berth_app::server::{db, demo};
 use berth_app::{App, shell};
@@ -17,6 +18,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tower_http::compression::CompressionLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::session_store::ExpiredDeletion;
+use tower_sessions::{Expiry, SessionManagerLayer};
+
+/// Name of the session cookie.
+pub const SESSION_COOKIE: &str = "berth_session";
+
+/// How often expired sessions are deleted.
+const SESSION_SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Why the server could not start. Each message names what failed.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +119,13 @@ impl Application {
             }
         }
 
+        if config.portal.dev_sign_in {
+            tracing::warn!(
+                "development sign-in is on: anyone who reaches this server can sign in as a demo \
+                 user or platform admin (turn it off with BERTH_DEV_SIGN_IN=false)"
+            );
+        }
+
         let leptos_options = LeptosOptions::builder()
             .output_name("berth")
             .site_root(config.site_root.to_string_lossy().into_owned())
@@ -120,7 +137,7 @@ impl Application {
             db: db.clone(),
             portal: Arc::new(config.portal.clone()),
         };
-        let router = router(state);
+        let router = router(state, config.sessions);
         tracing::info!(
             http.addr = %addr,
             db.url = %config.database.redacted_url(),
@@ -149,10 +166,20 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartupError> {
-        axum::serve(self.listener, self.router)
+        let store = DbSessionStore::new(self.db.clone());
+        let sweeper = tokio::spawn(async move {
+            loop {
+                if let Err(err) = store.delete_expired().await {
+                    tracing::warn!(error = %err, "deleting expired sessions");
+                }
+                tokio::time::sleep(SESSION_SWEEP_INTERVAL).await;
+            }
+        });
+        let served = axum::serve(self.listener, self.router)
             .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(StartupError::Serve)?;
+            .await;
+        sweeper.abort();
+        served.map_err(StartupError::Serve)?;
         tracing::info!("server stopped");
         if let Err(err) = self.db.close().await {
             tracing::warn!(error = %err, "closing the database pool");
@@ -194,17 +221,29 @@ pub async fn open_and_migrate(
 
 /// The whole HTTP surface: ops endpoints, the language form, the JSON API, server functions, pages
 /// and static files, with cross-site protection, compression and request logging.
-pub fn router(state: AppState) -> Router {
+pub fn router(state: AppState, sessions: SessionSettings) -> Router {
     let routes = generate_route_list(App);
     let shell_options = state.leptos_options.clone();
+    let session_layer = SessionManagerLayer::new(DbSessionStore::new(state.db.clone()))
+        .with_name(SESSION_COOKIE)
+        .with_http_only(true)
+        // Strict would drop the cookie on the identity provider's redirect back.
+        .with_same_site(SameSite::Lax)
+        .with_secure(sessions.secure_cookie)
+        .with_expiry(Expiry::OnInactivity(time::Duration::days(i64::from(
+            sessions.idle_days,
+        ))));
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/locale", post(locale::set_locale))
         .route("/api/v1/me", get(api::me))
+        .route("/auth/dev", post(auth::dev_sign_in))
+        .route("/auth/signout", post(auth::sign_out))
         // Also registers the server functions, with `AppState` in their context.
         .leptos_routes(&state, routes, move || shell(shell_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(session_layer)
         .layer(axum::middleware::from_fn(csrf::reject_cross_site))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(request_log::log_request))

@@ -12,6 +12,8 @@ use std::sync::Arc;
 pub struct PortalConfig {
     /// The currency all prices and balances are in.
     pub currency: Currency,
+    /// Whether "sign in as a demo user" is offered (no identity provider needed).
+    pub dev_sign_in: bool,
 }
 
 /// Everything a handler or server function may use. Created per app instance, never global, so

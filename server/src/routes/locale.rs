@@ -46,7 +46,7 @@ pub async fn set_locale(Form(form): Form<LocaleForm>) -> Response {
 }
 
 /// Only same-site absolute paths are followed, never `//host` or `https://…`.
-fn is_local_path(path: &str) -> bool {
+pub fn is_local_path(path: &str) -> bool {
     path.starts_with('/') && !path.starts_with("//") && !path.contains('\\')
 }
 

@@ -8,4 +8,5 @@ mod helpers;
 mod inventory;
 mod locale;
 mod sessions;
+mod sign_in;
 mod tokens;

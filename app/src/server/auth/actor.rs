@@ -1,5 +1,6 @@
-//! The [`Actor`]: the authenticated user behind a request. Handlers take it as an argument, so
-//! the check happens in the handler itself; without valid credentials the request gets 401.
+//! The [`Actor`]: the authenticated user behind a request, from an `Authorization: Bearer` token
+//! or the signed-in session. Handlers take it as an argument, so the check happens in the handler
+//! itself; without valid credentials the request gets 401.
 
 use crate::domain::user::UserSummary;
 use crate::error::AppError;
@@ -9,6 +10,7 @@ use crate::server::state::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use tower_sessions::Session;
 
 /// The user a request acts for.
 #[derive(Debug, Clone)]
@@ -21,16 +23,33 @@ impl FromRequestParts<AppState> for Actor {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let Some(token) = bearer_token(parts) else {
-            return Err(AppError::Unauthorized);
+        let user = if let Some(token) = bearer_token(parts) {
+            let hash = tokens::hash(token);
+            db::api_tokens::authenticate_token(&state.db, &hash, chrono::Utc::now()).await?
+        } else {
+            match session_user_id(parts, state).await? {
+                Some(user_id) => db::users::find_user(&state.db, user_id).await?,
+                None => None,
+            }
         };
-        let user =
-            db::api_tokens::authenticate_token(&state.db, &tokens::hash(token), chrono::Utc::now())
-                .await?
-                .ok_or(AppError::Unauthorized)?;
+        let user = user.ok_or(AppError::Unauthorized)?;
         tracing::Span::current().record("user.id", user.id);
         Ok(Actor { user })
     }
+}
+
+/// The session key that holds the signed-in user's id.
+pub const SESSION_USER_ID: &str = "user_id";
+
+/// The user id stored in the request's session, if it has one.
+async fn session_user_id(parts: &mut Parts, state: &AppState) -> Result<Option<i64>, AppError> {
+    let Ok(session) = Session::from_request_parts(parts, state).await else {
+        return Ok(None);
+    };
+    session.get::<i64>(SESSION_USER_ID).await.map_err(|err| {
+        tracing::error!(error = %err, "reading the session");
+        AppError::Unavailable
+    })
 }
 
 /// The token of an `Authorization: Bearer …` header.

@@ -52,6 +52,15 @@ pub async fn find_user_by_email(
         .transpose()
 }
 
+/// The user with this id.
+pub async fn find_user(db: &impl ConnectionTrait, id: i64) -> Result<Option<UserSummary>, DbErr> {
+    user::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .map(summary)
+        .transpose()
+}
+
 /// Every user, by e-mail address.
 pub async fn list_users(db: &impl ConnectionTrait) -> Result<Vec<UserSummary>, DbErr> {
     user::Entity::find()

@@ -1,0 +1,162 @@
+//! Sessions: the development sign-in, cookie flags, session-id cycling and sign-out.
+
+use crate::helpers::{Backend, TestDatabase, spawn_app, spawn_with, test_settings};
+use berth_server::configuration::RawSettings;
+
+/// A client that keeps no cookies, so each test decides which cookie it sends.
+fn bare_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// Signs in with the dev sign-in as `role`; returns the whole `Set-Cookie` header.
+async fn dev_sign_in(
+    client: &reqwest::Client,
+    base: &str,
+    role: &str,
+    cookie: Option<&str>,
+) -> String {
+    let mut request = client
+        .post(format!("{base}/auth/dev"))
+        .form(&[("role", role), ("return_to", "/?model=NVIDIA%20L40S")]);
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", cookie);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    assert_eq!(response.headers()["location"], "/?model=NVIDIA%20L40S");
+    response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// `name=value` of a `Set-Cookie` header.
+fn cookie_pair(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap().trim().to_owned()
+}
+
+async fn me_status(client: &reqwest::Client, base: &str, cookie: &str) -> (u16, serde_json::Value) {
+    let response = client
+        .get(format!("{base}/api/v1/me"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
+async fn dev_sign_in_starts_a_session_with_safe_cookie_flags(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let base = app.url("");
+    let client = bare_client();
+    let set_cookie = dev_sign_in(&client, &base, "platform_admin", None).await;
+    assert!(set_cookie.starts_with("berth_session="), "{set_cookie}");
+    assert!(set_cookie.contains("HttpOnly"), "{set_cookie}");
+    assert!(set_cookie.contains("SameSite=Lax"), "{set_cookie}");
+    assert!(set_cookie.contains("Path=/"), "{set_cookie}");
+    assert!(!set_cookie.contains("Secure"), "plain http: no Secure flag");
+    assert!(
+        set_cookie.contains("Max-Age=604800"),
+        "7 days of inactivity: {set_cookie}"
+    );
+
+    let (status, me) = me_status(&client, &base, &cookie_pair(&set_cookie)).await;
+    assert_eq!(status, 200);
+    assert_eq!(me["email"], "demo-admin@berth.invalid");
+    assert_eq!(me["role"], "platform_admin");
+    app.stop().await;
+}
+
+async fn signing_in_again_cycles_the_session_id_and_kills_the_old_one(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let base = app.url("");
+    let client = bare_client();
+    let first = cookie_pair(&dev_sign_in(&client, &base, "user", None).await);
+    let second = cookie_pair(&dev_sign_in(&client, &base, "platform_admin", Some(&first)).await);
+    assert_ne!(first, second, "a new session id after sign-in");
+    assert_eq!(
+        me_status(&client, &base, &first).await.0,
+        401,
+        "the old id is dead"
+    );
+    let (status, me) = me_status(&client, &base, &second).await;
+    assert_eq!(status, 200);
+    assert_eq!(me["email"], "demo-admin@berth.invalid");
+    app.stop().await;
+}
+
+async fn sign_out_deletes_the_session_on_the_server(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let base = app.url("");
+    let client = bare_client();
+    let cookie = cookie_pair(&dev_sign_in(&client, &base, "user", None).await);
+    let response = client
+        .post(format!("{base}/auth/signout"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    // Replaying the old cookie does not bring the session back.
+    assert_eq!(me_status(&client, &base, &cookie).await.0, 401);
+    app.stop().await;
+}
+
+async fn dev_sign_in_is_404_when_disabled_and_refuses_unknown_roles(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let app = spawn_with(RawSettings {
+        dev_sign_in: Some(false),
+        ..test_settings(&db)
+    })
+    .await;
+    let response = bare_client()
+        .post(app.url("/auth/dev"))
+        .form(&[("role", "user")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    assert!(
+        response.headers().get("set-cookie").is_none(),
+        "no session created"
+    );
+    app.stop().await;
+
+    let (app, _db) = spawn_app(backend).await;
+    let response = bare_client()
+        .post(app.url("/auth/dev"))
+        .form(&[("role", "root")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    assert!(
+        response.headers().get("set-cookie").is_none(),
+        "no session created"
+    );
+    app.stop().await;
+}
+
+async fn https_public_urls_make_the_cookie_secure(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let app = spawn_with(RawSettings {
+        public_url: Some("https://berth.example".into()),
+        ..test_settings(&db)
+    })
+    .await;
+    let set_cookie = dev_sign_in(&bare_client(), &app.url(""), "user", None).await;
+    assert!(set_cookie.contains("Secure"), "{set_cookie}");
+    app.stop().await;
+}
+
+crate::on_both_backends!(
+    dev_sign_in_starts_a_session_with_safe_cookie_flags,
+    signing_in_again_cycles_the_session_id_and_kills_the_old_one,
+    sign_out_deletes_the_session_on_the_server,
+    dev_sign_in_is_404_when_disabled_and_refuses_unknown_roles,
+    https_public_urls_make_the_cookie_secure,
+);

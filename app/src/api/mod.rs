@@ -2,3 +2,4 @@
 //! domain types, calls one `server::` function and returns.
 
 pub mod inventory;
+pub mod session;

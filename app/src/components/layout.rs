@@ -1,5 +1,7 @@
 //! The page frame: header with navigation and language switch, and footer.
 
+use crate::api::session::current_user;
+use crate::domain::user::PlatformRole;
 use crate::i18n::*;
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
@@ -8,6 +10,8 @@ use leptos_router::hooks::use_location;
 #[component]
 pub fn Header() -> impl IntoView {
     let i18n = use_i18n();
+    let location = use_location();
+    let current = move |path: &'static str| (location.pathname.get() == path).then_some("page");
     view! {
         <a class="skip-link" href="#main">{t!(i18n, skip_to_content)}</a>
         <header class="site-header">
@@ -17,9 +21,10 @@ pub fn Header() -> impl IntoView {
                 <span class="brand-tagline">{t!(i18n, tagline)}</span>
             </a>
             <nav class="site-nav" aria-label="main">
-                <a href="/" aria-current="page">{t!(i18n, nav_gpus)}</a>
+                <a href="/" aria-current=move || current("/")>{t!(i18n, nav_gpus)}</a>
             </nav>
             <LanguageSwitch />
+            <UserMenu />
         </header>
     }
 }
@@ -70,6 +75,44 @@ fn LanguageSwitch() -> impl IntoView {
             {option(Locale::en, "EN")}
             {option(Locale::pt_BR, "PT-BR")}
         </form>
+    }
+}
+
+/// Who is signed in, with their role and a sign-out button; or a link to sign in.
+#[component]
+fn UserMenu() -> impl IntoView {
+    let i18n = use_i18n();
+    let user = Resource::new(|| (), |()| current_user());
+    view! {
+        <div class="user-menu">
+            <Transition fallback=|| ()>
+                {move || {
+                    user.get()
+                        .map(|result| match result {
+                            Ok(Some(user)) => {
+                                let role = user.role;
+                                let role_label = move || match role {
+                                    PlatformRole::User => t_string!(i18n, role_user).to_string(),
+                                    PlatformRole::PlatformAdmin => {
+                                        t_string!(i18n, role_platform_admin).to_string()
+                                    }
+                                };
+                                view! {
+                                    <span class="user-name" title=move || t_string!(i18n, signed_in_as).to_string()>
+                                        {user.name}
+                                    </span>
+                                    <span class="user-role">{role_label}</span>
+                                    <form method="post" action="/auth/signout">
+                                        <button type="submit" class="button-header">{t!(i18n, sign_out)}</button>
+                                    </form>
+                                }
+                                    .into_any()
+                            }
+                            _ => view! { <a class="sign-in-link" href="/signin">{t!(i18n, sign_in)}</a> }.into_any(),
+                        })
+                }}
+            </Transition>
+        </div>
     }
 }
 

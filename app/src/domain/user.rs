@@ -103,6 +103,13 @@ pub struct UserSummary {
     pub role: PlatformRole,
 }
 
+/// The ways to sign in that this server offers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignInMethods {
+    /// "Sign in as a demo user" without an identity provider.
+    pub dev_sign_in: bool,
+}
+
 /// A user to add, or to update by e-mail address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewUser {

@@ -2,3 +2,4 @@
 
 pub mod inventory;
 pub mod not_found;
+pub mod sign_in;

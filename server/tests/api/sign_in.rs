@@ -153,7 +153,51 @@ async fn https_public_urls_make_the_cookie_secure(backend: Backend) {
     app.stop().await;
 }
 
+async fn the_header_shows_who_is_signed_in_and_the_sign_in_page_offers_demo_accounts(
+    backend: Backend,
+) {
+    let (app, _db) = spawn_app(backend).await;
+    let base = app.url("");
+    let client = bare_client();
+    let page = |cookie: Option<String>, path: &'static str| {
+        let mut request = client.get(format!("{base}{path}"));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        async move {
+            crate::helpers::without_markers(request.send().await.unwrap().text().await.unwrap())
+        }
+    };
+    let anonymous = page(None, "/").await;
+    assert!(
+        anonymous.contains("href=\"/signin\""),
+        "a sign-in link for visitors"
+    );
+    let sign_in = page(None, "/signin?return_to=/%3Fmodel%3DX").await;
+    assert!(sign_in.contains("Sign in as the demo user"));
+    assert!(sign_in.contains("Sign in as the demo platform admin"));
+
+    let cookie = cookie_pair(&dev_sign_in(&client, &base, "platform_admin", None).await);
+    let signed_in = page(Some(cookie), "/").await;
+    assert!(signed_in.contains("Demo Platform Admin"));
+    assert!(signed_in.contains("platform admin"));
+    assert!(signed_in.contains("action=\"/auth/signout\""));
+    app.stop().await;
+
+    let db = TestDatabase::create(backend).await;
+    let app = spawn_with(RawSettings {
+        dev_sign_in: Some(false),
+        ..test_settings(&db)
+    })
+    .await;
+    let (_, html) = app.get_text("/signin").await;
+    assert!(html.contains("No sign-in method is configured"));
+    assert!(!html.contains("action=\"/auth/dev\""));
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    the_header_shows_who_is_signed_in_and_the_sign_in_page_offers_demo_accounts,
     dev_sign_in_starts_a_session_with_safe_cookie_flags,
     signing_in_again_cycles_the_session_id_and_kills_the_old_one,
     sign_out_deletes_the_session_on_the_server,

@@ -38,6 +38,21 @@ impl FromRequestParts<AppState> for Actor {
     }
 }
 
+/// The signed-in user of the current page render or server-function call, or `None` when there
+/// is none.
+pub async fn current_actor() -> Result<Option<Actor>, AppError> {
+    let state = crate::server::state::app_state()?;
+    let Some(mut parts) = leptos::prelude::use_context::<Parts>() else {
+        tracing::error!("request parts missing from the context");
+        return Err(AppError::Internal);
+    };
+    match Actor::from_request_parts(&mut parts, &state).await {
+        Ok(actor) => Ok(Some(actor)),
+        Err(AppError::Unauthorized) => Ok(None),
+        Err(other) => Err(other),
+    }
+}
+
 /// The session key that holds the signed-in user's id.
 pub const SESSION_USER_ID: &str = "user_id";
 

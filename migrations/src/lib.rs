@@ -8,6 +8,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261130_000001_create_nodes_and_gpus;
 mod m20261130_000002_create_sessions;
 mod m20261130_000003_create_users_and_tokens;
+mod m20261130_000004_create_teams;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -20,6 +21,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000001_create_nodes_and_gpus::Migration),
             Box::new(m20261130_000002_create_sessions::Migration),
             Box::new(m20261130_000003_create_users_and_tokens::Migration),
+            Box::new(m20261130_000004_create_teams::Migration),
         ]
     }
 }

@@ -30,6 +30,9 @@ pub enum AppError {
     /// The request clashes with the current state.
     #[error("conflict: {0}")]
     Conflict(String),
+    /// Too many attempts from this client address; try again after the given seconds.
+    #[error("too many requests, try again in {0} s")]
+    TooManyRequests(u64),
     /// The database or another dependency is not reachable right now.
     #[error("service unavailable, try again shortly")]
     Unavailable,
@@ -73,6 +76,7 @@ impl AppError {
             AppError::Forbidden => 403,
             AppError::NotFound(_) => 404,
             AppError::Conflict(_) => 409,
+            AppError::TooManyRequests(_) => 429,
             AppError::Unavailable => 503,
             AppError::Internal | AppError::Transport(_) => 500,
         }
@@ -105,11 +109,19 @@ impl axum::response::IntoResponse for AppError {
             AppError::Forbidden => "forbidden",
             AppError::NotFound(_) => "not_found",
             AppError::Conflict(_) => "conflict",
+            AppError::TooManyRequests(_) => "too_many_requests",
             AppError::Unavailable => "unavailable",
             AppError::Internal | AppError::Transport(_) => "internal",
         };
         let body = axum::Json(serde_json::json!({ "error": kind, "message": self.to_string() }));
         let mut response = (status, body).into_response();
+        if let AppError::TooManyRequests(seconds) = self
+            && let Ok(value) = axum::http::HeaderValue::from_str(&seconds.to_string())
+        {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, value);
+        }
         if self == AppError::Unauthorized {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

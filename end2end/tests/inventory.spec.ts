@@ -1,9 +1,5 @@
 import { expect, test, type Page } from "@playwright/test";
-
-// Every page of the suite is also kept as a screenshot in test-results/.
-async function snapshot(page: Page, name: string) {
-  await page.screenshot({ path: `test-results/screens/${name}.png`, fullPage: true });
-}
+import { signIn, snapshot } from "./helpers";
 
 async function waitForHydration(page: Page) {
   await expect(page.locator("form.model-filter")).toHaveAttribute("data-hydrated", "true");
@@ -11,6 +7,7 @@ async function waitForHydration(page: Page) {
 
 test.describe("GPU inventory", () => {
   test.use({ locale: "en-US" });
+  test.beforeEach(async ({ page }) => signIn(page));
 
   test("lists the demo GPUs grouped by node", async ({ page }) => {
     await page.goto("/");
@@ -66,6 +63,9 @@ test.describe("Brazilian browser", () => {
 
   test("gets Portuguese from Accept-Language", async ({ page }) => {
     await page.goto("/");
+    await expect(page.getByRole("heading", { level: 1, name: "Entrar no Berth" })).toBeVisible();
+    await snapshot(page, "sign-in-pt-BR");
+    await page.getByRole("button", { name: "Entrar como usuário de demonstração" }).click();
     await expect(page.getByRole("heading", { level: 1, name: "Inventário de GPUs" })).toBeVisible();
     await expect(page.getByText("16 GPUs exibidas")).toBeVisible();
   });
@@ -73,6 +73,7 @@ test.describe("Brazilian browser", () => {
 
 test.describe("without JavaScript", () => {
   test.use({ javaScriptEnabled: false, locale: "en-US" });
+  test.beforeEach(async ({ page }) => signIn(page));
 
   test("the server renders the list and the filter form works", async ({ page }) => {
     await page.goto("/");

@@ -2,11 +2,15 @@
 //! environment variables. Loaded and validated once, before anything is opened or written.
 
 use berth_app::domain::money::{Currency, CurrencyError};
+use berth_app::domain::user::Email;
+use berth_app::server::auth::oidc::OidcProviderSettings;
 use berth_app::server::state::PortalConfig;
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
+use openidconnect::{IssuerUrl, RedirectUrl};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -37,8 +41,78 @@ pub struct RawSettings {
     pub public_url: Option<String>,
     /// Days of inactivity after which a session ends.
     pub session_idle_days: u32,
-    /// Offer "sign in as demo user / admin" without an identity provider. Default: with the demo.
+    /// Offer "sign in as demo user / admin" without an identity provider. Default: with the demo
+    /// and no OpenID Connect provider.
     pub dev_sign_in: Option<bool>,
+    /// E-mail addresses that become platform admins when they sign in (a list, or one string
+    /// separated by commas).
+    pub admin_emails: EmailList,
+    /// OpenID Connect providers by id: `[oidc.<id>]` tables.
+    pub oidc: BTreeMap<String, RawOidcProvider>,
+    /// Sign-in and token-creation requests allowed per client address and minute.
+    pub sign_in_rate_per_minute: u32,
+    /// Take the client address from the last `X-Forwarded-For` entry (behind a reverse proxy or
+    /// load balancer that sets it).
+    pub trust_forwarded_for: bool,
+}
+
+/// Addresses as a TOML list or one comma-separated string (`BERTH_ADMIN_EMAILS=a@x.org,b@y.org`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum EmailList {
+    /// `["a@x.org", "b@y.org"]`
+    List(Vec<String>),
+    /// `"a@x.org, b@y.org"`
+    Joined(String),
+    /// Not set.
+    #[default]
+    None,
+}
+
+impl EmailList {
+    fn items(&self) -> Vec<String> {
+        match self {
+            EmailList::List(items) => items.clone(),
+            EmailList::Joined(joined) => joined
+                .split([',', ' ', ';'])
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            EmailList::None => Vec::new(),
+        }
+    }
+}
+
+/// One `[oidc.<id>]` table.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawOidcProvider {
+    /// Button text; default: the id.
+    pub label: Option<String>,
+    /// Issuer URL (its `/.well-known/openid-configuration` is read).
+    pub issuer: String,
+    /// Client id registered at the provider.
+    pub client_id: String,
+    /// Client secret (omit for a public client).
+    pub client_secret: Option<String>,
+    /// Default: `<public_url>/auth/oidc/<id>/callback`.
+    pub redirect_url: Option<String>,
+    /// Scopes besides `openid`; default `["email", "profile"]`.
+    pub scopes: Option<Vec<String>>,
+}
+
+impl std::fmt::Debug for RawOidcProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawOidcProvider")
+            .field("label", &self.label)
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "***"))
+            .field("redirect_url", &self.redirect_url)
+            .field("scopes", &self.scopes)
+            .finish()
+    }
 }
 
 impl Default for RawSettings {
@@ -55,6 +129,10 @@ impl Default for RawSettings {
             public_url: None,
             session_idle_days: 7,
             dev_sign_in: None,
+            admin_emails: EmailList::None,
+            oidc: BTreeMap::new(),
+            sign_in_rate_per_minute: 20,
+            trust_forwarded_for: false,
         }
     }
 }
@@ -114,6 +192,15 @@ pub struct SessionSettings {
     pub idle_days: u32,
 }
 
+/// Limits on sign-in attempts.
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimitSettings {
+    /// Requests per client address and minute.
+    pub per_minute: u32,
+    /// Read the client address from `X-Forwarded-For`.
+    pub trust_forwarded_for: bool,
+}
+
 /// Validated settings.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -131,6 +218,10 @@ pub struct Config {
     pub site_root: PathBuf,
     /// Sessions.
     pub sessions: SessionSettings,
+    /// OpenID Connect providers, in id order.
+    pub oidc: Vec<OidcProviderSettings>,
+    /// Sign-in rate limit.
+    pub rate_limit: RateLimitSettings,
 }
 
 /// A setting that cannot be used. Each message names the setting and the problem.
@@ -172,6 +263,20 @@ pub enum ConfigError {
     /// `session_idle_days` is 0.
     #[error("session_idle_days (BERTH_SESSION_IDLE_DAYS) must be at least 1")]
     SessionIdle,
+    /// An `[oidc.<id>]` table is unusable.
+    #[error("OpenID Connect provider `{id}` (oidc.{id}): {problem}")]
+    Oidc {
+        /// The provider id.
+        id: String,
+        /// What is wrong.
+        problem: String,
+    },
+    /// An address in `admin_emails` is malformed.
+    #[error("admin_emails (BERTH_ADMIN_EMAILS): {0}")]
+    AdminEmail(String),
+    /// `sign_in_rate_per_minute` is 0.
+    #[error("sign_in_rate_per_minute (BERTH_SIGN_IN_RATE_PER_MINUTE) must be at least 1")]
+    RateLimit,
     /// The currency cannot be represented.
     #[error("currency (BERTH_CURRENCY): {0}")]
     Currency(#[from] CurrencyError),
@@ -192,8 +297,10 @@ impl Config {
         }
         // `BERTH_CONFIG` names the file (a command-line option); `BERTH_TEST_*` belong to the
         // test suite. Every other `BERTH_*` variable must be a setting.
+        // `__` separates nesting: `BERTH_OIDC__CORP__CLIENT_SECRET` sets `oidc.corp.client_secret`.
         let env = Env::prefixed("BERTH_")
             .ignore(&["config"])
+            .split("__")
             .filter(|key| !key.as_str().to_ascii_lowercase().starts_with("test_"));
         let raw: RawSettings = figment
             .merge(env)
@@ -226,6 +333,20 @@ impl Config {
         if raw.session_idle_days == 0 {
             return Err(ConfigError::SessionIdle);
         }
+        if raw.sign_in_rate_per_minute == 0 {
+            return Err(ConfigError::RateLimit);
+        }
+        let admin_emails = raw
+            .admin_emails
+            .items()
+            .iter()
+            .map(|item| Email::parse(item).map_err(|err| ConfigError::AdminEmail(err.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        let oidc = raw
+            .oidc
+            .iter()
+            .map(|(id, provider)| oidc_provider(id, provider, raw.public_url.as_deref()))
+            .collect::<Result<Vec<_>, _>>()?;
         let demo = raw.demo.unwrap_or(database.backend == Backend::Sqlite);
         Ok(Self {
             bind,
@@ -237,12 +358,18 @@ impl Config {
             },
             portal: PortalConfig {
                 currency,
-                dev_sign_in: raw.dev_sign_in.unwrap_or(demo),
+                dev_sign_in: raw.dev_sign_in.unwrap_or(demo && oidc.is_empty()),
+                admin_emails,
             },
             site_root: raw.site_root,
             sessions: SessionSettings {
                 secure_cookie,
                 idle_days: raw.session_idle_days,
+            },
+            oidc,
+            rate_limit: RateLimitSettings {
+                per_minute: raw.sign_in_rate_per_minute,
+                trust_forwarded_for: raw.trust_forwarded_for,
             },
         })
     }
@@ -280,6 +407,87 @@ fn database_settings(url: Option<&str>, data_dir: &Path) -> Result<DatabaseSetti
     } else {
         Err(ConfigError::DatabaseUrl(redact(url)))
     }
+}
+
+/// Validates one `[oidc.<id>]` table.
+fn oidc_provider(
+    id: &str,
+    raw: &RawOidcProvider,
+    public_url: Option<&str>,
+) -> Result<OidcProviderSettings, ConfigError> {
+    let problem = |problem: String| ConfigError::Oidc {
+        id: id.to_owned(),
+        problem,
+    };
+    if id.is_empty()
+        || id.len() > 32
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        return Err(problem(
+            "the id must be 1 to 32 characters a-z, 0-9 or -".into(),
+        ));
+    }
+    let issuer = url::Url::parse(raw.issuer.trim())
+        .map_err(|err| problem(format!("issuer `{}` is not a URL: {err}", raw.issuer)))?;
+    let loopback = matches!(issuer.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    if issuer.scheme() != "https" && !(issuer.scheme() == "http" && loopback) {
+        return Err(problem(format!(
+            "issuer `{}` must be an https:// URL (http:// only on localhost)",
+            raw.issuer
+        )));
+    }
+    // Kept exactly as written: the discovery document and the ID tokens must name the issuer
+    // the same way, character for character.
+    let issuer = IssuerUrl::new(raw.issuer.trim().to_owned())
+        .map_err(|err| problem(format!("issuer `{}`: {err}", raw.issuer)))?;
+    if raw.client_id.trim().is_empty() {
+        return Err(problem("client_id is empty".into()));
+    }
+    let redirect = match (raw.redirect_url.as_deref(), public_url) {
+        (Some(redirect), _) => redirect.trim().to_owned(),
+        (None, Some(public)) => format!(
+            "{}/auth/oidc/{id}/callback",
+            public.trim().trim_end_matches('/')
+        ),
+        (None, None) => {
+            return Err(problem(
+                "set public_url (BERTH_PUBLIC_URL) or oidc.<id>.redirect_url, so the provider \
+                 knows where to send users back"
+                    .into(),
+            ));
+        }
+    };
+    let expected_path = format!("/auth/oidc/{id}/callback");
+    let redirect_url = url::Url::parse(&redirect)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https") && url.path() == expected_path)
+        .ok_or_else(|| {
+            problem(format!(
+                "redirect_url `{redirect}` must be an http(s) URL ending in {expected_path}"
+            ))
+        })?;
+    Ok(OidcProviderSettings {
+        id: id.to_owned(),
+        label: raw
+            .label
+            .clone()
+            .filter(|label| !label.trim().is_empty())
+            .unwrap_or_else(|| id.to_owned()),
+        issuer,
+        client_id: raw.client_id.trim().to_owned(),
+        client_secret: raw
+            .client_secret
+            .clone()
+            .filter(|secret| !secret.is_empty())
+            .map(SecretString::from),
+        redirect_url: RedirectUrl::from_url(redirect_url),
+        scopes: raw
+            .scopes
+            .clone()
+            .unwrap_or_else(|| vec!["email".to_owned(), "profile".to_owned()]),
+    })
 }
 
 fn currency(code: &str) -> Result<Currency, ConfigError> {

@@ -2,9 +2,11 @@
 //! router and binds the listener. Tests call [`Application::build`] with port 0.
 
 use crate::configuration::{Config, SessionSettings};
-use crate::routes::{api, auth, csrf, health, locale, request_log};
+use crate::routes::rate_limit::SignInLimiter;
+use crate::routes::{api, auth, csrf, guard, health, locale, rate_limit, request_log};
 use axum::Router;
 use axum::routing::{get, post};
+use berth_app::server::auth::oidc::OidcProviders;
 use berth_app::server::db::sessions::DbSessionStore;
 use berth_app::server::state::AppState;
 use berth_app::server::{db, demo};
@@ -66,6 +68,9 @@ pub enum StartupError {
     /// The demo fleet could not be added.
     #[error("cannot add the demo fleet: {0}")]
     Demo(DbErr),
+    /// The OpenID Connect client could not be set up.
+    #[error("{0}")]
+    Oidc(String),
     /// The server stopped with an I/O error.
     #[error("server error: {0}")]
     Serve(std::io::Error),
@@ -77,6 +82,7 @@ pub struct Application {
     router: Router,
     addr: SocketAddr,
     db: DatabaseConnection,
+    limiter: SignInLimiter,
 }
 
 impl std::fmt::Debug for Application {
@@ -98,6 +104,15 @@ impl Application {
                     addr: config.bind,
                     source,
                 })?;
+        Self::build_with_listener(config, listener).await
+    }
+
+    /// Like [`Application::build`] on a listener bound already (tests that must know the port
+    /// before the settings are complete, such as an OpenID Connect redirect URL).
+    pub async fn build_with_listener(
+        config: Config,
+        listener: TcpListener,
+    ) -> Result<Self, StartupError> {
         let addr = listener.local_addr().map_err(|source| StartupError::Bind {
             addr: config.bind,
             source,
@@ -122,7 +137,7 @@ impl Application {
         if config.portal.dev_sign_in {
             tracing::warn!(
                 "development sign-in is on: anyone who reaches this server can sign in as a demo \
-                 user or platform admin (turn it off with BERTH_DEV_SIGN_IN=false)"
+                 user, team admin or platform admin (turn it off with BERTH_DEV_SIGN_IN=false)"
             );
         }
 
@@ -132,12 +147,25 @@ impl Application {
             .site_pkg_dir("pkg")
             .site_addr(addr)
             .build();
+        let oidc = OidcProviders::new(config.oidc.clone()).map_err(StartupError::Oidc)?;
+        for provider in &config.oidc {
+            tracing::info!(
+                oidc.provider = %provider.id,
+                oidc.issuer = %provider.issuer.as_str(),
+                oidc.redirect_url = %provider.redirect_url.as_str(),
+                "OpenID Connect sign-in configured"
+            );
+        }
         let state = AppState {
             leptos_options,
             db: db.clone(),
             portal: Arc::new(config.portal.clone()),
+            oidc: Arc::new(oidc),
         };
-        let router = router(state, config.sessions);
+        let per_minute = std::num::NonZeroU32::new(config.rate_limit.per_minute)
+            .unwrap_or(std::num::NonZeroU32::MIN);
+        let limiter = SignInLimiter::new(per_minute, config.rate_limit.trust_forwarded_for);
+        let router = router(state, config.sessions, limiter.clone());
         tracing::info!(
             http.addr = %addr,
             db.url = %config.database.redacted_url(),
@@ -148,6 +176,7 @@ impl Application {
             router,
             addr,
             db,
+            limiter,
         })
     }
 
@@ -167,15 +196,21 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), StartupError> {
         let store = DbSessionStore::new(self.db.clone());
+        let limiter = self.limiter.clone();
         let sweeper = tokio::spawn(async move {
             loop {
                 if let Err(err) = store.delete_expired().await {
                     tracing::warn!(error = %err, "deleting expired sessions");
                 }
+                limiter.forget_idle();
                 tokio::time::sleep(SESSION_SWEEP_INTERVAL).await;
             }
         });
-        let served = axum::serve(self.listener, self.router)
+        // The peer address feeds the sign-in rate limit.
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        let served = axum::serve(self.listener, service)
             .with_graceful_shutdown(shutdown)
             .await;
         sweeper.abort();
@@ -221,7 +256,7 @@ pub async fn open_and_migrate(
 
 /// The whole HTTP surface: ops endpoints, the language form, the JSON API, server functions, pages
 /// and static files, with cross-site protection, compression and request logging.
-pub fn router(state: AppState, sessions: SessionSettings) -> Router {
+pub fn router(state: AppState, sessions: SessionSettings, limiter: SignInLimiter) -> Router {
     let routes = generate_route_list(App);
     let shell_options = state.leptos_options.clone();
     let session_layer = SessionManagerLayer::new(DbSessionStore::new(state.db.clone()))
@@ -238,12 +273,25 @@ pub fn router(state: AppState, sessions: SessionSettings) -> Router {
         .route("/readyz", get(health::readyz))
         .route("/locale", post(locale::set_locale))
         .route("/api/v1/me", get(api::me))
+        .route("/api/v1/users", get(api::list_users))
+        .route("/auth/oidc/{provider}/start", get(auth::oidc_start))
+        .route("/auth/oidc/{provider}/callback", get(auth::oidc_callback))
         .route("/auth/dev", post(auth::dev_sign_in))
         .route("/auth/signout", post(auth::sign_out))
         // Also registers the server functions, with `AppState` in their context.
         .leptos_routes(&state, routes, move || shell(shell_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        // Layers run outside-in from the bottom: log, compress, refuse cross-site writes, limit
+        // sign-in attempts, load the session, then require sign-in for pages.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            guard::require_sign_in,
+        ))
         .layer(session_layer)
+        .layer(axum::middleware::from_fn_with_state(
+            limiter,
+            rate_limit::limit_sign_in,
+        ))
         .layer(axum::middleware::from_fn(csrf::reject_cross_site))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(request_log::log_request))

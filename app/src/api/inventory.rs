@@ -4,7 +4,7 @@ use crate::domain::inventory::Inventory;
 use crate::error::AppError;
 use leptos::prelude::*;
 
-/// Every node with its GPUs, and the currency their prices are in.
+/// Every node with its GPUs, and the currency their prices are in. Requires sign-in.
 #[server(endpoint = "list_gpus")]
 #[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
 pub async fn list_gpus() -> Result<Inventory, AppError> {
@@ -13,6 +13,7 @@ pub async fn list_gpus() -> Result<Inventory, AppError> {
     state::with_status(
         async {
             let state = state::app_state()?;
+            crate::server::auth::actor::require_actor().await?;
             let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
             Ok(Inventory {
                 nodes,

@@ -2,4 +2,5 @@
 //! domain types, calls one `server::` function and returns.
 
 pub mod inventory;
+pub mod profile;
 pub mod session;

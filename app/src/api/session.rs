@@ -1,17 +1,26 @@
 //! Who is signed in, and how one can sign in.
 
-use crate::domain::user::{SignInMethods, UserSummary};
+use crate::domain::sign_in::{SignInMethods, SignedInUser};
 use crate::error::AppError;
 use leptos::prelude::*;
 
-/// The signed-in user, or `None`.
+/// The signed-in user with their teams, or `None`.
 #[server(endpoint = "current_user")]
-pub async fn current_user() -> Result<Option<UserSummary>, AppError> {
-    use crate::server::{auth::actor::current_actor, state::with_status};
-    with_status(
-        current_actor()
-            .await
-            .map(|actor| actor.map(|actor| actor.user)),
+pub async fn current_user() -> Result<Option<SignedInUser>, AppError> {
+    use crate::server::{auth::actor::current_actor, db, state};
+    state::with_status(
+        async {
+            let Some(actor) = current_actor().await? else {
+                return Ok(None);
+            };
+            let state = state::app_state()?;
+            let teams = db::teams::memberships_of(&state.db, actor.user.id).await?;
+            Ok(Some(SignedInUser {
+                user: actor.user,
+                teams,
+            }))
+        }
+        .await,
     )
 }
 
@@ -20,6 +29,7 @@ pub async fn current_user() -> Result<Option<UserSummary>, AppError> {
 pub async fn list_sign_in_methods() -> Result<SignInMethods, AppError> {
     let state = crate::server::state::app_state()?;
     Ok(SignInMethods {
+        providers: state.oidc.buttons(),
         dev_sign_in: state.portal.dev_sign_in,
     })
 }

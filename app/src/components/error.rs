@@ -14,6 +14,9 @@ pub fn ErrorPanel(error: AppError) -> impl IntoView {
         AppError::Forbidden => t_string!(i18n, error_forbidden).to_string(),
         AppError::NotFound(_) => t_string!(i18n, error_not_found).to_string(),
         AppError::Conflict(detail) => detail.clone(),
+        AppError::TooManyRequests(seconds) => {
+            t_string!(i18n, error_too_many_requests, seconds = *seconds).to_string()
+        }
         AppError::Unavailable => t_string!(i18n, error_unavailable).to_string(),
         AppError::Internal => t_string!(i18n, error_internal).to_string(),
         AppError::Transport(_) => t_string!(i18n, error_request).to_string(),

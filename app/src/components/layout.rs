@@ -1,7 +1,7 @@
 //! The page frame: header with navigation and language switch, and footer.
 
 use crate::api::session::current_user;
-use crate::domain::user::PlatformRole;
+use crate::domain::sign_in::{HighestRole, SignedInUser};
 use crate::i18n::*;
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
@@ -22,6 +22,7 @@ pub fn Header() -> impl IntoView {
             </a>
             <nav class="site-nav" aria-label="main">
                 <a href="/" aria-current=move || current("/")>{t!(i18n, nav_gpus)}</a>
+                <a href="/profile" aria-current=move || current("/profile")>{t!(i18n, nav_profile)}</a>
             </nav>
             <LanguageSwitch />
             <UserMenu />
@@ -90,18 +91,11 @@ fn UserMenu() -> impl IntoView {
                     user.get()
                         .map(|result| match result {
                             Ok(Some(user)) => {
-                                let role = user.role;
-                                let role_label = move || match role {
-                                    PlatformRole::User => t_string!(i18n, role_user).to_string(),
-                                    PlatformRole::PlatformAdmin => {
-                                        t_string!(i18n, role_platform_admin).to_string()
-                                    }
-                                };
                                 view! {
                                     <span class="user-name" title=move || t_string!(i18n, signed_in_as).to_string()>
-                                        {user.name}
+                                        {user.user.name.clone()}
                                     </span>
-                                    <span class="user-role">{role_label}</span>
+                                    <span class="user-role"><RoleText user /></span>
                                     <form method="post" action="/auth/signout">
                                         <button type="submit" class="button-header">{t!(i18n, sign_out)}</button>
                                     </form>
@@ -113,6 +107,21 @@ fn UserMenu() -> impl IntoView {
                 }}
             </Transition>
         </div>
+    }
+}
+
+/// The user's most powerful role: platform admin, team admin (of which teams), or user.
+#[component]
+pub fn RoleText(user: SignedInUser) -> impl IntoView {
+    let i18n = use_i18n();
+    let role = user.highest_role();
+    move || match &role {
+        HighestRole::PlatformAdmin => t_string!(i18n, role_platform_admin).to_string(),
+        HighestRole::TeamAdmin(teams) => {
+            let teams = teams.join(", ");
+            t_string!(i18n, role_team_admin, teams = teams).to_string()
+        }
+        HighestRole::User => t_string!(i18n, role_user).to_string(),
     }
 }
 

@@ -4,4 +4,6 @@
 pub mod gpu;
 pub mod inventory;
 pub mod money;
+pub mod sign_in;
+pub mod team;
 pub mod user;

@@ -103,11 +103,27 @@ pub struct UserSummary {
     pub role: PlatformRole,
 }
 
-/// The ways to sign in that this server offers.
+/// A live personal API token as its owner sees it (the secret itself is shown only once, when
+/// created).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SignInMethods {
-    /// "Sign in as a demo user" without an identity provider.
-    pub dev_sign_in: bool,
+pub struct ApiTokenInfo {
+    /// Database id.
+    pub id: i64,
+    /// The owner's label.
+    pub name: String,
+    /// When it was created (UTC).
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it last authenticated a request (UTC).
+    pub last_used_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// A token just created: the secret is in `token`, shown once and never stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedApiToken {
+    /// What the list shows.
+    pub info: ApiTokenInfo,
+    /// The secret (`berth_…`).
+    pub token: String,
 }
 
 /// A user to add, or to update by e-mail address.

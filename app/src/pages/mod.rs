@@ -2,4 +2,5 @@
 
 pub mod inventory;
 pub mod not_found;
+pub mod profile;
 pub mod sign_in;

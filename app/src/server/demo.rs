@@ -4,6 +4,8 @@
 use crate::domain::gpu::{GpuMemory, GpuStatus};
 use crate::domain::inventory::{NewGpu, NewNode};
 use crate::domain::money::Money;
+use crate::domain::team::{TeamName, TeamRole};
+use crate::domain::user::{Email, NewUser, PlatformRole, UserName, UserSummary};
 use crate::server::db;
 use chrono::{DateTime, Utc};
 use sea_orm::{DatabaseConnection, DbErr, SqlErr};
@@ -121,6 +123,79 @@ pub async fn seed_if_empty(
         nodes: fleet.len(),
         gpus: gpu_count,
     })
+}
+
+/// The demo accounts offered by the development sign-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DemoAccount {
+    /// A user in the demo team.
+    User,
+    /// The demo team's admin.
+    TeamAdmin,
+    /// A platform admin.
+    PlatformAdmin,
+}
+
+/// The demo team both demo team accounts belong to.
+pub const DEMO_TEAM: &str = "Demo Lab";
+
+impl DemoAccount {
+    /// Reads the form value (`user`, `team_admin`, `platform_admin`).
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "user" => Some(DemoAccount::User),
+            "team_admin" => Some(DemoAccount::TeamAdmin),
+            "platform_admin" => Some(DemoAccount::PlatformAdmin),
+            _ => None,
+        }
+    }
+
+    fn details(self) -> (&'static str, &'static str, PlatformRole, Option<TeamRole>) {
+        match self {
+            DemoAccount::User => (
+                "demo-user@berth.invalid",
+                "Demo User",
+                PlatformRole::User,
+                Some(TeamRole::Member),
+            ),
+            DemoAccount::TeamAdmin => (
+                "demo-team-admin@berth.invalid",
+                "Demo Team Admin",
+                PlatformRole::User,
+                Some(TeamRole::Admin),
+            ),
+            DemoAccount::PlatformAdmin => (
+                "demo-admin@berth.invalid",
+                "Demo Platform Admin",
+                PlatformRole::PlatformAdmin,
+                None,
+            ),
+        }
+    }
+}
+
+/// The demo account, created with its team membership on first use, in one transaction.
+#[tracing::instrument(skip_all, fields(demo.account = ?account))]
+pub async fn demo_account(
+    conn: &DatabaseConnection,
+    account: DemoAccount,
+    now: DateTime<Utc>,
+) -> Result<UserSummary, DbErr> {
+    let (email, name, role, team_role) = account.details();
+    let new_user = NewUser {
+        email: Email::parse(email).map_err(|err| DbErr::Custom(err.to_string()))?,
+        name: UserName::parse(name).map_err(|err| DbErr::Custom(err.to_string()))?,
+        role,
+    };
+    let txn = db::begin_write(conn).await?;
+    let user = db::users::upsert_user(&txn, &new_user, now).await?;
+    if let Some(team_role) = team_role {
+        let team_name = TeamName::parse(DEMO_TEAM).map_err(|err| DbErr::Custom(err.to_string()))?;
+        let team_id = db::teams::ensure_team(&txn, &team_name, now).await?;
+        db::teams::set_member(&txn, team_id, user.id, team_role, now).await?;
+    }
+    txn.commit().await?;
+    Ok(user)
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! The state shared by every request: built once at start-up, cloned cheaply per request.
 
 use crate::domain::money::Currency;
+use crate::domain::user::Email;
 use crate::error::AppError;
+use crate::server::auth::oidc::OidcProviders;
 use axum::extract::FromRef;
 use leptos::prelude::*;
 use sea_orm::DatabaseConnection;
@@ -14,6 +16,8 @@ pub struct PortalConfig {
     pub currency: Currency,
     /// Whether "sign in as a demo user" is offered (no identity provider needed).
     pub dev_sign_in: bool,
+    /// Users with these addresses become platform admins when they sign in (`BERTH_ADMIN_EMAILS`).
+    pub admin_emails: Vec<Email>,
 }
 
 /// Everything a handler or server function may use. Created per app instance, never global, so
@@ -26,6 +30,8 @@ pub struct AppState {
     pub db: DatabaseConnection,
     /// Portal settings.
     pub portal: Arc<PortalConfig>,
+    /// OpenID Connect providers (possibly none).
+    pub oidc: Arc<OidcProviders>,
 }
 
 impl std::fmt::Debug for AppState {

@@ -1,28 +1,115 @@
-//! Signing in and out: the development sign-in (demo users, no identity provider) and sign-out.
+//! Signing in and out: OpenID Connect (start and callback), the development sign-in (demo
+//! accounts, no identity provider) and sign-out.
 
 use crate::routes::locale::is_local_path;
 use axum::Form;
-use axum::extract::State;
+use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use berth_app::domain::user::{Email, NewUser, PlatformRole, UserName};
+use berth_app::domain::sign_in::SignInFailure;
 use berth_app::error::AppError;
 use berth_app::server::auth::actor::SESSION_USER_ID;
+use berth_app::server::auth::oidc::{CallbackParams, PendingSignIn, SESSION_PENDING_SIGN_IN};
 use berth_app::server::db;
+use berth_app::server::db::users::IdentitySignIn;
+use berth_app::server::demo::{self, DemoAccount};
 use berth_app::server::state::AppState;
 use serde::Deserialize;
 use tower_sessions::Session;
 
+/// Where to go after signing in.
+#[derive(Debug, Deserialize)]
+pub struct ReturnTo {
+    /// A local path; anything else is replaced by `/`.
+    return_to: Option<String>,
+}
+
+impl ReturnTo {
+    fn path(self) -> String {
+        self.return_to
+            .filter(|path| is_local_path(path))
+            .unwrap_or_else(|| "/".into())
+    }
+}
+
+/// `GET /auth/oidc/{provider}/start`: remembers state, PKCE verifier and nonce in the session and
+/// sends the browser to the provider.
+#[tracing::instrument(skip_all, fields(oidc.provider = %provider))]
+pub async fn oidc_start(
+    State(state): State<AppState>,
+    Path(provider): Path<String>,
+    session: Session,
+    Query(return_to): Query<ReturnTo>,
+) -> Result<Response, AppError> {
+    match state
+        .oidc
+        .start(&provider, return_to.path(), chrono::Utc::now())
+        .await
+    {
+        Ok((url, pending)) => {
+            session
+                .insert(SESSION_PENDING_SIGN_IN, pending)
+                .await
+                .map_err(session_error)?;
+            Ok(Redirect::to(&url).into_response())
+        }
+        Err(failure) => Ok(failed(failure)),
+    }
+}
+
+/// `GET /auth/oidc/{provider}/callback`: the provider sends the browser back here. Verifies
+/// everything, binds or creates the user, and starts the signed-in session under a new id. Any
+/// failure goes back to the sign-in page with the reason and no session.
+#[tracing::instrument(skip_all, fields(oidc.provider = %provider, user.id))]
+pub async fn oidc_callback(
+    State(state): State<AppState>,
+    Path(provider): Path<String>,
+    session: Session,
+    Query(params): Query<CallbackParams>,
+) -> Result<Response, AppError> {
+    // Single use: whatever happens next, this sign-in attempt is over.
+    let pending: Option<PendingSignIn> = session
+        .remove(SESSION_PENDING_SIGN_IN)
+        .await
+        .map_err(session_error)?;
+    let now = chrono::Utc::now();
+    let (identity, return_to) = match state.oidc.finish(&provider, pending, params, now).await {
+        Ok(found) => found,
+        Err(failure) => {
+            tracing::warn!(failure = failure.code(), "sign-in refused");
+            return Ok(failed(failure));
+        }
+    };
+    let make_admin = state.portal.admin_emails.contains(&identity.email);
+    match db::users::sign_in_identity(&state.db, &identity, make_admin, now).await? {
+        IdentitySignIn::User(user) => {
+            sign_in(&session, user.id).await?;
+            tracing::Span::current().record("user.id", user.id);
+            tracing::info!(user.id = user.id, "signed in");
+            Ok(Redirect::to(&return_to).into_response())
+        }
+        IdentitySignIn::EmailTaken => {
+            tracing::warn!("sign-in refused: the e-mail address belongs to another account");
+            Ok(failed(SignInFailure::AccountConflict))
+        }
+    }
+}
+
+/// Back to the sign-in page, which explains `failure`.
+fn failed(failure: SignInFailure) -> Response {
+    Redirect::to(&format!("/signin?error={}", failure.code())).into_response()
+}
+
 /// The development sign-in form.
 #[derive(Debug, Deserialize)]
 pub struct DevSignInForm {
-    /// `user` or `platform_admin`.
+    /// `user`, `team_admin` or `platform_admin`.
     role: String,
     /// Where to go afterwards.
     return_to: Option<String>,
 }
 
-/// `POST /auth/dev`: signs in as the demo user or the demo platform admin (created on first
-/// use). 404 unless dev sign-in is enabled.
+/// `POST /auth/dev`: signs in as a demo account (created on first use). 404 unless dev sign-in
+/// is enabled.
 pub async fn dev_sign_in(
     State(state): State<AppState>,
     session: Session,
@@ -31,39 +118,27 @@ pub async fn dev_sign_in(
     if !state.portal.dev_sign_in {
         return Err(AppError::NotFound("dev sign-in is disabled".into()));
     }
-    let (email, name, role) = match form.role.as_str() {
-        "user" => ("demo-user@berth.invalid", "Demo User", PlatformRole::User),
-        "platform_admin" => (
-            "demo-admin@berth.invalid",
-            "Demo Platform Admin",
-            PlatformRole::PlatformAdmin,
+    let account = DemoAccount::parse(&form.role).ok_or_else(|| AppError::Validation {
+        field: "role".into(),
+        message: format!(
+            "unknown demo account `{}`: use user, team_admin or platform_admin",
+            form.role
         ),
-        other => {
-            return Err(AppError::Validation {
-                field: "role".into(),
-                message: format!("unknown demo role `{other}`: use user or platform_admin"),
-            });
-        }
-    };
-    let new_user = NewUser {
-        email: Email::parse(email).map_err(|_| AppError::Internal)?,
-        name: UserName::parse(name).map_err(|_| AppError::Internal)?,
-        role,
-    };
-    let user = db::users::upsert_user(&state.db, &new_user, chrono::Utc::now()).await?;
+    })?;
+    let user = demo::demo_account(&state.db, account, chrono::Utc::now()).await?;
     sign_in(&session, user.id).await?;
     tracing::info!(user.id = user.id, "dev sign-in");
-    let back = form
-        .return_to
-        .filter(|path| is_local_path(path))
-        .unwrap_or_else(|| "/".into());
+    let back = ReturnTo {
+        return_to: form.return_to,
+    }
+    .path();
     Ok(Redirect::to(&back).into_response())
 }
 
 /// `POST /auth/signout`: deletes the session on the server and clears the cookie.
 pub async fn sign_out(session: Session) -> Result<Response, AppError> {
     session.flush().await.map_err(session_error)?;
-    Ok(Redirect::to("/").into_response())
+    Ok(Redirect::to("/signin").into_response())
 }
 
 /// Starts a signed-in session for `user_id` under a new session id, so that an id known before

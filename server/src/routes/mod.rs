@@ -1,8 +1,12 @@
-//! Plain HTTP endpoints beside the Leptos pages: health checks, the language form, request logs.
+//! Plain HTTP endpoints beside the Leptos pages (health checks, sign-in, the language form, the
+//! JSON API) and the middleware around everything (sign-in guard, rate limit, cross-site
+//! protection, request log).
 
 pub mod api;
 pub mod auth;
 pub mod csrf;
+pub mod guard;
 pub mod health;
 pub mod locale;
+pub mod rate_limit;
 pub mod request_log;

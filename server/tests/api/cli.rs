@@ -263,12 +263,17 @@ impl Served {
 #[tokio::test]
 async fn serve_logs_each_request_stops_on_sigterm_and_keeps_its_data() {
     let dir = tempfile::tempdir().unwrap();
-    let client = reqwest::Client::new();
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
 
     let mut first = Served::start(dir.path());
     let url = first.base_url();
+    // The dev sign-in (on with the demo) redirects to the inventory.
     let html = client
-        .get(format!("{url}/"))
+        .post(format!("{url}/auth/dev"))
+        .form(&[("role", "user"), ("return_to", "/")])
         .send()
         .await
         .unwrap()

@@ -187,6 +187,19 @@ impl TestApp {
         without_markers(response.text().await.expect("body"))
     }
 
+    /// Signs the app's cookie-keeping client in with the development sign-in as `role`
+    /// (`user`, `team_admin` or `platform_admin`).
+    pub async fn sign_in(&self, role: &str) {
+        let response = self
+            .client
+            .post(self.url("/auth/dev"))
+            .form(&[("role", role), ("return_to", "/")])
+            .send()
+            .await
+            .expect("POST /auth/dev");
+        assert_eq!(response.status().as_u16(), 303, "dev sign-in as {role}");
+    }
+
     /// Stops the server gracefully and waits for it.
     pub async fn stop(mut self) {
         if let Some(shutdown) = self.shutdown.take() {
@@ -200,8 +213,20 @@ impl TestApp {
 
 /// Starts the application with `settings`.
 pub async fn spawn_with(settings: RawSettings) -> TestApp {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a port");
+    spawn_with_listener(settings, listener).await
+}
+
+/// Starts the application with `settings` on a listener bound already, for settings that must
+/// name the port (an OpenID Connect redirect URL).
+pub async fn spawn_with_listener(
+    settings: RawSettings,
+    listener: tokio::net::TcpListener,
+) -> TestApp {
     let config = Config::from_raw(settings).expect("valid test settings");
-    let app = Application::build(config)
+    let app = Application::build_with_listener(config, listener)
         .await
         .expect("application starts");
     let addr = app.addr();

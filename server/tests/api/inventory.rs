@@ -5,6 +5,7 @@ use berth_server::configuration::RawSettings;
 
 async fn root_lists_the_demo_fleet_grouped_by_node(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
     let (status, html) = app.get_text("/").await;
     assert_eq!(status, 200);
     assert_eq!(gpu_rows(&html), 16, "all 16 demo GPUs are listed");
@@ -34,6 +35,7 @@ async fn root_lists_the_demo_fleet_grouped_by_node(backend: Backend) {
 
 async fn the_model_filter_works_without_javascript(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
     let (status, html) = app.get_text("/?model=NVIDIA%20L40S").await;
     assert_eq!(status, 200);
     assert_eq!(gpu_rows(&html), 2);
@@ -52,6 +54,7 @@ async fn the_model_filter_works_without_javascript(backend: Backend) {
 
 async fn list_gpus_server_function_returns_the_inventory_as_json(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
     let response = app.call_server_fn("/api/list_gpus", &[]).await;
     assert_eq!(response.status().as_u16(), 200);
     let body: serde_json::Value = response.json().await.unwrap();
@@ -76,10 +79,12 @@ async fn list_gpus_server_function_returns_the_inventory_as_json(backend: Backen
 async fn a_second_start_on_the_same_database_keeps_the_data_and_adds_nothing(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let first = spawn_with(test_settings(&db)).await;
+    first.sign_in("user").await;
     let (_, first_html) = first.get_text("/").await;
     first.stop().await;
 
     let second = spawn_with(test_settings(&db)).await;
+    second.sign_in("user").await;
     let (_, second_html) = second.get_text("/").await;
     assert_eq!(gpu_rows(&first_html), 16);
     assert_eq!(gpu_rows(&second_html), 16, "no second demo fleet was added");
@@ -94,9 +99,11 @@ async fn with_the_demo_off_the_inventory_starts_empty(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let app = spawn_with(RawSettings {
         demo: Some(false),
+        dev_sign_in: Some(true),
         ..test_settings(&db)
     })
     .await;
+    app.sign_in("user").await;
     let (status, html) = app.get_text("/").await;
     assert_eq!(status, 200);
     assert_eq!(gpu_rows(&html), 0);
@@ -115,6 +122,7 @@ async fn concurrent_starts_add_the_demo_fleet_once(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(count, 3);
+    b.sign_in("user").await;
     let (_, html) = b.get_text("/").await;
     assert_eq!(gpu_rows(&html), 16);
     a.stop().await;
@@ -123,6 +131,7 @@ async fn concurrent_starts_add_the_demo_fleet_once(backend: Backend) {
 
 async fn unknown_pages_answer_404_with_a_way_back(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
     let (status, html) = app.get_text("/no/such/page").await;
     assert_eq!(status, 404);
     assert!(html.contains("Page not found"));
@@ -130,8 +139,33 @@ async fn unknown_pages_answer_404_with_a_way_back(backend: Backend) {
     app.stop().await;
 }
 
+async fn pages_and_data_need_sign_in(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let page = app
+        .client
+        .get(app.url("/?model=NVIDIA%20L40S"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status().as_u16(), 303);
+    assert_eq!(
+        page.headers()["location"],
+        "/signin?return_to=%2F%3Fmodel%3DNVIDIA%2520L40S"
+    );
+    let response = app.call_server_fn("/api/list_gpus", &[]).await;
+    assert_eq!(response.status().as_u16(), 401);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body, serde_json::json!("Unauthorized"));
+    // Public: the sign-in page, health checks, static files.
+    assert_eq!(app.get_text("/signin").await.0, 200);
+    assert_eq!(app.get_text("/healthz").await.0, 200);
+    assert_ne!(app.get_text("/favicon.svg").await.0, 303);
+    app.stop().await;
+}
+
 async fn a_lost_database_gives_503_and_a_clear_message_not_500(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
     app.db.clone().close().await.unwrap();
 
     let (status, html) = app.get_text("/").await;
@@ -157,4 +191,5 @@ crate::on_both_backends!(
     with_the_demo_off_the_inventory_starts_empty,
     concurrent_starts_add_the_demo_fleet_once,
     unknown_pages_answer_404_with_a_way_back,
+    pages_and_data_need_sign_in,
 );

@@ -4,6 +4,7 @@ use crate::helpers::{Backend, spawn_app};
 
 async fn accept_language_picks_brazilian_portuguese(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
     let html = app.get_in_language("/", "pt-BR,pt;q=0.9,en;q=0.5").await;
     assert!(html.contains("Inventário de GPUs"));
     assert!(html.contains("lang=\"pt-BR\""));
@@ -15,6 +16,7 @@ async fn accept_language_picks_brazilian_portuguese(backend: Backend) {
 
 async fn english_is_the_default(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
     let (_, html) = app.get_text("/").await;
     assert!(html.contains("GPU inventory"));
     assert!(html.contains("lang=\"en\""));
@@ -23,6 +25,7 @@ async fn english_is_the_default(backend: Backend) {
 
 async fn the_language_switch_is_remembered_over_accept_language(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
     let response = app
         .client
         .post(app.url("/locale"))
@@ -43,6 +46,7 @@ async fn the_language_switch_is_remembered_over_accept_language(backend: Backend
 
 async fn the_language_switch_refuses_unknown_languages_and_foreign_redirects(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
     let response = app
         .client
         .post(app.url("/locale"))

@@ -168,13 +168,13 @@ async fn the_header_shows_who_is_signed_in_and_the_sign_in_page_offers_demo_acco
             crate::helpers::without_markers(request.send().await.unwrap().text().await.unwrap())
         }
     };
-    let anonymous = page(None, "/").await;
+    let sign_in = page(None, "/signin?return_to=/%3Fmodel%3DX").await;
     assert!(
-        anonymous.contains("href=\"/signin\""),
+        sign_in.contains("href=\"/signin\""),
         "a sign-in link for visitors"
     );
-    let sign_in = page(None, "/signin?return_to=/%3Fmodel%3DX").await;
     assert!(sign_in.contains("Sign in as the demo user"));
+    assert!(sign_in.contains("Sign in as the demo team admin"));
     assert!(sign_in.contains("Sign in as the demo platform admin"));
 
     let cookie = cookie_pair(&dev_sign_in(&client, &base, "platform_admin", None).await);
@@ -182,6 +182,15 @@ async fn the_header_shows_who_is_signed_in_and_the_sign_in_page_offers_demo_acco
     assert!(signed_in.contains("Demo Platform Admin"));
     assert!(signed_in.contains("platform admin"));
     assert!(signed_in.contains("action=\"/auth/signout\""));
+
+    let cookie = cookie_pair(&dev_sign_in(&client, &base, "team_admin", None).await);
+    let team_admin = page(Some(cookie), "/profile").await;
+    assert!(team_admin.contains("Demo Team Admin"));
+    assert!(team_admin.contains("team admin · Demo Lab"), "{team_admin}");
+    assert!(
+        team_admin.contains("Demo Lab (admin)"),
+        "the profile lists the team"
+    );
     app.stop().await;
 
     let db = TestDatabase::create(backend).await;

@@ -2,7 +2,7 @@
 //! or the signed-in session. Handlers take it as an argument, so the check happens in the handler
 //! itself; without valid credentials the request gets 401.
 
-use crate::domain::user::UserSummary;
+use crate::domain::user::{PlatformRole, UserSummary};
 use crate::error::AppError;
 use crate::server::auth::tokens;
 use crate::server::db;
@@ -50,6 +50,23 @@ pub async fn current_actor() -> Result<Option<Actor>, AppError> {
         Ok(actor) => Ok(Some(actor)),
         Err(AppError::Unauthorized) => Ok(None),
         Err(other) => Err(other),
+    }
+}
+
+/// The signed-in user of the current server-function call; [`AppError::Unauthorized`] when
+/// there is none.
+pub async fn require_actor() -> Result<Actor, AppError> {
+    current_actor().await?.ok_or(AppError::Unauthorized)
+}
+
+impl Actor {
+    /// Succeeds only for platform admins ([`AppError::Forbidden`] otherwise).
+    pub fn require_platform_admin(&self) -> Result<(), AppError> {
+        if self.user.role == PlatformRole::PlatformAdmin {
+            Ok(())
+        } else {
+            Err(AppError::Forbidden)
+        }
     }
 }
 

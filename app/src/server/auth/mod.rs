@@ -1,4 +1,6 @@
-//! Who is making a request: API tokens and the [`actor::Actor`] extractor.
+//! Who is making a request: OpenID Connect sign-in, API tokens and the [`actor::Actor`]
+//! extractor.
 
 pub mod actor;
+pub mod oidc;
 pub mod tokens;

@@ -1,12 +1,12 @@
 //! Personal API tokens: issuing, authenticating and revoking. Only hashes are stored.
 
-use crate::domain::user::{TokenName, UserSummary};
+use crate::domain::user::{ApiTokenInfo, TokenName, UserSummary};
 use crate::server::db::users::summary;
 use crate::server::entity::{api_token, user};
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    QueryFilter,
+    QueryFilter, QueryOrder,
 };
 
 /// Stores a new token (its hash) for `user_id`; returns the token's id.
@@ -75,4 +75,47 @@ pub async fn revoke_token(
         .exec(db)
         .await?;
     Ok(result.rows_affected == 1)
+}
+
+/// Revokes the user's own token `token_id`; returns whether a live token of theirs was revoked.
+#[tracing::instrument(skip_all, fields(user.id = user_id, api_token.id = token_id))]
+pub async fn revoke_own_token(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    token_id: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let result = api_token::Entity::update_many()
+        .col_expr(
+            api_token::Column::RevokedAt,
+            sea_orm::sea_query::Expr::value(now),
+        )
+        .filter(api_token::Column::Id.eq(token_id))
+        .filter(api_token::Column::UserId.eq(user_id))
+        .filter(api_token::Column::RevokedAt.is_null())
+        .exec(db)
+        .await?;
+    Ok(result.rows_affected == 1)
+}
+
+/// The user's live tokens, newest first.
+pub async fn list_own_tokens(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+) -> Result<Vec<ApiTokenInfo>, DbErr> {
+    Ok(api_token::Entity::find()
+        .filter(api_token::Column::UserId.eq(user_id))
+        .filter(api_token::Column::RevokedAt.is_null())
+        .order_by_desc(api_token::Column::CreatedAt)
+        .order_by_desc(api_token::Column::Id)
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|row| ApiTokenInfo {
+            id: row.id,
+            name: row.name,
+            created_at: row.created_at,
+            last_used_at: row.last_used_at,
+        })
+        .collect())
 }

@@ -4,6 +4,7 @@
 pub mod api_tokens;
 pub mod inventory;
 pub mod sessions;
+pub mod teams;
 pub mod users;
 
 use berth_migrations::{Migrator, MigratorTrait};

@@ -1,11 +1,14 @@
-//! Users: adding them (by e-mail address), finding and listing them.
+//! Users: adding them (by e-mail address), binding them to identity-provider accounts, finding
+//! and listing them.
 
-use crate::domain::user::{Email, NewUser, PlatformRole, UserSummary};
-use crate::server::entity::user;
+use crate::domain::user::{Email, NewUser, PlatformRole, UserName, UserSummary};
+use crate::server::db::begin_write;
+use crate::server::entity::{identity, user};
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::OnConflict;
+use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr,
+    EntityTrait, QueryFilter, QueryOrder, SqlErr,
 };
 
 /// Adds the user, or updates the name and role of the user with that e-mail address; returns it.
@@ -85,4 +88,131 @@ pub(crate) fn summary(row: user::Model) -> Result<UserSummary, DbErr> {
             PlatformRole::User
         },
     })
+}
+
+/// A person as an identity provider vouched for them in a verified ID token.
+#[derive(Debug, Clone)]
+pub struct ExternalIdentity {
+    /// Provider id from the settings.
+    pub provider: String,
+    /// The provider's `sub` claim.
+    pub subject: String,
+    /// Their e-mail address.
+    pub email: Email,
+    /// `email_verified` as the provider said it (`None` when it did not say).
+    pub email_verified: Option<bool>,
+    /// Their display name.
+    pub name: UserName,
+}
+
+/// What [`sign_in_identity`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentitySignIn {
+    /// The user bound to the identity (created now if it is their first sign-in).
+    User(UserSummary),
+    /// The e-mail address belongs to an account bound to another identity (or the provider says
+    /// the address is not verified); nothing was written.
+    EmailTaken,
+}
+
+/// Finds or creates the user bound to `identity`, in one transaction.
+///
+/// Users are bound to (provider, subject), never to an e-mail address alone: a first sign-in
+/// creates a user, or binds to an existing account with the same address only when that account
+/// has no identity yet (added with `berth user add`) and the provider did not call the address
+/// unverified. `make_admin` (the address is in `BERTH_ADMIN_EMAILS`) makes them a platform admin.
+#[tracing::instrument(skip_all, fields(identity.provider = %identity.provider))]
+pub async fn sign_in_identity(
+    db: &DatabaseConnection,
+    identity: &ExternalIdentity,
+    make_admin: bool,
+    now: DateTime<Utc>,
+) -> Result<IdentitySignIn, DbErr> {
+    // Two first sign-ins of one person at once: the loser of the unique index tries again and
+    // finds the winner's row.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        match try_sign_in_identity(db, identity, make_admin, now).await {
+            Err(err)
+                if attempts < 3
+                    && matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) =>
+            {
+                tracing::debug!(error = %err, "concurrent first sign-in, retrying");
+            }
+            other => return other,
+        }
+    }
+}
+
+async fn try_sign_in_identity(
+    db: &DatabaseConnection,
+    identity: &ExternalIdentity,
+    make_admin: bool,
+    now: DateTime<Utc>,
+) -> Result<IdentitySignIn, DbErr> {
+    let txn = begin_write(db).await?;
+    let bound = identity::Entity::find()
+        .filter(identity::Column::Provider.eq(&identity.provider))
+        .filter(identity::Column::Subject.eq(&identity.subject))
+        .one(&txn)
+        .await?;
+    let user_id = if let Some(bound) = bound {
+        bound.user_id
+    } else {
+        let existing = user::Entity::find()
+            .filter(user::Column::Email.eq(identity.email.as_str()))
+            .one(&txn)
+            .await?;
+        let user_id = match existing {
+            Some(existing) => {
+                let has_identity = identity::Entity::find()
+                    .filter(identity::Column::UserId.eq(existing.id))
+                    .one(&txn)
+                    .await?
+                    .is_some();
+                if has_identity || identity.email_verified == Some(false) {
+                    return Ok(IdentitySignIn::EmailTaken);
+                }
+                existing.id
+            }
+            None => {
+                user::ActiveModel {
+                    email: Set(identity.email.as_str().to_owned()),
+                    name: Set(identity.name.as_str().to_owned()),
+                    is_platform_admin: Set(make_admin),
+                    created_at: Set(now),
+                    updated_at: Set(now),
+                    ..Default::default()
+                }
+                .insert(&txn)
+                .await?
+                .id
+            }
+        };
+        identity::ActiveModel {
+            user_id: Set(user_id),
+            provider: Set(identity.provider.clone()),
+            subject: Set(identity.subject.clone()),
+            created_at: Set(now),
+            ..Default::default()
+        }
+        .insert(&txn)
+        .await?;
+        user_id
+    };
+    // The provider's name is the current one; the admin bootstrap only ever adds the role.
+    let mut update = user::Entity::update_many()
+        .col_expr(user::Column::Name, Expr::value(identity.name.as_str()))
+        .col_expr(user::Column::UpdatedAt, Expr::value(now))
+        .filter(user::Column::Id.eq(user_id));
+    if make_admin {
+        update = update.col_expr(user::Column::IsPlatformAdmin, Expr::value(true));
+    }
+    update.exec(&txn).await?;
+    let user = find_user(&txn, user_id)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound(format!("user {user_id}")))?;
+    txn.commit().await?;
+    Ok(IdentitySignIn::User(user))
 }

@@ -2,6 +2,9 @@
 
 pub mod api_token;
 pub mod gpu;
+pub mod identity;
 pub mod node;
 pub mod session;
+pub mod team;
+pub mod team_member;
 pub mod user;

@@ -1,0 +1,78 @@
+//! The signed-in user's personal API tokens.
+
+use crate::domain::user::{ApiTokenInfo, CreatedApiToken};
+use crate::error::AppError;
+use leptos::prelude::*;
+
+/// The caller's live API tokens, newest first.
+#[server(endpoint = "list_api_tokens")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
+pub async fn list_api_tokens() -> Result<Vec<ApiTokenInfo>, AppError> {
+    use crate::server::{auth::actor::require_actor, db, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            Ok(db::api_tokens::list_own_tokens(&state.db, actor.user.id).await?)
+        }
+        .await,
+    )
+}
+
+/// Creates a token for the caller; the secret is in the answer and nowhere else.
+#[server(endpoint = "create_api_token")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
+pub async fn create_api_token(name: String) -> Result<CreatedApiToken, AppError> {
+    use crate::domain::user::TokenName;
+    use crate::server::{auth::actor::require_actor, auth::tokens, db, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let name = TokenName::parse(&name).map_err(|err| AppError::Validation {
+                field: "name".into(),
+                message: err.to_string(),
+            })?;
+            let state = state::app_state()?;
+            let (token, hash) = tokens::generate();
+            let now = chrono::Utc::now();
+            let id =
+                db::api_tokens::insert_token(&state.db, actor.user.id, &name, &hash, now).await?;
+            tracing::info!(
+                api_token.id = id,
+                user.id = actor.user.id,
+                "API token created"
+            );
+            Ok(CreatedApiToken {
+                info: ApiTokenInfo {
+                    id,
+                    name: name.as_str().to_owned(),
+                    created_at: now,
+                    last_used_at: None,
+                },
+                token,
+            })
+        }
+        .await,
+    )
+}
+
+/// Revokes one of the caller's tokens; a token of someone else is "not found".
+#[server(endpoint = "revoke_api_token")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all, fields(api_token.id = id)))]
+pub async fn revoke_api_token(id: i64) -> Result<(), AppError> {
+    use crate::server::{auth::actor::require_actor, db, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            if db::api_tokens::revoke_own_token(&state.db, actor.user.id, id, chrono::Utc::now())
+                .await?
+            {
+                Ok(())
+            } else {
+                Err(AppError::NotFound(format!("API token {id}")))
+            }
+        }
+        .await,
+    )
+}

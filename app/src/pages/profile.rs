@@ -1,0 +1,204 @@
+//! `/profile`: who you are, your teams, and your personal API tokens (create, list, revoke).
+
+use crate::api::profile::{CreateApiToken, RevokeApiToken, list_api_tokens};
+use crate::api::session::current_user;
+use crate::components::error::ErrorPanel;
+use crate::components::format::icu_date;
+use crate::components::layout::RoleText;
+use crate::domain::team::TeamRole;
+use crate::domain::user::ApiTokenInfo;
+use crate::i18n::*;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+/// The profile page.
+#[component]
+pub fn ProfilePage() -> impl IntoView {
+    let i18n = use_i18n();
+    let me = Resource::new(|| (), |()| current_user());
+    view! {
+        <Title text=move || t_string!(i18n, profile_title).to_string() />
+        <section class="profile">
+            <h1>{t!(i18n, profile_title)}</h1>
+            <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+                {move || {
+                    me.get()
+                        .map(|result| match result {
+                            Ok(Some(me)) => {
+                                let teams = me.teams.clone();
+                                view! {
+                                    <dl class="profile-facts">
+                                        <dt>{t!(i18n, profile_email)}</dt>
+                                        <dd>{me.user.email.to_string()}</dd>
+                                        <dt>{t!(i18n, profile_role)}</dt>
+                                        <dd><RoleText user=me.clone() /></dd>
+                                        <dt>{t!(i18n, profile_teams)}</dt>
+                                        <dd>
+                                            {if teams.is_empty() {
+                                                view! { <span>{t!(i18n, profile_no_teams)}</span> }.into_any()
+                                            } else {
+                                                view! {
+                                                    <ul class="team-list">
+                                                        {teams
+                                                            .into_iter()
+                                                            .map(|team| {
+                                                                let role = move || match team.role {
+                                                                    TeamRole::Member => t_string!(i18n, team_role_member),
+                                                                    TeamRole::Admin => t_string!(i18n, team_role_admin),
+                                                                };
+                                                                view! {
+                                                                    <li>{team.team_name} " (" {role} ")"</li>
+                                                                }
+                                                            })
+                                                            .collect_view()}
+                                                    </ul>
+                                                }
+                                                    .into_any()
+                                            }}
+                                        </dd>
+                                    </dl>
+                                }
+                                    .into_any()
+                            }
+                            Ok(None) => view! { <ErrorPanel error=crate::error::AppError::Unauthorized /> }.into_any(),
+                            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                        })
+                }}
+            </Transition>
+            <ApiTokens />
+        </section>
+    }
+}
+
+/// The token list with its create and revoke forms.
+#[component]
+fn ApiTokens() -> impl IntoView {
+    let i18n = use_i18n();
+    let create = ServerAction::<CreateApiToken>::new();
+    let revoke = ServerAction::<RevokeApiToken>::new();
+    let tokens = Resource::new(
+        move || (create.version().get(), revoke.version().get()),
+        |_| list_api_tokens(),
+    );
+    let created = move || create.value().get();
+    // Effects run only in the browser: true once the page is hydrated (tests wait for it).
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
+    view! {
+        <section class="tokens" aria-labelledby="tokens-title">
+            <h2 id="tokens-title">{t!(i18n, tokens_title)}</h2>
+            <p class="lede">{t!(i18n, tokens_intro)}</p>
+            <ActionForm
+                action=create
+                attr:class="token-form"
+                attr:data-hydrated=move || hydrated.get().to_string()
+            >
+                <label for="token-name">{t!(i18n, tokens_name)}</label>
+                <input
+                    id="token-name"
+                    name="name"
+                    required
+                    maxlength="100"
+                    autocomplete="off"
+                    placeholder=move || t_string!(i18n, tokens_name_hint).to_string()
+                />
+                <button type="submit" class="button-primary">{t!(i18n, tokens_create)}</button>
+            </ActionForm>
+            {move || {
+                created()
+                    .map(|result| match result {
+                        Ok(created) => {
+                            let name = created.info.name.clone();
+                            view! {
+                                <div class="token-created" role="status">
+                                    <p class="token-created-title">
+                                        {t!(i18n, tokens_created_title, name = move || name.clone())}
+                                    </p>
+                                    <code class="token-secret">{created.token}</code>
+                                    <p class="hint">{t!(i18n, tokens_created_once)}</p>
+                                </div>
+                            }
+                                .into_any()
+                        }
+                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                    })
+            }}
+            {move || {
+                revoke
+                    .value()
+                    .get()
+                    .and_then(Result::err)
+                    .map(|error| view! { <ErrorPanel error /> })
+            }}
+            <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+                {move || {
+                    tokens
+                        .get()
+                        .map(|result| match result {
+                            Ok(list) if list.is_empty() => {
+                                view! { <p class="empty">{t!(i18n, tokens_none)}</p> }.into_any()
+                            }
+                            Ok(list) => view! { <TokenTable list revoke /> }.into_any(),
+                            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                        })
+                }}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn TokenTable(list: Vec<ApiTokenInfo>, revoke: ServerAction<RevokeApiToken>) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <div class="table-scroll">
+            <table class="token-table">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, col_token_name)}</th>
+                        <th scope="col">{t!(i18n, col_created)}</th>
+                        <th scope="col">{t!(i18n, col_last_used)}</th>
+                        <th scope="col"><span class="visually-hidden">{t!(i18n, tokens_revoke)}</span></th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {list
+                        .into_iter()
+                        .map(|token| {
+                            let created = icu_date(token.created_at);
+                            let last_used = token.last_used_at.map(icu_date);
+                            let label_name = token.name.clone();
+                            view! {
+                                <tr>
+                                    <td>{token.name.clone()}</td>
+                                    <td>{t!(i18n, date_medium, date = move || created)}</td>
+                                    <td>
+                                        {match last_used {
+                                            Some(date) => t!(i18n, date_medium, date = move || date).into_any(),
+                                            None => t!(i18n, tokens_never_used).into_any(),
+                                        }}
+                                    </td>
+                                    <td>
+                                        <ActionForm action=revoke>
+                                            <input type="hidden" name="id" value=token.id />
+                                            <button
+                                                type="submit"
+                                                class="button-secondary"
+                                                aria-label=move || {
+                                                    let name = label_name.clone();
+                                                    t_string!(i18n, tokens_revoke_label, name = name).to_string()
+                                                }
+                                            >
+                                                {t!(i18n, tokens_revoke)}
+                                            </button>
+                                        </ActionForm>
+                                    </td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}

@@ -1,0 +1,74 @@
+//! Pages need a signed-in user: a page request without one is sent to the sign-in page, which
+//! returns to the page afterwards. Sign-in, health checks and static files stay public; server
+//! functions and the JSON API check the caller themselves (401 / 403).
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::Method;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Redirect, Response};
+use berth_app::error::AppError;
+use berth_app::server::auth::actor::Actor;
+use berth_app::server::state::AppState;
+
+/// Paths anyone may fetch.
+const PUBLIC_PATHS: [&str; 4] = ["/signin", "/healthz", "/readyz", "/locale"];
+/// Path prefixes that are not pages or check the caller themselves.
+const PUBLIC_PREFIXES: [&str; 3] = ["/auth/", "/api/", "/pkg/"];
+
+/// Whether a request is for a page that needs sign-in.
+fn is_guarded_page(method: &Method, path: &str) -> bool {
+    if !matches!(*method, Method::GET | Method::HEAD) {
+        return false;
+    }
+    if PUBLIC_PATHS.contains(&path) || PUBLIC_PREFIXES.iter().any(|p| path.starts_with(p)) {
+        return false;
+    }
+    // Static files (favicon.svg, robots.txt) have an extension; pages do not.
+    let last = path.rsplit('/').next().unwrap_or("");
+    !last.contains('.')
+}
+
+/// Middleware: redirects signed-out page requests to `/signin?return_to=<page>`.
+pub async fn require_sign_in(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if !is_guarded_page(request.method(), request.uri().path()) {
+        return next.run(request).await;
+    }
+    let (mut parts, body) = request.into_parts();
+    match Actor::from_request_parts(&mut parts, &state).await {
+        Ok(_) => next.run(Request::from_parts(parts, body)).await,
+        Err(AppError::Unauthorized) => {
+            let page = parts.uri.path_and_query().map_or("/", |page| page.as_str());
+            let encoded: String = url::form_urlencoded::byte_serialize(page.as_bytes()).collect();
+            Redirect::to(&format!("/signin?return_to={encoded}")).into_response()
+        }
+        // The database is down (or similar): let the page render; its own data calls check
+        // the caller again and show the error with the right status.
+        Err(other) => {
+            tracing::warn!(error = %other, "cannot check the session; the page will say why");
+            next.run(Request::from_parts(parts, body)).await
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_guarded_and_the_rest_is_not() {
+        assert!(is_guarded_page(&Method::GET, "/"));
+        assert!(is_guarded_page(&Method::GET, "/profile"));
+        assert!(is_guarded_page(&Method::HEAD, "/no-such-page"));
+        assert!(!is_guarded_page(&Method::GET, "/signin"));
+        assert!(!is_guarded_page(&Method::GET, "/healthz"));
+        assert!(!is_guarded_page(&Method::GET, "/pkg/berth.wasm"));
+        assert!(!is_guarded_page(&Method::GET, "/favicon.svg"));
+        assert!(!is_guarded_page(&Method::GET, "/auth/oidc/corp/callback"));
+        assert!(!is_guarded_page(&Method::POST, "/api/list_gpus"));
+        assert!(!is_guarded_page(&Method::POST, "/profile"));
+    }
+}

@@ -1,0 +1,533 @@
+//! OpenID Connect sign-in against the test provider over real HTTP: the happy path, binding to
+//! (provider, subject), the admin bootstrap, and every way a callback must be refused without
+//! creating a session.
+
+use crate::helpers::{Backend, TestApp, TestDatabase, spawn_with_listener, test_settings};
+use crate::oidc_provider::{CLIENT_ID, CLIENT_SECRET, Person, Tamper, TestProvider};
+use berth_app::domain::user::{Email, NewUser, PlatformRole, UserName};
+use berth_app::server::db;
+use berth_app::server::entity::{identity, session, user};
+use berth_server::configuration::{EmailList, RawOidcProvider, RawSettings};
+use sea_orm::{EntityTrait, PaginatorTrait};
+use std::collections::BTreeMap;
+
+/// Starts Berth with the test provider configured as `test`, after `configure` adjusts the
+/// settings.
+async fn spawn_with_provider(
+    backend: Backend,
+    provider: &TestProvider,
+    configure: impl FnOnce(&mut RawSettings),
+) -> (TestApp, TestDatabase) {
+    let db = TestDatabase::create(backend).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut settings = test_settings(&db);
+    settings.oidc = BTreeMap::from([(
+        "test".to_owned(),
+        RawOidcProvider {
+            label: Some("Test IdP".into()),
+            issuer: provider.issuer.clone(),
+            client_id: CLIENT_ID.into(),
+            client_secret: Some(CLIENT_SECRET.into()),
+            redirect_url: Some(format!("http://{addr}/auth/oidc/test/callback")),
+            scopes: None,
+        },
+    )]);
+    configure(&mut settings);
+    (spawn_with_listener(settings, listener).await, db)
+}
+
+/// A browser: keeps cookies, does not follow redirects (each hop is checked).
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+fn location(response: &reqwest::Response) -> String {
+    response.headers()["location"].to_str().unwrap().to_owned()
+}
+
+fn query_param(url: &str, name: &str) -> Option<String> {
+    url::Url::parse(url)
+        .unwrap()
+        .query_pairs()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+}
+
+fn with_param(url: &str, name: &str, value: Option<&str>) -> String {
+    let mut parsed = url::Url::parse(url).unwrap();
+    let pairs: Vec<(String, String)> = parsed
+        .query_pairs()
+        .filter(|(key, _)| key != name)
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    {
+        let mut query = parsed.query_pairs_mut();
+        query.clear();
+        for (key, val) in &pairs {
+            query.append_pair(key, val);
+        }
+        if let Some(value) = value {
+            query.append_pair(name, value);
+        }
+    }
+    parsed.to_string()
+}
+
+/// Starts a sign-in in `browser` and lets the provider approve it; returns the callback URL
+/// (not yet visited).
+async fn authorize(app: &TestApp, browser: &reqwest::Client, return_to: &str) -> String {
+    let start = browser
+        .get(app.url(&format!("/auth/oidc/test/start?return_to={return_to}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        start.status().as_u16(),
+        303,
+        "start redirects to the provider"
+    );
+    let authorize_url = location(&start);
+    let to_provider = browser.get(&authorize_url).send().await.unwrap();
+    assert_eq!(
+        to_provider.status().as_u16(),
+        303,
+        "the provider approves: {}",
+        to_provider.text().await.unwrap_or_default()
+    );
+    location(&to_provider)
+}
+
+/// Visits the callback URL; returns the response.
+async fn callback(browser: &reqwest::Client, url: &str) -> reqwest::Response {
+    browser.get(url).send().await.unwrap()
+}
+
+async fn me(app: &TestApp, browser: &reqwest::Client) -> (u16, serde_json::Value) {
+    let response = browser.get(app.url("/api/v1/me")).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
+/// Sessions that hold a signed-in user.
+async fn signed_in_sessions(app: &TestApp) -> usize {
+    session::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|row| row.data.contains("user_id"))
+        .count()
+}
+
+async fn oidc_sign_in_creates_a_user_bound_to_the_subject(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |_| {}).await;
+    let ana = browser();
+
+    let start = ana
+        .get(app.url("/auth/oidc/test/start?return_to=%2Fprofile%3Ftab%3Dtokens"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(start.status().as_u16(), 303);
+    let before = start.headers()["set-cookie"].to_str().unwrap().to_owned();
+    let authorize_url = location(&start);
+    assert!(authorize_url.starts_with(&format!("{}/authorize?", provider.issuer)));
+    assert_eq!(
+        query_param(&authorize_url, "code_challenge_method").as_deref(),
+        Some("S256")
+    );
+    assert_eq!(
+        query_param(&authorize_url, "client_id").as_deref(),
+        Some(CLIENT_ID)
+    );
+    for required in ["state", "nonce", "code_challenge"] {
+        assert!(
+            query_param(&authorize_url, required).is_some(),
+            "{required} is sent"
+        );
+    }
+    let scope = query_param(&authorize_url, "scope").unwrap();
+    assert!(
+        scope.contains("openid") && scope.contains("email"),
+        "{scope}"
+    );
+
+    let approved = ana.get(&authorize_url).send().await.unwrap();
+    let done = callback(&ana, &location(&approved)).await;
+    assert_eq!(done.status().as_u16(), 303);
+    assert_eq!(
+        location(&done),
+        "/profile?tab=tokens",
+        "back to the page asked for"
+    );
+    let after = done.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        after.contains("HttpOnly") && after.contains("SameSite=Lax"),
+        "{after}"
+    );
+    let id = |cookie: &str| cookie.split(';').next().unwrap().to_owned();
+    assert_ne!(id(&before), id(&after), "the session id changes at sign-in");
+
+    let (status, user) = me(&app, &ana).await;
+    assert_eq!(status, 200);
+    assert_eq!(user["email"], "ana.souza@example.com");
+    assert_eq!(user["name"], "Ana Souza");
+    assert_eq!(user["role"], "user");
+    let identities = identity::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(identities.len(), 1);
+    assert_eq!(identities[0].provider, "test");
+    assert_eq!(identities[0].subject, "subject-ana-1");
+
+    // The old session id is worthless.
+    let stale = reqwest::Client::new()
+        .get(app.url("/api/v1/me"))
+        .header("cookie", id(&before))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status().as_u16(), 401);
+
+    // Same subject, new address and name at the provider: the same Berth user.
+    provider.set_person(Person::new(
+        "subject-ana-1",
+        "ana@new.example.com",
+        "Ana S. Souza",
+    ));
+    let second = browser();
+    let done = callback(&second, &authorize(&app, &second, "/").await).await;
+    assert_eq!(location(&done), "/");
+    let (_, again) = me(&app, &second).await;
+    assert_eq!(again["id"], user["id"]);
+    assert_eq!(again["name"], "Ana S. Souza");
+    assert_eq!(user::Entity::find().count(&app.db).await.unwrap(), 1);
+    app.stop().await;
+}
+
+async fn an_address_already_bound_elsewhere_is_refused(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |_| {}).await;
+    let first = browser();
+    callback(&first, &authorize(&app, &first, "/").await).await;
+    assert_eq!(me(&app, &first).await.0, 200);
+
+    // Another subject claiming the same address must not take over Ana's account.
+    provider.set_person(Person::new(
+        "subject-mallory",
+        "ana.souza@example.com",
+        "Mallory",
+    ));
+    let intruder = browser();
+    let done = callback(&intruder, &authorize(&app, &intruder, "/").await).await;
+    assert_eq!(location(&done), "/signin?error=account_conflict");
+    assert_eq!(me(&app, &intruder).await.0, 401);
+    assert_eq!(user::Entity::find().count(&app.db).await.unwrap(), 1);
+    app.stop().await;
+}
+
+async fn a_user_added_by_the_cli_is_bound_at_first_sign_in_and_admin_emails_promote(
+    backend: Backend,
+) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |settings| {
+        settings.admin_emails = EmailList::Joined("Ops@Example.com, boss@example.com".into());
+    })
+    .await;
+
+    // Ana was added with `berth user add` before she ever signed in.
+    let added = db::users::upsert_user(
+        &app.db,
+        &NewUser {
+            email: Email::parse("ana.souza@example.com").unwrap(),
+            name: UserName::parse("Ana (added by CLI)").unwrap(),
+            role: PlatformRole::User,
+        },
+        chrono::Utc::now(),
+    )
+    .await
+    .unwrap();
+    let ana = browser();
+    callback(&ana, &authorize(&app, &ana, "/").await).await;
+    let (_, me_ana) = me(&app, &ana).await;
+    assert_eq!(
+        me_ana["id"], added.id,
+        "bound to the account added by the CLI"
+    );
+    assert_eq!(me_ana["name"], "Ana Souza", "the provider's name");
+
+    // Not an admin: the admin-only endpoint answers 403.
+    let users = ana.get(app.url("/api/v1/users")).send().await.unwrap();
+    assert_eq!(users.status().as_u16(), 403);
+    let body: serde_json::Value = users.json().await.unwrap();
+    assert_eq!(body["error"], "forbidden");
+
+    // An address from BERTH_ADMIN_EMAILS becomes a platform admin at sign-in.
+    provider.set_person(Person::new("subject-ops", "ops@example.com", "Ops Team"));
+    let ops = browser();
+    callback(&ops, &authorize(&app, &ops, "/").await).await;
+    let (_, me_ops) = me(&app, &ops).await;
+    assert_eq!(me_ops["role"], "platform_admin");
+    let users = ops.get(app.url("/api/v1/users")).send().await.unwrap();
+    assert_eq!(users.status().as_u16(), 200);
+    let list: Vec<serde_json::Value> = users.json().await.unwrap();
+    assert_eq!(list.len(), 2);
+    app.stop().await;
+}
+
+async fn an_email_only_in_user_info_is_used(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |_| {}).await;
+    provider.set_person(Person {
+        email_in_id_token: None,
+        ..Person::new("subject-bia", "bia@example.com", "Bia")
+    });
+    let bia = browser();
+    callback(&bia, &authorize(&app, &bia, "/").await).await;
+    let (status, me_bia) = me(&app, &bia).await;
+    assert_eq!(status, 200);
+    assert_eq!(me_bia["email"], "bia@example.com");
+
+    provider.set_person(Person {
+        email_in_id_token: None,
+        email_in_user_info: None,
+        ..Person::new("subject-nobody", "x@example.com", "Nobody")
+    });
+    let nobody = browser();
+    let done = callback(&nobody, &authorize(&app, &nobody, "/").await).await;
+    assert_eq!(location(&done), "/signin?error=email_missing");
+    app.stop().await;
+}
+
+/// Asserts that visiting `url` in `browser` sends it back to the sign-in page with `code`, signs
+/// nobody in, and that the page explains it.
+async fn assert_refused(app: &TestApp, browser: &reqwest::Client, url: &str, code: &str) {
+    let sessions_before = signed_in_sessions(app).await;
+    let response = callback(browser, url).await;
+    assert_eq!(response.status().as_u16(), 303, "{code}");
+    assert_eq!(location(&response), format!("/signin?error={code}"));
+    assert_eq!(me(app, browser).await.0, 401, "{code}: not signed in");
+    assert_eq!(
+        signed_in_sessions(app).await,
+        sessions_before,
+        "{code}: no session created"
+    );
+    let page = browser
+        .get(app.url(&format!("/signin?error={code}")))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(&format!("data-error=\"{code}\"")),
+        "{code}: the page says why"
+    );
+    assert!(page.contains("Sign-in failed"), "{code}");
+}
+
+async fn tampered_callbacks_are_refused_without_a_session(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |_| {}).await;
+
+    // Tampered state.
+    let b = browser();
+    let url = authorize(&app, &b, "/").await;
+    assert_refused(
+        &app,
+        &b,
+        &with_param(&url, "state", Some("forged-state")),
+        "state_mismatch",
+    )
+    .await;
+    // Missing state.
+    let b = browser();
+    let url = authorize(&app, &b, "/").await;
+    assert_refused(&app, &b, &with_param(&url, "state", None), "state_missing").await;
+    // A callback in a browser that started no sign-in.
+    let b = browser();
+    let url = authorize(&app, &browser(), "/").await;
+    assert_refused(&app, &b, &url, "no_sign_in_in_progress").await;
+    // The provider refused.
+    provider.set_tamper(Tamper::Deny);
+    let b = browser();
+    let url = authorize(&app, &b, "/").await;
+    assert_refused(&app, &b, &url, "provider_denied").await;
+    provider.set_tamper(Tamper::None);
+    assert_eq!(user::Entity::find().count(&app.db).await.unwrap(), 0);
+    app.stop().await;
+}
+
+async fn reused_codes_and_wrong_pkce_verifiers_are_refused(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |_| {}).await;
+
+    // A code used once already: replayed in another browser's sign-in (with that browser's
+    // state, so only the code is stale).
+    let first = browser();
+    let used = authorize(&app, &first, "/").await;
+    assert_eq!(callback(&first, &used).await.status().as_u16(), 303);
+    assert_eq!(me(&app, &first).await.0, 200);
+    let second = browser();
+    let own = authorize(&app, &second, "/").await;
+    let replay = with_param(&used, "state", query_param(&own, "state").as_deref());
+    assert_refused(&app, &second, &replay, "code_rejected").await;
+    assert!(
+        provider.refusals().iter().any(|r| r == "code already used"),
+        "{:?}",
+        provider.refusals()
+    );
+
+    // A fresh code issued for another browser's PKCE challenge: this browser's verifier does not
+    // match it.
+    let victim = browser();
+    let victims_code = authorize(&app, &victim, "/").await;
+    let attacker = browser();
+    let attackers = authorize(&app, &attacker, "/").await;
+    let swapped = with_param(
+        &victims_code,
+        "state",
+        query_param(&attackers, "state").as_deref(),
+    );
+    assert_refused(&app, &attacker, &swapped, "code_rejected").await;
+    assert!(
+        provider
+            .refusals()
+            .iter()
+            .any(|r| r == "PKCE verification failed"),
+        "{:?}",
+        provider.refusals()
+    );
+    app.stop().await;
+}
+
+async fn bad_id_tokens_are_refused_without_a_session(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |_| {}).await;
+    for (tamper, code) in [
+        (Tamper::WrongAudience, "id_token_audience"),
+        (Tamper::WrongIssuer, "id_token_issuer"),
+        (Tamper::Expired, "id_token_expired"),
+        (Tamper::BadSignature, "id_token_signature"),
+        (Tamper::WrongNonce, "id_token_nonce"),
+        (Tamper::NoIdToken, "id_token_missing"),
+    ] {
+        provider.set_tamper(tamper);
+        let b = browser();
+        let url = authorize(&app, &b, "/").await;
+        assert_refused(&app, &b, &url, code).await;
+    }
+    assert_eq!(user::Entity::find().count(&app.db).await.unwrap(), 0);
+    // And with an honest token again, sign-in works (keys were re-read after the bad signature).
+    provider.set_tamper(Tamper::None);
+    let b = browser();
+    let done = callback(&b, &authorize(&app, &b, "/").await).await;
+    assert_eq!(location(&done), "/");
+    assert_eq!(me(&app, &b).await.0, 200);
+    app.stop().await;
+}
+
+async fn the_sign_in_page_offers_the_provider_and_no_dev_sign_in(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |_| {}).await;
+    let (status, html) = app.get_text("/signin?return_to=%2Fprofile").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Sign in with Test IdP"), "{html}");
+    assert!(
+        html.contains("href=\"/auth/oidc/test/start?return_to=%2Fprofile\""),
+        "{html}"
+    );
+    assert!(
+        !html.contains("action=\"/auth/dev\""),
+        "no dev sign-in with a provider"
+    );
+    let dev = app
+        .client
+        .post(app.url("/auth/dev"))
+        .form(&[("role", "platform_admin")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(dev.status().as_u16(), 404);
+
+    let unknown = app
+        .client
+        .get(app.url("/auth/oidc/nope/start"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&unknown), "/signin?error=unknown_provider");
+    app.stop().await;
+}
+
+async fn sign_in_is_rate_limited_per_address(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |settings| {
+        settings.sign_in_rate_per_minute = 3;
+    })
+    .await;
+    for _ in 0..3 {
+        let start = app
+            .client
+            .get(app.url("/auth/oidc/test/start"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(start.status().as_u16(), 303);
+    }
+    let limited = app
+        .client
+        .get(app.url("/auth/oidc/test/start"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(limited.status().as_u16(), 429);
+    let retry_after: u64 = limited.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry_after), "{retry_after}");
+    let body: serde_json::Value = limited.json().await.unwrap();
+    assert_eq!(body["error"], "too_many_requests");
+    // Other requests are not limited.
+    assert_eq!(app.get_text("/signin").await.0, 200);
+    assert_eq!(app.get_text("/healthz").await.0, 200);
+    app.stop().await;
+}
+
+async fn an_unreachable_provider_is_reported_not_a_crash(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |settings| {
+        if let Some(test) = settings.oidc.get_mut("test") {
+            test.issuer = "http://127.0.0.1:9/".into();
+        }
+    })
+    .await;
+    let start = app
+        .client
+        .get(app.url("/auth/oidc/test/start"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&start), "/signin?error=provider_unavailable");
+    app.stop().await;
+}
+
+crate::on_both_backends!(
+    oidc_sign_in_creates_a_user_bound_to_the_subject,
+    an_address_already_bound_elsewhere_is_refused,
+    a_user_added_by_the_cli_is_bound_at_first_sign_in_and_admin_emails_promote,
+    an_email_only_in_user_info_is_used,
+    tampered_callbacks_are_refused_without_a_session,
+    reused_codes_and_wrong_pkce_verifiers_are_refused,
+    bad_id_tokens_are_refused_without_a_session,
+    the_sign_in_page_offers_the_provider_and_no_dev_sign_in,
+    sign_in_is_rate_limited_per_address,
+    an_unreachable_provider_is_reported_not_a_crash,
+);

@@ -594,4 +594,90 @@ mod tests {
         assert_eq!(currency("brl").unwrap().exponent(), 2);
         assert_eq!(currency("JPY").unwrap().exponent(), 0);
     }
+
+    fn provider(issuer: &str) -> RawOidcProvider {
+        RawOidcProvider {
+            label: None,
+            issuer: issuer.into(),
+            client_id: "berth".into(),
+            client_secret: Some("s3cret".into()),
+            redirect_url: None,
+            scopes: None,
+        }
+    }
+
+    #[test]
+    fn a_provider_turns_the_dev_sign_in_off_unless_asked_and_gets_its_redirect_url() {
+        let raw = RawSettings {
+            public_url: Some("https://berth.example.com/".into()),
+            oidc: BTreeMap::from([("corp".to_owned(), provider("https://sso.example.com"))]),
+            ..RawSettings::default()
+        };
+        let config = Config::from_raw(raw.clone()).unwrap();
+        assert!(config.demo, "the demo is still on with SQLite");
+        assert!(
+            !config.portal.dev_sign_in,
+            "but no dev sign-in beside a provider"
+        );
+        assert_eq!(
+            config.oidc[0].redirect_url.as_str(),
+            "https://berth.example.com/auth/oidc/corp/callback"
+        );
+        assert_eq!(config.oidc[0].label, "corp");
+        assert_eq!(config.oidc[0].scopes, ["email", "profile"]);
+        let explicit = Config::from_raw(RawSettings {
+            dev_sign_in: Some(true),
+            ..raw
+        })
+        .unwrap();
+        assert!(explicit.portal.dev_sign_in);
+    }
+
+    #[test]
+    fn bad_provider_ids_and_redirects_are_refused() {
+        let with = |id: &str, redirect: Option<&str>| {
+            let mut provider = provider("https://sso.example.com");
+            provider.redirect_url = redirect.map(str::to_owned);
+            Config::from_raw(RawSettings {
+                public_url: Some("https://berth.example.com".into()),
+                oidc: BTreeMap::from([(id.to_owned(), provider)]),
+                ..RawSettings::default()
+            })
+        };
+        assert!(
+            with("Corp SSO", None)
+                .unwrap_err()
+                .to_string()
+                .contains("a-z, 0-9")
+        );
+        let wrong_path = with("corp", Some("https://berth.example.com/callback"));
+        assert!(
+            wrong_path
+                .unwrap_err()
+                .to_string()
+                .contains("/auth/oidc/corp/callback")
+        );
+        assert!(
+            with(
+                "corp",
+                Some("https://berth.example.com/auth/oidc/corp/callback")
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn admin_emails_come_as_a_list_or_one_string() {
+        let joined = EmailList::Joined(" A@Example.com, b@example.com;c@example.com ".into());
+        assert_eq!(
+            joined.items(),
+            ["A@Example.com", "b@example.com", "c@example.com"]
+        );
+        let config = Config::from_raw(RawSettings {
+            admin_emails: EmailList::List(vec!["Ops@Example.com".into()]),
+            ..RawSettings::default()
+        })
+        .unwrap();
+        assert_eq!(config.portal.admin_emails[0].as_str(), "ops@example.com");
+    }
 }

@@ -404,3 +404,49 @@ async fn users_and_tokens_made_on_the_command_line_work_against_the_api() {
     assert_eq!(me.status().as_u16(), 401);
     served.terminate();
 }
+
+#[test]
+fn unusable_identity_provider_settings_are_refused_by_name() {
+    let plain_http = "[oidc.corp]\nissuer = \"http://sso.example.com\"\nclient_id = \"berth\"\n\
+                      redirect_url = \"https://b.example/auth/oidc/corp/callback\"\n";
+    let (dir, output) = run_in_empty_dir(&["migrate"], &[], Some(plain_http));
+    assert_fails_cleanly(dir.path(), &output, "oidc.corp");
+    assert!(stderr_of(&output).contains("must be an https:// URL"));
+
+    let no_redirect = "[oidc.corp]\nissuer = \"https://sso.example.com\"\nclient_id = \"berth\"\n";
+    let (dir, output) = run_in_empty_dir(&["migrate"], &[], Some(no_redirect));
+    assert_fails_cleanly(dir.path(), &output, "set public_url (BERTH_PUBLIC_URL)");
+
+    let (dir, output) = run_in_empty_dir(
+        &["migrate"],
+        &[("BERTH_ADMIN_EMAILS", "ops@example.com, not-an-address")],
+        None,
+    );
+    assert_fails_cleanly(dir.path(), &output, "BERTH_ADMIN_EMAILS");
+}
+
+#[test]
+fn identity_providers_can_be_configured_from_the_environment() {
+    // `__` nests: BERTH_OIDC__CORP__CLIENT_SECRET is oidc.corp.client_secret, so the secret can
+    // stay out of the file.
+    let toml = "public_url = \"https://berth.example.com\"\n[oidc.corp]\n\
+                issuer = \"https://sso.example.com/realms/main\"\nclient_id = \"berth\"\n";
+    let (dir, output) = run_in_empty_dir(
+        &["migrate"],
+        &[
+            ("BERTH_OIDC__CORP__CLIENT_SECRET", "from-the-environment"),
+            ("BERTH_OIDC__CORP__LABEL", "Company SSO"),
+            ("BERTH_DATA_DIR", "data"),
+        ],
+        Some(toml),
+    );
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert!(dir.path().join("data/berth.db").exists());
+
+    let (dir, output) = run_in_empty_dir(
+        &["migrate"],
+        &[("BERTH_OIDC__CORP__COLOUR", "blue")],
+        Some(toml),
+    );
+    assert_fails_cleanly(dir.path(), &output, "colour");
+}

@@ -359,6 +359,7 @@ impl Config {
             portal: PortalConfig {
                 currency,
                 dev_sign_in: raw.dev_sign_in.unwrap_or(demo && oidc.is_empty()),
+                session_idle_days: raw.session_idle_days,
                 admin_emails,
             },
             site_root: raw.site_root,

@@ -14,7 +14,10 @@ use berth_app::server::db::users::IdentitySignIn;
 use berth_app::server::demo::{self, DemoAccount};
 use berth_app::server::state::AppState;
 use serde::Deserialize;
-use tower_sessions::Session;
+use tower_sessions::{Expiry, Session};
+
+/// How long a signed-out visitor's session lives while they are at the identity provider.
+const PENDING_SESSION_LIFETIME: time::Duration = time::Duration::minutes(15);
 
 /// Where to go after signing in.
 #[derive(Debug, Deserialize)]
@@ -46,6 +49,16 @@ pub async fn oidc_start(
         .await
     {
         Ok((url, pending)) => {
+            // A visitor's session that only waits for the provider is kept for minutes, not
+            // the days of a signed-in one.
+            let signed_in = session
+                .get::<i64>(SESSION_USER_ID)
+                .await
+                .map_err(session_error)?
+                .is_some();
+            if !signed_in {
+                session.set_expiry(Some(Expiry::OnInactivity(PENDING_SESSION_LIFETIME)));
+            }
             session
                 .insert(SESSION_PENDING_SIGN_IN, pending)
                 .await
@@ -82,7 +95,7 @@ pub async fn oidc_callback(
     let make_admin = state.portal.admin_emails.contains(&identity.email);
     match db::users::sign_in_identity(&state.db, &identity, make_admin, now).await? {
         IdentitySignIn::User(user) => {
-            sign_in(&session, user.id).await?;
+            sign_in(&session, &state, user.id).await?;
             tracing::Span::current().record("user.id", user.id);
             tracing::info!(user.id = user.id, "signed in");
             Ok(Redirect::to(&return_to).into_response())
@@ -126,7 +139,7 @@ pub async fn dev_sign_in(
         ),
     })?;
     let user = demo::demo_account(&state.db, account, chrono::Utc::now()).await?;
-    sign_in(&session, user.id).await?;
+    sign_in(&session, &state, user.id).await?;
     tracing::info!(user.id = user.id, "dev sign-in");
     let back = ReturnTo {
         return_to: form.return_to,
@@ -143,8 +156,12 @@ pub async fn sign_out(session: Session) -> Result<Response, AppError> {
 
 /// Starts a signed-in session for `user_id` under a new session id, so that an id known before
 /// sign-in (session fixation) is worthless afterwards.
-async fn sign_in(session: &Session, user_id: i64) -> Result<(), AppError> {
+async fn sign_in(session: &Session, state: &AppState, user_id: i64) -> Result<(), AppError> {
     session.cycle_id().await.map_err(session_error)?;
+    // The configured inactivity expiry (a visitor's session waiting for the provider was short).
+    session.set_expiry(Some(Expiry::OnInactivity(time::Duration::days(i64::from(
+        state.portal.session_idle_days,
+    )))));
     session
         .insert(SESSION_USER_ID, user_id)
         .await

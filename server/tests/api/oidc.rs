@@ -171,6 +171,14 @@ async fn oidc_sign_in_creates_a_user_bound_to_the_subject(backend: Backend) {
         after.contains("HttpOnly") && after.contains("SameSite=Lax"),
         "{after}"
     );
+    assert!(
+        before.contains("Max-Age=900"),
+        "a visitor's session lasts minutes: {before}"
+    );
+    assert!(
+        after.contains("Max-Age=604800"),
+        "a signed-in one 7 days idle: {after}"
+    );
     let id = |cookie: &str| cookie.split(';').next().unwrap().to_owned();
     assert_ne!(id(&before), id(&after), "the session id changes at sign-in");
 

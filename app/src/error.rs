@@ -30,6 +30,9 @@ pub enum AppError {
     /// The request clashes with the current state.
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A booking lost: what is taken when, and the nearest window that fits instead.
+    #[error("conflict: {0}")]
+    Clash(Box<crate::domain::reservation::Clash>),
     /// Too many attempts from this client address; try again after the given seconds.
     #[error("too many requests, try again in {0} s")]
     TooManyRequests(u64),
@@ -71,11 +74,11 @@ impl AppError {
     /// HTTP status for plain routes and server-function responses.
     pub fn status_code(&self) -> u16 {
         match self {
-            AppError::Validation { .. } => 400,
+            AppError::Validation { .. } => 422,
             AppError::Unauthorized => 401,
             AppError::Forbidden => 403,
             AppError::NotFound(_) => 404,
-            AppError::Conflict(_) => 409,
+            AppError::Conflict(_) | AppError::Clash(_) => 409,
             AppError::TooManyRequests(_) => 429,
             AppError::Unavailable => 503,
             AppError::Internal | AppError::Transport(_) => 500,
@@ -108,12 +111,20 @@ impl axum::response::IntoResponse for AppError {
             AppError::Unauthorized => "unauthorized",
             AppError::Forbidden => "forbidden",
             AppError::NotFound(_) => "not_found",
-            AppError::Conflict(_) => "conflict",
+            AppError::Conflict(_) | AppError::Clash(_) => "conflict",
             AppError::TooManyRequests(_) => "too_many_requests",
             AppError::Unavailable => "unavailable",
             AppError::Internal | AppError::Transport(_) => "internal",
         };
-        let body = axum::Json(serde_json::json!({ "error": kind, "message": self.to_string() }));
+        let mut body = serde_json::json!({ "error": kind, "message": self.to_string() });
+        match &self {
+            AppError::Validation { field, .. } => body["field"] = serde_json::json!(field),
+            AppError::Clash(clash) => {
+                body["clash"] = serde_json::to_value(clash).unwrap_or_default();
+            }
+            _ => {}
+        }
+        let body = axum::Json(body);
         let mut response = (status, body).into_response();
         if let AppError::TooManyRequests(seconds) = self
             && let Ok(value) = axum::http::HeaderValue::from_str(&seconds.to_string())

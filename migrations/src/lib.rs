@@ -9,6 +9,7 @@ mod m20261130_000001_create_nodes_and_gpus;
 mod m20261130_000002_create_sessions;
 mod m20261130_000003_create_users_and_tokens;
 mod m20261130_000004_create_teams;
+mod m20261130_000005_create_reservations;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -22,6 +23,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000002_create_sessions::Migration),
             Box::new(m20261130_000003_create_users_and_tokens::Migration),
             Box::new(m20261130_000004_create_teams::Migration),
+            Box::new(m20261130_000005_create_reservations::Migration),
         ]
     }
 }

@@ -2,6 +2,7 @@
 //! environment variables. Loaded and validated once, before anything is opened or written.
 
 use berth_app::domain::money::{Currency, CurrencyError};
+use berth_app::domain::schedule::BookingLimits;
 use berth_app::domain::user::Email;
 use berth_app::server::auth::oidc::OidcProviderSettings;
 use berth_app::server::state::PortalConfig;
@@ -54,6 +55,10 @@ pub struct RawSettings {
     /// Take the client address from the last `X-Forwarded-For` entry (behind a reverse proxy or
     /// load balancer that sets it).
     pub trust_forwarded_for: bool,
+    /// Longest booking, in days.
+    pub max_booking_days: u32,
+    /// How many weeks ahead a booking may start.
+    pub booking_horizon_weeks: u32,
 }
 
 /// Addresses as a TOML list or one comma-separated string (`BERTH_ADMIN_EMAILS=a@x.org,b@y.org`).
@@ -133,6 +138,8 @@ impl Default for RawSettings {
             oidc: BTreeMap::new(),
             sign_in_rate_per_minute: 20,
             trust_forwarded_for: false,
+            max_booking_days: 14,
+            booking_horizon_weeks: 8,
         }
     }
 }
@@ -274,6 +281,9 @@ pub enum ConfigError {
     /// An address in `admin_emails` is malformed.
     #[error("admin_emails (BERTH_ADMIN_EMAILS): {0}")]
     AdminEmail(String),
+    /// A booking limit is out of range.
+    #[error("{0}")]
+    BookingLimit(&'static str),
     /// `sign_in_rate_per_minute` is 0.
     #[error("sign_in_rate_per_minute (BERTH_SIGN_IN_RATE_PER_MINUTE) must be at least 1")]
     RateLimit,
@@ -333,6 +343,16 @@ impl Config {
         if raw.session_idle_days == 0 {
             return Err(ConfigError::SessionIdle);
         }
+        if !(1..=366).contains(&raw.max_booking_days) {
+            return Err(ConfigError::BookingLimit(
+                "max_booking_days (BERTH_MAX_BOOKING_DAYS) must be between 1 and 366",
+            ));
+        }
+        if !(1..=104).contains(&raw.booking_horizon_weeks) {
+            return Err(ConfigError::BookingLimit(
+                "booking_horizon_weeks (BERTH_BOOKING_HORIZON_WEEKS) must be between 1 and 104",
+            ));
+        }
         if raw.sign_in_rate_per_minute == 0 {
             return Err(ConfigError::RateLimit);
         }
@@ -360,6 +380,10 @@ impl Config {
                 currency,
                 dev_sign_in: raw.dev_sign_in.unwrap_or(demo && oidc.is_empty()),
                 session_idle_days: raw.session_idle_days,
+                booking: BookingLimits {
+                    max_length: chrono::TimeDelta::days(i64::from(raw.max_booking_days)),
+                    horizon: chrono::TimeDelta::weeks(i64::from(raw.booking_horizon_weeks)),
+                },
                 admin_emails,
             },
             site_root: raw.site_root,

@@ -3,7 +3,9 @@
 
 use crate::configuration::{Config, SessionSettings};
 use crate::routes::rate_limit::SignInLimiter;
-use crate::routes::{api, auth, csrf, guard, health, locale, rate_limit, request_log};
+use crate::routes::{
+    api, auth, csrf, guard, health, locale, rate_limit, request_log, reservations,
+};
 use axum::Router;
 use axum::routing::{get, post};
 use berth_app::server::auth::oidc::OidcProviders;
@@ -274,6 +276,17 @@ pub fn router(state: AppState, sessions: SessionSettings, limiter: SignInLimiter
         .route("/locale", post(locale::set_locale))
         .route("/api/v1/me", get(api::me))
         .route("/api/v1/users", get(api::list_users))
+        .route("/api/v1/gpus", get(reservations::list_gpus))
+        .route("/api/v1/availability", get(reservations::availability))
+        .route("/api/v1/slots", get(reservations::slots))
+        .route(
+            "/api/v1/reservations",
+            get(reservations::list).post(reservations::create),
+        )
+        .route(
+            "/api/v1/reservations/{id}",
+            axum::routing::delete(reservations::cancel),
+        )
         .route("/auth/oidc/{provider}/start", get(auth::oidc_start))
         .route("/auth/oidc/{provider}/callback", get(auth::oidc_callback))
         .route("/auth/dev", post(auth::dev_sign_in))

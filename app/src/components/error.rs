@@ -14,6 +14,7 @@ pub fn ErrorPanel(error: AppError) -> impl IntoView {
         AppError::Forbidden => t_string!(i18n, error_forbidden).to_string(),
         AppError::NotFound(_) => t_string!(i18n, error_not_found).to_string(),
         AppError::Conflict(detail) => detail.clone(),
+        AppError::Clash(clash) => clash.to_string(),
         AppError::TooManyRequests(seconds) => {
             t_string!(i18n, error_too_many_requests, seconds = *seconds).to_string()
         }

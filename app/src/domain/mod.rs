@@ -4,6 +4,7 @@
 pub mod gpu;
 pub mod inventory;
 pub mod money;
+pub mod reservation;
 pub mod schedule;
 pub mod sign_in;
 pub mod team;

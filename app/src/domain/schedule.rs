@@ -265,6 +265,32 @@ pub fn fits(busy: &[Occupancy], window: &Window, quarters: u8) -> bool {
     peak_load(busy, window) + u32::from(quarters) <= u32::from(WHOLE_GPU)
 }
 
+/// The first instant of `window` at which `quarters` more would not fit, if any.
+pub fn first_overflow(busy: &[Occupancy], window: &Window, quarters: u8) -> Option<DateTime<Utc>> {
+    let mut events: Vec<(DateTime<Utc>, i32)> = busy
+        .iter()
+        .filter(|o| o.window.overlaps(window))
+        .flat_map(|o| {
+            let start = o.window.start.max(window.start);
+            let end = o.window.end.min(window.end);
+            [
+                (start, i32::from(o.quarters)),
+                (end, -i32::from(o.quarters)),
+            ]
+        })
+        .collect();
+    events.sort_by_key(|&(at, delta)| (at, delta));
+    let room = i32::from(WHOLE_GPU) - i32::from(quarters);
+    let mut load = 0i32;
+    for (at, delta) in events {
+        load += delta;
+        if load > room {
+            return Some(at);
+        }
+    }
+    None
+}
+
 /// The earliest start at or after `earliest` (on the grid) and no later than `latest_start` at
 /// which `quarters` fit for `length` on at least `count` of the GPUs whose occupancies are
 /// `gpus`; returns the start and the indexes of the first `count` GPUs that fit.
@@ -402,6 +428,19 @@ mod tests {
         assert!(fits(&busy, &wanted, 1));
         assert!(!fits(&busy, &wanted, 2));
         assert!(fits(&busy, &window((12, 0), (13, 0)), 2));
+    }
+
+    #[test]
+    fn the_first_overflow_is_where_the_load_gets_too_high() {
+        let busy = [
+            occupied((11, 0), (12, 0), 2),
+            occupied((11, 30), (13, 0), 2),
+        ];
+        let wanted = window((10, 0), (14, 0));
+        assert_eq!(first_overflow(&busy, &wanted, 1), Some(at(11, 30)));
+        assert_eq!(first_overflow(&busy, &wanted, 2), Some(at(11, 30)));
+        assert_eq!(first_overflow(&busy, &wanted, 4), Some(at(11, 0)));
+        assert_eq!(first_overflow(&busy, &window((13, 0), (14, 0)), 4), None);
     }
 
     #[test]

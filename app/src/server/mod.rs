@@ -2,6 +2,7 @@
 //! function takes its connection or transaction explicitly.
 
 pub mod auth;
+pub mod booking;
 pub mod db;
 pub mod demo;
 pub mod entity;

@@ -16,6 +16,8 @@ pub struct PortalConfig {
     pub currency: Currency,
     /// Whether "sign in as a demo user" is offered (no identity provider needed).
     pub dev_sign_in: bool,
+    /// Longest booking and how far ahead one may start.
+    pub booking: crate::domain::schedule::BookingLimits,
     /// Days of inactivity after which a signed-in session ends.
     pub session_idle_days: u32,
     /// Users with these addresses become platform admins when they sign in (`BERTH_ADMIN_EMAILS`).

@@ -10,3 +10,4 @@ pub mod health;
 pub mod locale;
 pub mod rate_limit;
 pub mod request_log;
+pub mod reservations;

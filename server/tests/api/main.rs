@@ -10,6 +10,7 @@ mod locale;
 mod oidc;
 mod oidc_provider;
 mod profile;
+mod reservations;
 mod sessions;
 mod sign_in;
 mod tokens;

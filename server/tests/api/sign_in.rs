@@ -133,7 +133,7 @@ async fn dev_sign_in_is_404_when_disabled_and_refuses_unknown_roles(backend: Bac
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status().as_u16(), 400);
+    assert_eq!(response.status().as_u16(), 422);
     assert!(
         response.headers().get("set-cookie").is_none(),
         "no session created"

@@ -3,7 +3,10 @@
 pub mod api_token;
 pub mod gpu;
 pub mod identity;
+pub mod maintenance_window;
 pub mod node;
+pub mod reservation;
+pub mod reservation_gpu;
 pub mod session;
 pub mod team;
 pub mod team_member;

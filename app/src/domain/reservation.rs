@@ -1,0 +1,209 @@
+//! Reservations as users see them, what a booking asks for, and why one is refused.
+
+use crate::domain::schedule::{Share, Window};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Where a reservation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReservationStatus {
+    /// Booked, not started yet.
+    Confirmed,
+    /// Running now.
+    Active,
+    /// Ended.
+    Completed,
+    /// Cancelled before it ended.
+    Cancelled,
+}
+
+impl ReservationStatus {
+    /// The status at `now` of a reservation stored as cancelled or not, for `window`.
+    pub fn at(cancelled: bool, window: &Window, now: DateTime<Utc>) -> Self {
+        if cancelled {
+            ReservationStatus::Cancelled
+        } else if now < window.start() {
+            ReservationStatus::Confirmed
+        } else if now < window.end() {
+            ReservationStatus::Active
+        } else {
+            ReservationStatus::Completed
+        }
+    }
+}
+
+/// A reservation in full, as its owner (or a platform admin) sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reservation {
+    /// Database id.
+    pub id: i64,
+    /// Who booked.
+    pub owner_id: i64,
+    /// Their name.
+    pub owner_name: String,
+    /// The node.
+    pub node_id: i64,
+    /// The node's name.
+    pub node_name: String,
+    /// The GPU model.
+    pub model: String,
+    /// The GPUs held.
+    pub gpu_ids: Vec<i64>,
+    /// Share of each GPU.
+    pub share: Share,
+    /// When.
+    pub window: Window,
+    /// Where it stands now.
+    pub status: ReservationStatus,
+    /// Price locked at booking, minor units.
+    pub price_minor: i64,
+    /// When it was booked.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Which GPUs a booking wants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Target {
+    /// These GPUs (one node, one model).
+    Gpus(Vec<i64>),
+    /// Any `count` GPUs of `model` on one node; Berth picks them.
+    Model {
+        /// Model name.
+        model: String,
+        /// How many.
+        count: u32,
+    },
+}
+
+/// A validated booking request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewReservation {
+    /// Who books.
+    pub owner_id: i64,
+    /// Which GPUs.
+    pub target: Target,
+    /// Share of each.
+    pub share: Share,
+    /// When.
+    pub window: Window,
+}
+
+/// A window that would fit instead, offered with a conflict and by "find a slot".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SlotOffer {
+    /// The node.
+    pub node_id: i64,
+    /// Its name.
+    pub node_name: String,
+    /// The model.
+    pub model: String,
+    /// GPUs that fit together.
+    pub gpu_ids: Vec<i64>,
+    /// Share of each.
+    pub share: Share,
+    /// When.
+    pub window: Window,
+    /// Price of booking it, minor units.
+    pub price_minor: i64,
+}
+
+/// Why a booking lost: the first clash found, and the nearest window that fits instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Clash {
+    /// The GPU that is taken (for model requests: one of the node's GPUs).
+    pub gpu_id: Option<i64>,
+    /// Readable name of what clashed: `demo-hopper-01 #3` or `4 × NVIDIA L40S`.
+    pub what: String,
+    /// The first taken instant inside the requested window.
+    pub at: DateTime<Utc>,
+    /// The nearest later window that fits the same request, if there is one within the horizon.
+    pub suggestion: Option<SlotOffer>,
+}
+
+impl std::fmt::Display for Clash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} is already booked at {}",
+            self.what,
+            self.at.format("%Y-%m-%d %H:%M UTC")
+        )?;
+        if let Some(offer) = &self.suggestion {
+            write!(
+                f,
+                "; nearest free window: {} – {}",
+                offer.window.start().format("%Y-%m-%d %H:%M"),
+                offer.window.end().format("%Y-%m-%d %H:%M UTC")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// What a block of time on the calendar is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockKind {
+    /// The viewer's own booking.
+    Mine,
+    /// Someone else's booking (no details shown).
+    Booked,
+    /// Maintenance: not bookable.
+    Maintenance,
+}
+
+/// A busy stretch of one GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BusyBlock {
+    /// Start (UTC).
+    pub start: DateTime<Utc>,
+    /// End (UTC, exclusive).
+    pub end: DateTime<Utc>,
+    /// Quarters of the GPU taken (4 for maintenance).
+    pub quarters: u8,
+    /// Whose.
+    pub kind: BlockKind,
+    /// The reservation, for the viewer's own bookings only.
+    pub reservation_id: Option<i64>,
+}
+
+/// The busy blocks of one GPU in a range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuAvailability {
+    /// The GPU.
+    pub gpu_id: i64,
+    /// What occupies it, by start.
+    pub busy: Vec<BusyBlock>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn status_follows_the_clock_unless_cancelled() {
+        let start = Utc.with_ymd_and_hms(2026, 12, 1, 10, 0, 0).unwrap();
+        let window = Window::new(start, start + chrono::TimeDelta::hours(2)).unwrap();
+        let before = start - chrono::TimeDelta::minutes(1);
+        let during = start + chrono::TimeDelta::hours(1);
+        let after = start + chrono::TimeDelta::hours(2);
+        assert_eq!(
+            ReservationStatus::at(false, &window, before),
+            ReservationStatus::Confirmed
+        );
+        assert_eq!(
+            ReservationStatus::at(false, &window, during),
+            ReservationStatus::Active
+        );
+        assert_eq!(
+            ReservationStatus::at(false, &window, after),
+            ReservationStatus::Completed
+        );
+        assert_eq!(
+            ReservationStatus::at(true, &window, during),
+            ReservationStatus::Cancelled
+        );
+    }
+}

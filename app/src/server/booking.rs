@@ -1,0 +1,340 @@
+//! The booking service shared by the server functions (pages) and the JSON API: parses raw input
+//! into domain types with field-level errors, checks who may do what, and calls `db::reservations`.
+
+use crate::domain::reservation::{
+    BlockKind, BusyBlock, GpuAvailability, NewReservation, Reservation, SlotOffer, Target,
+};
+use crate::domain::schedule::{Share, Window, WindowError, slot_ceil};
+use crate::error::AppError;
+use crate::server::auth::actor::Actor;
+use crate::server::db;
+use crate::server::db::reservations::SlotQuery;
+use crate::server::state::AppState;
+use chrono::{DateTime, TimeDelta, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Most GPUs one reservation may hold.
+pub const MAX_GPUS_PER_RESERVATION: usize = 64;
+/// Most offers "find a slot" returns.
+pub const MAX_OFFERS: usize = 5;
+
+/// A share as the API writes it: `1`, `0.5`, `0.25`, or `"half"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ShareInput {
+    /// A number.
+    Number(f64),
+    /// A word or number as text.
+    Text(String),
+}
+
+impl ShareInput {
+    fn parse(&self) -> Result<Share, AppError> {
+        let share = match self {
+            ShareInput::Number(n) if (*n - 1.0).abs() < f64::EPSILON => Some(Share::Whole),
+            ShareInput::Number(n) if (*n - 0.5).abs() < f64::EPSILON => Some(Share::Half),
+            ShareInput::Number(n) if (*n - 0.25).abs() < f64::EPSILON => Some(Share::Quarter),
+            ShareInput::Number(_) => None,
+            ShareInput::Text(text) => Share::parse(text),
+        };
+        share.ok_or_else(|| invalid("share", "the share must be 1, 0.5 or 0.25 of a GPU"))
+    }
+}
+
+/// A booking as sent by a form or the API, before validation.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct BookingForm {
+    /// Exact GPUs (one node, one model) …
+    #[serde(default)]
+    pub gpu_ids: Option<Vec<i64>>,
+    /// … or a model and a count, and Berth picks GPUs on one node.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// How many GPUs of `model`.
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// Share of each GPU (default: whole).
+    #[serde(default)]
+    pub share: Option<ShareInput>,
+    /// RFC 3339 start.
+    pub start: String,
+    /// RFC 3339 end.
+    pub end: String,
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> AppError {
+    AppError::Validation {
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Parses an RFC 3339 timestamp of field `field`.
+pub fn parse_time(field: &str, raw: &str) -> Result<DateTime<Utc>, AppError> {
+    DateTime::parse_from_rfc3339(raw.trim())
+        .map(|at| at.with_timezone(&Utc))
+        .map_err(|_| {
+            invalid(
+                field,
+                format!("`{raw}` is not an RFC 3339 time such as 2026-12-01T09:00:00Z"),
+            )
+        })
+}
+
+fn window_error(err: WindowError) -> AppError {
+    invalid(err.field(), err.to_string())
+}
+
+/// Validates a booking form at `now`.
+pub fn parse_booking(
+    form: &BookingForm,
+    owner_id: i64,
+    state: &AppState,
+    now: DateTime<Utc>,
+) -> Result<NewReservation, AppError> {
+    let start = parse_time("start", &form.start)?;
+    let end = parse_time("end", &form.end)?;
+    let window =
+        Window::for_booking(start, end, now, state.portal.booking).map_err(window_error)?;
+    let share = match &form.share {
+        Some(share) => share.parse()?,
+        None => Share::Whole,
+    };
+    let target = match (&form.gpu_ids, &form.model) {
+        (Some(ids), None) => {
+            let mut unique = ids.clone();
+            unique.sort_unstable();
+            unique.dedup();
+            if unique.is_empty() {
+                return Err(invalid("gpu_ids", "name at least one GPU"));
+            }
+            if unique.len() != ids.len() {
+                return Err(invalid("gpu_ids", "a GPU is named twice"));
+            }
+            if unique.len() > MAX_GPUS_PER_RESERVATION {
+                return Err(invalid(
+                    "gpu_ids",
+                    format!("at most {MAX_GPUS_PER_RESERVATION} GPUs per reservation"),
+                ));
+            }
+            Target::Gpus(unique)
+        }
+        (None, Some(model)) => {
+            let model = model.trim();
+            if model.is_empty() {
+                return Err(invalid("model", "name a GPU model"));
+            }
+            let count = form.count.unwrap_or(1);
+            if count == 0 || usize::try_from(count).unwrap_or(usize::MAX) > MAX_GPUS_PER_RESERVATION
+            {
+                return Err(invalid(
+                    "count",
+                    format!("between 1 and {MAX_GPUS_PER_RESERVATION} GPUs"),
+                ));
+            }
+            Target::Model {
+                model: model.to_owned(),
+                count,
+            }
+        }
+        _ => {
+            return Err(invalid(
+                "gpu_ids",
+                "give either gpu_ids, or model (and count), but not both",
+            ));
+        }
+    };
+    Ok(NewReservation {
+        owner_id,
+        target,
+        share,
+        window,
+    })
+}
+
+/// The latest start a booking made at `now` may have.
+pub fn latest_start(state: &AppState, now: DateTime<Utc>) -> DateTime<Utc> {
+    now + state.portal.booking.horizon
+}
+
+/// Books for `actor`.
+#[tracing::instrument(skip_all, fields(user.id = actor.user.id))]
+pub async fn create(
+    state: &AppState,
+    actor: &Actor,
+    form: &BookingForm,
+    now: DateTime<Utc>,
+) -> Result<Reservation, AppError> {
+    let request = parse_booking(form, actor.user.id, state, now)?;
+    let reservation =
+        db::reservations::book(&state.db, &request, latest_start(state, now), now).await?;
+    tracing::info!(reservation.id = reservation.id, "reservation booked");
+    Ok(reservation)
+}
+
+/// Cancels reservation `id` (owner or platform admin, before it starts).
+pub async fn cancel(
+    state: &AppState,
+    actor: &Actor,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Reservation, AppError> {
+    let is_admin = actor.require_platform_admin().is_ok();
+    let reservation = db::reservations::cancel(&state.db, id, actor.user.id, is_admin, now).await?;
+    tracing::info!(reservation.id = id, "reservation cancelled");
+    Ok(reservation)
+}
+
+/// "Find a slot" as sent by a form or the API.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SlotForm {
+    /// Exact model …
+    #[serde(default)]
+    pub model: Option<String>,
+    /// … or minimum memory per GPU in GiB.
+    #[serde(default)]
+    pub min_memory_gib: Option<u32>,
+    /// GPUs on one node (default 1).
+    #[serde(default)]
+    pub count: Option<u32>,
+    /// Share (default whole).
+    #[serde(default)]
+    pub share: Option<ShareInput>,
+    /// Length in hours (may be fractional in quarter hours: 1.5).
+    pub hours: f64,
+    /// Earliest start, RFC 3339 (default now).
+    #[serde(default)]
+    pub after: Option<String>,
+}
+
+/// The earliest windows that fit.
+pub async fn find_slots(
+    state: &AppState,
+    form: &SlotForm,
+    now: DateTime<Utc>,
+) -> Result<Vec<SlotOffer>, AppError> {
+    let minutes = form.hours * 60.0;
+    let max_minutes = state.portal.booking.max_length.num_minutes();
+    #[expect(clippy::cast_precision_loss, reason = "minutes are small")]
+    let in_range = minutes.is_finite() && minutes >= 15.0 && minutes <= max_minutes as f64;
+    #[expect(clippy::cast_possible_truncation, reason = "checked to be in range")]
+    let whole_minutes = minutes.round() as i64;
+    if !in_range || whole_minutes % 15 != 0 {
+        return Err(invalid(
+            "hours",
+            format!(
+                "the length must be a multiple of a quarter hour, at most {} days",
+                state.portal.booking.max_length.num_days()
+            ),
+        ));
+    }
+    let count = form.count.unwrap_or(1);
+    if count == 0 || usize::try_from(count).unwrap_or(usize::MAX) > MAX_GPUS_PER_RESERVATION {
+        return Err(invalid(
+            "count",
+            format!("between 1 and {MAX_GPUS_PER_RESERVATION} GPUs"),
+        ));
+    }
+    let share = match &form.share {
+        Some(share) => share.parse()?,
+        None => Share::Whole,
+    };
+    let earliest = match form.after.as_deref().filter(|raw| !raw.trim().is_empty()) {
+        Some(raw) => parse_time("after", raw)?.max(now),
+        None => now,
+    };
+    let earliest = slot_ceil(earliest.max(crate::domain::schedule::slot_floor(now)));
+    let model = form
+        .model
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned);
+    let query = SlotQuery {
+        model,
+        min_memory_mib: form.min_memory_gib.map(|gib| i64::from(gib) * 1024),
+        count: usize::try_from(count).unwrap_or(1),
+        share,
+        length: TimeDelta::minutes(whole_minutes),
+        earliest,
+    };
+    Ok(
+        db::reservations::find_slots(&state.db, &query, latest_start(state, now), MAX_OFFERS)
+            .await?,
+    )
+}
+
+/// Longest range the availability view reads at once.
+pub const MAX_AVAILABILITY_DAYS: i64 = 62;
+
+/// Busy blocks per GPU in `[from, to)` (optionally one model), from the viewer's point of view:
+/// their own bookings in detail, others' only as "booked".
+pub async fn availability(
+    state: &AppState,
+    actor: &Actor,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    model: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Vec<GpuAvailability>, AppError> {
+    if to <= from {
+        return Err(invalid("to", "`to` must be after `from`"));
+    }
+    if to - from > TimeDelta::days(MAX_AVAILABILITY_DAYS) {
+        return Err(invalid(
+            "to",
+            format!("at most {MAX_AVAILABILITY_DAYS} days at once"),
+        ));
+    }
+    let range = Window::new(crate::domain::schedule::slot_floor(from), slot_ceil(to))
+        .map_err(window_error)?;
+    let inventory = db::inventory::list_nodes_with_gpus(&state.db).await?;
+    let gpus: Vec<i64> = inventory
+        .iter()
+        .flat_map(|node| node.gpus.iter())
+        .filter(|gpu| model.is_none_or(|m| gpu.model == m))
+        .map(|gpu| gpu.id)
+        .collect();
+    let mut busy: std::collections::HashMap<i64, Vec<BusyBlock>> =
+        gpus.iter().map(|id| (*id, Vec::new())).collect();
+    for reservation in db::reservations::list_overlapping(&state.db, &range, now).await? {
+        let mine = reservation.owner_id == actor.user.id;
+        for gpu_id in &reservation.gpu_ids {
+            if let Some(blocks) = busy.get_mut(gpu_id) {
+                blocks.push(BusyBlock {
+                    start: reservation.window.start(),
+                    end: reservation.window.end(),
+                    quarters: reservation.share.quarters(),
+                    kind: if mine {
+                        BlockKind::Mine
+                    } else {
+                        BlockKind::Booked
+                    },
+                    reservation_id: mine.then_some(reservation.id),
+                });
+            }
+        }
+    }
+    for (gpu_id, window, _) in db::reservations::maintenance_overlapping(&state.db, &range).await? {
+        if let Some(blocks) = busy.get_mut(&gpu_id) {
+            blocks.push(BusyBlock {
+                start: window.start(),
+                end: window.end(),
+                quarters: crate::domain::schedule::WHOLE_GPU,
+                kind: BlockKind::Maintenance,
+                reservation_id: None,
+            });
+        }
+    }
+    Ok(gpus
+        .into_iter()
+        .map(|gpu_id| {
+            let mut blocks = busy.remove(&gpu_id).unwrap_or_default();
+            blocks.sort_by_key(|b| (b.start, b.end));
+            GpuAvailability {
+                gpu_id,
+                busy: blocks,
+            }
+        })
+        .collect())
+}

@@ -1,0 +1,818 @@
+//! Reservations: booking (check and insert in one transaction no other writer can interleave),
+//! cancelling, and reading what occupies the GPUs.
+//!
+//! Concurrency: on PostgreSQL a booking locks the rows of the GPUs it considers (`FOR UPDATE`, in
+//! id order, so two bookings never wait on each other in a cycle) before it reads their
+//! occupancy; on SQLite the transaction takes the database's write lock up front (`BEGIN
+//! IMMEDIATE`). Either way the check and the insert see the same data. As a safety net the
+//! `gpu_slot_load` table counts the quarters booked per GPU and 15-minute slot, and its CHECK
+//! refuses more than a whole GPU whatever the application does.
+
+use crate::domain::reservation::{
+    Clash, NewReservation, Reservation, ReservationStatus, SlotOffer, Target,
+};
+use crate::domain::schedule::{
+    Occupancy, SLOT_MINUTES, Share, WHOLE_GPU, Window, earliest_fit, first_overflow, fits,
+    price_minor,
+};
+use crate::error::AppError;
+use crate::server::db::begin_write;
+use crate::server::entity::{gpu, maintenance_window, node, reservation, reservation_gpu, user};
+use chrono::{DateTime, TimeDelta, Utc};
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, OnConflict, Query};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
+    DatabaseTransaction, DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+};
+use std::collections::{BTreeMap, HashMap};
+
+/// How many times a booking is retried after a serialization failure or a busy database.
+const MAX_ATTEMPTS: u32 = 5;
+/// Rows per `gpu_slot_load` insert statement.
+const SLOT_ROWS_PER_STATEMENT: usize = 1000;
+
+/// A GPU as booking needs it.
+#[derive(Debug, Clone)]
+struct BookableGpu {
+    id: i64,
+    node_id: i64,
+    node_name: String,
+    device_index: i32,
+    model: String,
+    status: String,
+    shareable: bool,
+    hourly_price_minor: i64,
+}
+
+impl BookableGpu {
+    fn label(&self) -> String {
+        format!("{} #{}", self.node_name, self.device_index)
+    }
+}
+
+async fn gpus_where(
+    db: &impl ConnectionTrait,
+    filter: sea_orm::Condition,
+) -> Result<Vec<BookableGpu>, DbErr> {
+    let rows = gpu::Entity::find()
+        .filter(filter)
+        .order_by_asc(gpu::Column::NodeId)
+        .order_by_asc(gpu::Column::DeviceIndex)
+        .all(db)
+        .await?;
+    let node_ids: Vec<i64> = rows.iter().map(|row| row.node_id).collect();
+    let names: HashMap<i64, String> = node::Entity::find()
+        .filter(node::Column::Id.is_in(node_ids))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|n| (n.id, n.name))
+        .collect();
+    Ok(rows
+        .into_iter()
+        .map(|row| BookableGpu {
+            node_name: names.get(&row.node_id).cloned().unwrap_or_default(),
+            id: row.id,
+            node_id: row.node_id,
+            device_index: row.device_index,
+            model: row.model,
+            status: row.status,
+            shareable: row.shareable,
+            hourly_price_minor: row.hourly_price_minor,
+        })
+        .collect())
+}
+
+/// PostgreSQL: locks the GPUs' rows in id order until the transaction ends. SQLite: the
+/// transaction already holds the write lock.
+async fn lock_gpus(txn: &DatabaseTransaction, ids: &[i64]) -> Result<(), DbErr> {
+    if txn.get_database_backend() != DbBackend::Postgres || ids.is_empty() {
+        return Ok(());
+    }
+    gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::Id)
+        .filter(gpu::Column::Id.is_in(ids.to_vec()))
+        .order_by_asc(gpu::Column::Id)
+        .lock_exclusive()
+        .into_tuple::<i64>()
+        .all(txn)
+        .await?;
+    Ok(())
+}
+
+/// What occupies each of `gpu_ids` during `range`: confirmed reservations (with their share) and
+/// maintenance windows (a whole GPU).
+pub async fn occupancies(
+    db: &impl ConnectionTrait,
+    gpu_ids: &[i64],
+    range: &Window,
+) -> Result<HashMap<i64, Vec<Occupancy>>, DbErr> {
+    let mut busy: HashMap<i64, Vec<Occupancy>> = HashMap::new();
+    for (held, reservation) in reservation_gpu::Entity::find()
+        .filter(reservation_gpu::Column::GpuId.is_in(gpu_ids.to_vec()))
+        .find_also_related(reservation::Entity)
+        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::StartAt.lt(range.end()))
+        .filter(reservation::Column::EndAt.gt(range.start()))
+        .all(db)
+        .await?
+    {
+        let Some(reservation) = reservation else {
+            continue;
+        };
+        busy.entry(held.gpu_id).or_default().push(Occupancy {
+            window: stored_window(&reservation)?,
+            quarters: u8::try_from(reservation.quarters).unwrap_or(WHOLE_GPU),
+        });
+    }
+    for window in maintenance_window::Entity::find()
+        .filter(maintenance_window::Column::GpuId.is_in(gpu_ids.to_vec()))
+        .filter(maintenance_window::Column::StartAt.lt(range.end()))
+        .filter(maintenance_window::Column::EndAt.gt(range.start()))
+        .all(db)
+        .await?
+    {
+        let stored = Window::new(window.start_at, window.end_at)
+            .map_err(|err| DbErr::Custom(format!("maintenance_windows.id={}: {err}", window.id)))?;
+        busy.entry(window.gpu_id).or_default().push(Occupancy {
+            window: stored,
+            quarters: WHOLE_GPU,
+        });
+    }
+    Ok(busy)
+}
+
+fn stored_window(row: &reservation::Model) -> Result<Window, DbErr> {
+    Window::new(row.start_at, row.end_at)
+        .map_err(|err| DbErr::Custom(format!("reservations.id={}: {err}", row.id)))
+}
+
+fn is_retryable(err: &DbErr) -> bool {
+    let text = err.to_string();
+    [
+        "40001",
+        "40P01",
+        "could not serialize",
+        "deadlock",
+        "database is locked",
+        "SQLITE_BUSY",
+    ]
+    .iter()
+    .any(|needle| text.contains(needle))
+}
+
+/// Books `request`, all GPUs or none, in one transaction; retried a few times when the database
+/// reports a serialization failure or is busy. A clash answers [`AppError::Clash`] with the
+/// nearest window that fits; bad GPUs answer [`AppError::Validation`] or [`AppError::Conflict`].
+#[tracing::instrument(skip_all, fields(user.id = request.owner_id))]
+pub async fn book(
+    db: &DatabaseConnection,
+    request: &NewReservation,
+    latest_start: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Reservation, AppError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match try_book(db, request, latest_start, now).await {
+            Err(BookError::Db(err)) if attempt < MAX_ATTEMPTS && is_retryable(&err) => {
+                tracing::debug!(attempt, error = %err, "booking retried");
+                tokio_sleep_ms(10 * u64::from(attempt)).await;
+            }
+            Err(BookError::Db(err)) => return Err(capacity_or(err)),
+            Err(BookError::App(err)) => return Err(err),
+            Ok(reservation) => return Ok(reservation),
+        }
+    }
+}
+
+async fn tokio_sleep_ms(ms: u64) {
+    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+}
+
+/// The safety net fired (a bug elsewhere), or a plain database error.
+fn capacity_or(err: DbErr) -> AppError {
+    if err.to_string().contains("ck_gpu_slot_load_capacity") {
+        tracing::error!(error = %err, "capacity guard refused a booking the check let through");
+        AppError::Conflict("the GPU is fully booked for part of this window".into())
+    } else {
+        AppError::from(err)
+    }
+}
+
+enum BookError {
+    Db(DbErr),
+    App(AppError),
+}
+
+impl From<DbErr> for BookError {
+    fn from(err: DbErr) -> Self {
+        BookError::Db(err)
+    }
+}
+
+impl From<AppError> for BookError {
+    fn from(err: AppError) -> Self {
+        BookError::App(err)
+    }
+}
+
+fn invalid(field: &str, message: impl Into<String>) -> BookError {
+    BookError::App(AppError::Validation {
+        field: field.into(),
+        message: message.into(),
+    })
+}
+
+async fn try_book(
+    db: &DatabaseConnection,
+    request: &NewReservation,
+    latest_start: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Reservation, BookError> {
+    let txn = begin_write(db).await?;
+    let quarters = request.share.quarters();
+    let window = request.window;
+    let chosen: Vec<BookableGpu> = match &request.target {
+        Target::Gpus(ids) => {
+            let gpus = gpus_where(&txn, gpu::Column::Id.is_in(ids.clone()).into()).await?;
+            if let Some(missing) = ids.iter().find(|id| !gpus.iter().any(|g| g.id == **id)) {
+                return Err(invalid(
+                    "gpu_ids",
+                    format!("there is no GPU with id {missing}"),
+                ));
+            }
+            let first = &gpus[0];
+            if gpus
+                .iter()
+                .any(|g| g.node_id != first.node_id || g.model != first.model)
+            {
+                return Err(invalid(
+                    "gpu_ids",
+                    "the GPUs of one reservation must be of one model on one node",
+                ));
+            }
+            if let Some(g) = gpus.iter().find(|g| g.status != "active") {
+                return Err(AppError::Conflict(format!(
+                    "{} cannot be booked: it is {}",
+                    g.label(),
+                    g.status
+                ))
+                .into());
+            }
+            if request.share != Share::Whole
+                && let Some(g) = gpus.iter().find(|g| !g.shareable)
+            {
+                return Err(invalid(
+                    "share",
+                    format!("{} is not shareable: book it whole", g.label()),
+                ));
+            }
+            let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
+            lock_gpus(&txn, &ids).await?;
+            let busy = occupancies(&txn, &ids, &window).await?;
+            for g in &gpus {
+                let taken = busy.get(&g.id).map(Vec::as_slice).unwrap_or(&[]);
+                if let Some(at) = first_overflow(taken, &window, quarters) {
+                    let suggestion =
+                        suggest_for_gpus(&txn, &gpus, request.share, &window, latest_start).await?;
+                    return Err(AppError::Clash(Box::new(Clash {
+                        gpu_id: Some(g.id),
+                        what: g.label(),
+                        at,
+                        suggestion,
+                    }))
+                    .into());
+                }
+            }
+            gpus
+        }
+        Target::Model { model, count } => {
+            let candidates = bookable_of_model(&txn, model, request.share).await?;
+            if candidates.is_empty() {
+                return Err(invalid(
+                    "model",
+                    format!("no bookable GPU of model `{model}` (shareable, if a share is asked)"),
+                ));
+            }
+            let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
+            lock_gpus(&txn, &ids).await?;
+            let busy = occupancies(&txn, &ids, &window).await?;
+            let count = usize::try_from(*count).unwrap_or(usize::MAX);
+            let mut picked = None;
+            for (_, node_gpus) in by_node(&candidates) {
+                let fitting: Vec<BookableGpu> = node_gpus
+                    .into_iter()
+                    .filter(|g| {
+                        fits(
+                            busy.get(&g.id).map(Vec::as_slice).unwrap_or(&[]),
+                            &window,
+                            quarters,
+                        )
+                    })
+                    .take(count)
+                    .collect();
+                if fitting.len() == count {
+                    picked = Some(fitting);
+                    break;
+                }
+            }
+            match picked {
+                Some(gpus) => gpus,
+                None => {
+                    let suggestion = find_offers(
+                        &txn,
+                        &candidates,
+                        count,
+                        request.share,
+                        window.length(),
+                        window.start(),
+                        latest_start,
+                        1,
+                    )
+                    .await?
+                    .into_iter()
+                    .next();
+                    return Err(AppError::Clash(Box::new(Clash {
+                        gpu_id: None,
+                        what: format!("{count} × {model}"),
+                        at: window.start(),
+                        suggestion,
+                    }))
+                    .into());
+                }
+            }
+        }
+    };
+
+    let price: i64 = chosen
+        .iter()
+        .map(|g| price_minor(g.hourly_price_minor, quarters, &window))
+        .sum();
+    let first = &chosen[0];
+    let row = reservation::ActiveModel {
+        owner_id: Set(request.owner_id),
+        node_id: Set(first.node_id),
+        model: Set(first.model.clone()),
+        quarters: Set(i16::from(quarters)),
+        start_at: Set(window.start()),
+        end_at: Set(window.end()),
+        status: Set("confirmed".into()),
+        price_minor: Set(price),
+        created_at: Set(now),
+        cancelled_at: Set(None),
+        cancelled_by: Set(None),
+        ..Default::default()
+    }
+    .insert(&txn)
+    .await?;
+    reservation_gpu::Entity::insert_many(chosen.iter().map(|g| reservation_gpu::ActiveModel {
+        reservation_id: Set(row.id),
+        gpu_id: Set(g.id),
+    }))
+    .exec_without_returning(&txn)
+    .await?;
+    let ids: Vec<i64> = chosen.iter().map(|g| g.id).collect();
+    add_slot_load(&txn, &ids, &window, i16::from(quarters)).await?;
+    let reservation = reservation_view(&txn, row, now).await?;
+    txn.commit().await?;
+    Ok(reservation)
+}
+
+/// Bookable GPUs of `model` (shareable ones when a share is asked), by node and device index.
+async fn bookable_of_model(
+    db: &impl ConnectionTrait,
+    model: &str,
+    share: Share,
+) -> Result<Vec<BookableGpu>, DbErr> {
+    let mut condition = sea_orm::Condition::all()
+        .add(gpu::Column::Model.eq(model))
+        .add(gpu::Column::Status.eq("active"));
+    if share != Share::Whole {
+        condition = condition.add(gpu::Column::Shareable.eq(true));
+    }
+    gpus_where(db, condition).await
+}
+
+/// GPUs grouped by node, nodes by name.
+fn by_node(gpus: &[BookableGpu]) -> Vec<(String, Vec<BookableGpu>)> {
+    let mut grouped: BTreeMap<(String, i64), Vec<BookableGpu>> = BTreeMap::new();
+    for g in gpus {
+        grouped
+            .entry((g.node_name.clone(), g.node_id))
+            .or_default()
+            .push(g.clone());
+    }
+    grouped
+        .into_iter()
+        .map(|((name, _), gpus)| (name, gpus))
+        .collect()
+}
+
+/// The nearest window after a clash on these exact GPUs; else on any node with as many GPUs of
+/// the model.
+async fn suggest_for_gpus(
+    db: &impl ConnectionTrait,
+    gpus: &[BookableGpu],
+    share: Share,
+    window: &Window,
+    latest_start: DateTime<Utc>,
+) -> Result<Option<SlotOffer>, DbErr> {
+    let same = find_offers(
+        db,
+        gpus,
+        gpus.len(),
+        share,
+        window.length(),
+        window.start(),
+        latest_start,
+        1,
+    )
+    .await?;
+    if let Some(offer) = same.into_iter().next() {
+        return Ok(Some(offer));
+    }
+    let candidates = bookable_of_model(db, &gpus[0].model, share).await?;
+    Ok(find_offers(
+        db,
+        &candidates,
+        gpus.len(),
+        share,
+        window.length(),
+        window.start(),
+        latest_start,
+        1,
+    )
+    .await?
+    .into_iter()
+    .next())
+}
+
+/// Up to `limit` earliest windows of `length` starting in `[earliest, latest_start]` where
+/// `count` of `candidates` on one node fit `share`, earliest first (one per node).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "a query with many independent knobs"
+)]
+async fn find_offers(
+    db: &impl ConnectionTrait,
+    candidates: &[BookableGpu],
+    count: usize,
+    share: Share,
+    length: TimeDelta,
+    earliest: DateTime<Utc>,
+    latest_start: DateTime<Utc>,
+    limit: usize,
+) -> Result<Vec<SlotOffer>, DbErr> {
+    if candidates.is_empty() || latest_start < earliest {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
+    let range = Window::new(
+        crate::domain::schedule::slot_floor(earliest),
+        crate::domain::schedule::slot_ceil(latest_start + length),
+    )
+    .map_err(|err| DbErr::Custom(err.to_string()))?;
+    let busy = occupancies(db, &ids, &range).await?;
+    let mut offers = Vec::new();
+    for (node_name, node_gpus) in by_node(candidates) {
+        let occupancy: Vec<Vec<Occupancy>> = node_gpus
+            .iter()
+            .map(|g| busy.get(&g.id).cloned().unwrap_or_default())
+            .collect();
+        if let Some((start, picked)) = earliest_fit(
+            &occupancy,
+            count,
+            share.quarters(),
+            length,
+            earliest,
+            latest_start,
+        ) {
+            let window =
+                Window::new(start, start + length).map_err(|err| DbErr::Custom(err.to_string()))?;
+            let gpus: Vec<&BookableGpu> = picked.iter().map(|i| &node_gpus[*i]).collect();
+            offers.push(SlotOffer {
+                node_id: gpus[0].node_id,
+                node_name,
+                model: gpus[0].model.clone(),
+                gpu_ids: gpus.iter().map(|g| g.id).collect(),
+                share,
+                price_minor: gpus
+                    .iter()
+                    .map(|g| price_minor(g.hourly_price_minor, share.quarters(), &window))
+                    .sum(),
+                window,
+            });
+        }
+    }
+    offers.sort_by_key(|offer| (offer.window.start(), offer.node_name.clone()));
+    offers.truncate(limit);
+    Ok(offers)
+}
+
+/// What "find a slot" asks for.
+#[derive(Debug, Clone)]
+pub struct SlotQuery {
+    /// Exact model, or any model with at least `min_memory_mib`.
+    pub model: Option<String>,
+    /// Minimum memory per GPU when no model is given.
+    pub min_memory_mib: Option<i64>,
+    /// GPUs on one node.
+    pub count: usize,
+    /// Share of each.
+    pub share: Share,
+    /// Length.
+    pub length: TimeDelta,
+    /// Earliest start.
+    pub earliest: DateTime<Utc>,
+}
+
+/// The earliest windows (up to `limit`) that fit `query`, across all nodes and matching models.
+#[tracing::instrument(skip_all)]
+pub async fn find_slots(
+    db: &impl ConnectionTrait,
+    query: &SlotQuery,
+    latest_start: DateTime<Utc>,
+    limit: usize,
+) -> Result<Vec<SlotOffer>, DbErr> {
+    let mut condition = sea_orm::Condition::all().add(gpu::Column::Status.eq("active"));
+    if let Some(model) = &query.model {
+        condition = condition.add(gpu::Column::Model.eq(model.as_str()));
+    }
+    if let Some(memory) = query.min_memory_mib {
+        condition = condition.add(gpu::Column::MemoryMib.gte(memory));
+    }
+    if query.share != Share::Whole {
+        condition = condition.add(gpu::Column::Shareable.eq(true));
+    }
+    let candidates = gpus_where(db, condition).await?;
+    // One model per reservation: search each model separately.
+    let mut models: BTreeMap<String, Vec<BookableGpu>> = BTreeMap::new();
+    for g in candidates {
+        models.entry(g.model.clone()).or_default().push(g);
+    }
+    let mut offers = Vec::new();
+    for gpus in models.values() {
+        offers.extend(
+            find_offers(
+                db,
+                gpus,
+                query.count,
+                query.share,
+                query.length,
+                query.earliest,
+                latest_start,
+                limit,
+            )
+            .await?,
+        );
+    }
+    offers.sort_by_key(|offer| {
+        (
+            offer.window.start(),
+            offer.price_minor,
+            offer.node_name.clone(),
+        )
+    });
+    offers.truncate(limit);
+    Ok(offers)
+}
+
+/// Adds `quarters` to every slot of `window` on each GPU; the table's CHECK refuses more than a
+/// whole GPU.
+async fn add_slot_load(
+    txn: &DatabaseTransaction,
+    gpu_ids: &[i64],
+    window: &Window,
+    quarters: i16,
+) -> Result<(), DbErr> {
+    let table = Alias::new("gpu_slot_load");
+    let mut rows: Vec<(i64, DateTime<Utc>)> = Vec::new();
+    for gpu_id in gpu_ids {
+        let mut slot = window.start();
+        while slot < window.end() {
+            rows.push((*gpu_id, slot));
+            slot += TimeDelta::minutes(SLOT_MINUTES);
+        }
+    }
+    for chunk in rows.chunks(SLOT_ROWS_PER_STATEMENT) {
+        let mut insert = Query::insert();
+        insert.into_table(table.clone()).columns([
+            Alias::new("gpu_id"),
+            Alias::new("slot_start"),
+            Alias::new("quarters"),
+        ]);
+        for (gpu_id, slot) in chunk {
+            insert.values_panic([(*gpu_id).into(), (*slot).into(), quarters.into()]);
+        }
+        insert.on_conflict(
+            OnConflict::columns([Alias::new("gpu_id"), Alias::new("slot_start")])
+                .value(
+                    Alias::new("quarters"),
+                    Expr::col((table.clone(), Alias::new("quarters")))
+                        .add(Expr::col((Alias::new("excluded"), Alias::new("quarters")))),
+                )
+                .to_owned(),
+        );
+        txn.execute(&insert).await?;
+    }
+    Ok(())
+}
+
+/// Cancels reservation `id` before it starts. Only its owner or a platform admin may; others get
+/// `NotFound` (they cannot tell it exists).
+#[tracing::instrument(skip_all, fields(reservation.id = id, user.id = actor_id))]
+pub async fn cancel(
+    db: &DatabaseConnection,
+    id: i64,
+    actor_id: i64,
+    actor_is_admin: bool,
+    now: DateTime<Utc>,
+) -> Result<Reservation, AppError> {
+    let txn = begin_write(db).await?;
+    let row = reservation::Entity::find_by_id(id)
+        .one(&txn)
+        .await?
+        .filter(|row| actor_is_admin || row.owner_id == actor_id)
+        .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
+    if row.status == "cancelled" {
+        return Err(AppError::Conflict(format!(
+            "reservation {id} is already cancelled"
+        )));
+    }
+    if now >= row.start_at {
+        return Err(AppError::Conflict(format!(
+            "reservation {id} has already started and can no longer be cancelled"
+        )));
+    }
+    let held: Vec<i64> = reservation_gpu::Entity::find()
+        .filter(reservation_gpu::Column::ReservationId.eq(id))
+        .all(&txn)
+        .await?
+        .into_iter()
+        .map(|r| r.gpu_id)
+        .collect();
+    lock_gpus(&txn, &held).await?;
+    let updated = reservation::Entity::update_many()
+        .col_expr(reservation::Column::Status, Expr::value("cancelled"))
+        .col_expr(reservation::Column::CancelledAt, Expr::value(now))
+        .col_expr(reservation::Column::CancelledBy, Expr::value(actor_id))
+        .filter(reservation::Column::Id.eq(id))
+        .filter(reservation::Column::Status.eq("confirmed"))
+        .exec(&txn)
+        .await?;
+    if updated.rows_affected != 1 {
+        return Err(AppError::Conflict(format!(
+            "reservation {id} is already cancelled"
+        )));
+    }
+    let mut update = Query::update();
+    update
+        .table(Alias::new("gpu_slot_load"))
+        .value(
+            Alias::new("quarters"),
+            Expr::col(Alias::new("quarters")).sub(row.quarters),
+        )
+        .and_where(Expr::col(Alias::new("gpu_id")).is_in(held))
+        .and_where(Expr::col(Alias::new("slot_start")).gte(row.start_at))
+        .and_where(Expr::col(Alias::new("slot_start")).lt(row.end_at));
+    txn.execute(&update).await?;
+    let fresh = reservation::Entity::find_by_id(id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
+    let view = reservation_view(&txn, fresh, now).await?;
+    txn.commit().await?;
+    Ok(view)
+}
+
+/// A reservation row as a [`Reservation`].
+async fn reservation_view(
+    db: &impl ConnectionTrait,
+    row: reservation::Model,
+    now: DateTime<Utc>,
+) -> Result<Reservation, DbErr> {
+    Ok(views(db, vec![row], now).await?.remove(0))
+}
+
+/// Rows as [`Reservation`]s, reading owners, nodes and GPUs in three queries.
+async fn views(
+    db: &impl ConnectionTrait,
+    rows: Vec<reservation::Model>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Reservation>, DbErr> {
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let mut gpus: HashMap<i64, Vec<i64>> = HashMap::new();
+    for held in reservation_gpu::Entity::find()
+        .filter(reservation_gpu::Column::ReservationId.is_in(ids))
+        .order_by_asc(reservation_gpu::Column::GpuId)
+        .all(db)
+        .await?
+    {
+        gpus.entry(held.reservation_id)
+            .or_default()
+            .push(held.gpu_id);
+    }
+    let owners: HashMap<i64, String> = user::Entity::find()
+        .filter(user::Column::Id.is_in(rows.iter().map(|r| r.owner_id).collect::<Vec<_>>()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|u| (u.id, u.name))
+        .collect();
+    let nodes: HashMap<i64, String> = node::Entity::find()
+        .filter(node::Column::Id.is_in(rows.iter().map(|r| r.node_id).collect::<Vec<_>>()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|n| (n.id, n.name))
+        .collect();
+    rows.into_iter()
+        .map(|row| {
+            let window = stored_window(&row)?;
+            let share = u8::try_from(row.quarters)
+                .ok()
+                .and_then(Share::from_quarters)
+                .ok_or_else(|| DbErr::Custom(format!("reservations.id={}: quarters", row.id)))?;
+            Ok(Reservation {
+                owner_name: owners.get(&row.owner_id).cloned().unwrap_or_default(),
+                node_name: nodes.get(&row.node_id).cloned().unwrap_or_default(),
+                gpu_ids: gpus.remove(&row.id).unwrap_or_default(),
+                status: ReservationStatus::at(row.status == "cancelled", &window, now),
+                share,
+                window,
+                id: row.id,
+                owner_id: row.owner_id,
+                node_id: row.node_id,
+                model: row.model,
+                price_minor: row.price_minor,
+                created_at: row.created_at,
+            })
+        })
+        .collect()
+}
+
+/// The user's reservations, latest start first.
+pub async fn list_for_owner(
+    db: &impl ConnectionTrait,
+    owner_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Vec<Reservation>, DbErr> {
+    let rows = reservation::Entity::find()
+        .filter(reservation::Column::OwnerId.eq(owner_id))
+        .order_by_desc(reservation::Column::StartAt)
+        .order_by_desc(reservation::Column::Id)
+        .all(db)
+        .await?;
+    views(db, rows, now).await
+}
+
+/// The latest 1,000 reservations of everyone, latest start first (platform admins).
+pub async fn list_all(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+) -> Result<Vec<Reservation>, DbErr> {
+    let rows = reservation::Entity::find()
+        .order_by_desc(reservation::Column::StartAt)
+        .order_by_desc(reservation::Column::Id)
+        .limit(1000)
+        .all(db)
+        .await?;
+    views(db, rows, now).await
+}
+
+/// Every confirmed reservation overlapping `range` (for the calendar), earliest first.
+pub async fn list_overlapping(
+    db: &impl ConnectionTrait,
+    range: &Window,
+    now: DateTime<Utc>,
+) -> Result<Vec<Reservation>, DbErr> {
+    let rows = reservation::Entity::find()
+        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::StartAt.lt(range.end()))
+        .filter(reservation::Column::EndAt.gt(range.start()))
+        .order_by_asc(reservation::Column::StartAt)
+        .all(db)
+        .await?;
+    views(db, rows, now).await
+}
+
+/// Maintenance windows overlapping `range`: (gpu id, window, reason).
+pub async fn maintenance_overlapping(
+    db: &impl ConnectionTrait,
+    range: &Window,
+) -> Result<Vec<(i64, Window, String)>, DbErr> {
+    maintenance_window::Entity::find()
+        .filter(maintenance_window::Column::StartAt.lt(range.end()))
+        .filter(maintenance_window::Column::EndAt.gt(range.start()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|m| {
+            let window = Window::new(m.start_at, m.end_at)
+                .map_err(|err| DbErr::Custom(format!("maintenance_windows.id={}: {err}", m.id)))?;
+            Ok((m.gpu_id, window, m.reason))
+        })
+        .collect()
+}

@@ -1,0 +1,50 @@
+//! `reservations`: who holds which share of which GPUs when, at what locked price.
+
+use sea_orm::entity::prelude::*;
+
+/// A row of `reservations`.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "reservations")]
+pub struct Model {
+    /// Primary key.
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    /// The user who booked.
+    pub owner_id: i64,
+    /// The node all its GPUs are on.
+    pub node_id: i64,
+    /// The GPU model.
+    pub model: String,
+    /// Share of each GPU in quarters (1, 2, 4).
+    pub quarters: i16,
+    /// Start (UTC, inclusive).
+    pub start_at: DateTimeUtc,
+    /// End (UTC, exclusive).
+    pub end_at: DateTimeUtc,
+    /// `confirmed` or `cancelled`.
+    pub status: String,
+    /// Price locked at booking, minor units.
+    pub price_minor: i64,
+    /// Booking time (UTC).
+    pub created_at: DateTimeUtc,
+    /// Cancellation time (UTC).
+    pub cancelled_at: Option<DateTimeUtc>,
+    /// Who cancelled.
+    pub cancelled_by: Option<i64>,
+}
+
+/// Relations of `reservations`.
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {
+    /// The GPUs it holds.
+    #[sea_orm(has_many = "super::reservation_gpu::Entity")]
+    Gpus,
+}
+
+impl Related<super::reservation_gpu::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::Gpus.def()
+    }
+}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,155 @@
+//! The reservations part of the JSON API: GPUs, availability, find a slot, book, list, cancel.
+//! Authenticated like the rest of `/api/v1` (bearer token or session cookie); errors are
+//! `{"error", "message", "field"?, "clash"?}` with 401/403/404/409/422.
+
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use berth_app::domain::inventory::GpuListing;
+use berth_app::domain::reservation::{GpuAvailability, Reservation, SlotOffer};
+use berth_app::error::AppError;
+use berth_app::server::auth::actor::Actor;
+use berth_app::server::booking::{self, BookingForm, SlotForm};
+use berth_app::server::db;
+use berth_app::server::state::AppState;
+use serde::{Deserialize, Serialize};
+
+/// One GPU in `GET /api/v1/gpus`.
+#[derive(Debug, Serialize)]
+pub struct ApiGpu {
+    id: i64,
+    uuid: String,
+    node: String,
+    model: String,
+    memory_mib: u64,
+    status: String,
+    shareable: bool,
+    price_per_hour_minor: i64,
+}
+
+impl ApiGpu {
+    fn new(node: &str, gpu: GpuListing) -> Self {
+        Self {
+            id: gpu.id,
+            uuid: gpu.uuid,
+            node: node.to_owned(),
+            model: gpu.model,
+            memory_mib: gpu.memory.mib(),
+            status: gpu.status.as_str().to_owned(),
+            shareable: gpu.shareable,
+            price_per_hour_minor: gpu.hourly_price.minor(),
+        }
+    }
+}
+
+/// `GET /api/v1/gpus`: every GPU.
+pub async fn list_gpus(
+    State(state): State<AppState>,
+    _actor: Actor,
+) -> Result<Json<Vec<ApiGpu>>, AppError> {
+    let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
+    Ok(Json(
+        nodes
+            .into_iter()
+            .flat_map(|node| {
+                let name = node.name;
+                node.gpus
+                    .into_iter()
+                    .map(move |gpu| ApiGpu::new(&name, gpu))
+            })
+            .collect(),
+    ))
+}
+
+fn query_error(rejection: QueryRejection) -> AppError {
+    AppError::Validation {
+        field: "query".into(),
+        message: rejection.body_text(),
+    }
+}
+
+/// `?from=&to=&model=`
+#[derive(Debug, Deserialize)]
+pub struct AvailabilityQuery {
+    from: String,
+    to: String,
+    model: Option<String>,
+}
+
+/// `GET /api/v1/availability`: busy intervals per GPU.
+pub async fn availability(
+    State(state): State<AppState>,
+    actor: Actor,
+    query: Result<Query<AvailabilityQuery>, QueryRejection>,
+) -> Result<Json<Vec<GpuAvailability>>, AppError> {
+    let Query(query) = query.map_err(query_error)?;
+    let from = booking::parse_time("from", &query.from)?;
+    let to = booking::parse_time("to", &query.to)?;
+    let now = chrono::Utc::now();
+    Ok(Json(
+        booking::availability(&state, &actor, from, to, query.model.as_deref(), now).await?,
+    ))
+}
+
+/// `GET /api/v1/slots?model=&count=&share=&hours=&after=`: the earliest windows that fit.
+pub async fn slots(
+    State(state): State<AppState>,
+    _actor: Actor,
+    query: Result<Query<SlotForm>, QueryRejection>,
+) -> Result<Json<Vec<SlotOffer>>, AppError> {
+    let Query(form) = query.map_err(query_error)?;
+    Ok(Json(
+        booking::find_slots(&state, &form, chrono::Utc::now()).await?,
+    ))
+}
+
+/// `POST /api/v1/reservations`: 201 with the reservation; 409 with the clash and a suggestion.
+pub async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    body: Result<Json<BookingForm>, JsonRejection>,
+) -> Result<(StatusCode, Json<Reservation>), AppError> {
+    let Json(form) = body.map_err(|rejection| AppError::Validation {
+        field: "body".into(),
+        message: rejection.body_text(),
+    })?;
+    let reservation = booking::create(&state, &actor, &form, chrono::Utc::now()).await?;
+    Ok((StatusCode::CREATED, Json(reservation)))
+}
+
+/// `?mine=true` (default): your own; `?mine=false`: everyone's (platform admins).
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    #[serde(default)]
+    mine: Option<bool>,
+}
+
+/// `GET /api/v1/reservations?mine=true`: the caller's reservations, latest first.
+pub async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<Vec<Reservation>>, AppError> {
+    let Query(query) = query.map_err(query_error)?;
+    let now = chrono::Utc::now();
+    if query.mine == Some(false) {
+        // Everyone's: platform admins only.
+        actor.require_platform_admin()?;
+        return Ok(Json(db::reservations::list_all(&state.db, now).await?));
+    }
+    Ok(Json(
+        db::reservations::list_for_owner(&state.db, actor.user.id, now).await?,
+    ))
+}
+
+/// `DELETE /api/v1/reservations/{id}`: cancels (owner or platform admin, before start).
+pub async fn cancel(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<Json<Reservation>, AppError> {
+    Ok(Json(
+        booking::cancel(&state, &actor, id, chrono::Utc::now()).await?,
+    ))
+}

@@ -3,7 +3,8 @@
 use crate::components::layout::{Footer, Header};
 use crate::i18n::*;
 use crate::pages::{
-    inventory::InventoryPage, not_found::NotFoundPage, profile::ProfilePage, sign_in::SignInPage,
+    calendar::CalendarPage, inventory::InventoryPage, not_found::NotFoundPage,
+    profile::ProfilePage, sign_in::SignInPage,
 };
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
@@ -50,6 +51,7 @@ pub fn App() -> impl IntoView {
                         // Async: the server sends the finished page, so it reads without JavaScript.
                         <Route path=StaticSegment("") view=InventoryPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("signin") view=SignInPage ssr=SsrMode::Async />
+                        <Route path=StaticSegment("calendar") view=CalendarPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("profile") view=ProfilePage ssr=SsrMode::Async />
                     </Routes>
                 </main>

@@ -8,6 +8,9 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Stack of each server worker thread (the default 2 MiB overflows on large pages in debug builds).
+const WORKER_STACK_BYTES: usize = 8 * 1024 * 1024;
+
 /// Berth: a self-hosted GPU reservation portal.
 #[derive(Debug, Parser)]
 #[command(name = "berth", version, about, long_about = None)]
@@ -83,7 +86,13 @@ pub fn main() -> ExitCode {
     if let Err(err) = crate::telemetry::init(&config.log) {
         return fail(&err);
     }
-    let runtime = match tokio::runtime::Runtime::new() {
+    // Rendering a large page (a week of 64 GPUs) recurses deeply in debug builds: give the
+    // worker threads room.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(WORKER_STACK_BYTES)
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(err) => return fail(&err),
     };

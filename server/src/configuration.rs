@@ -55,6 +55,8 @@ pub struct RawSettings {
     /// Take the client address from the last `X-Forwarded-For` entry (behind a reverse proxy or
     /// load balancer that sets it).
     pub trust_forwarded_for: bool,
+    /// Add a fortnight of demo bookings along with the demo fleet. Default: same as `demo`.
+    pub demo_bookings: Option<bool>,
     /// Longest booking, in days.
     pub max_booking_days: u32,
     /// How many weeks ahead a booking may start.
@@ -138,6 +140,7 @@ impl Default for RawSettings {
             oidc: BTreeMap::new(),
             sign_in_rate_per_minute: 20,
             trust_forwarded_for: false,
+            demo_bookings: None,
             max_booking_days: 14,
             booking_horizon_weeks: 8,
         }
@@ -219,6 +222,8 @@ pub struct Config {
     pub log: LogSettings,
     /// Whether to add the demo fleet to an empty database.
     pub demo: bool,
+    /// Whether to add demo bookings with it.
+    pub demo_bookings: bool,
     /// Settings the pages need.
     pub portal: PortalConfig,
     /// Built front-end assets.
@@ -371,6 +376,7 @@ impl Config {
         Ok(Self {
             bind,
             demo,
+            demo_bookings: raw.demo_bookings.unwrap_or(demo),
             database,
             log: LogSettings {
                 filter: raw.log,

@@ -131,6 +131,12 @@ impl Application {
             {
                 demo::SeedOutcome::Seeded { nodes, gpus } => {
                     tracing::info!(demo.nodes = nodes, demo.gpus = gpus, "added the demo fleet");
+                    if config.demo_bookings {
+                        let added = demo::seed_demo_bookings(&db, chrono::Utc::now())
+                            .await
+                            .map_err(StartupError::Demo)?;
+                        tracing::info!(demo.reservations = added, "added demo bookings");
+                    }
                 }
                 demo::SeedOutcome::AlreadyPopulated => {}
             }
@@ -289,6 +295,7 @@ pub fn router(state: AppState, sessions: SessionSettings, limiter: SignInLimiter
         )
         .route("/auth/oidc/{provider}/start", get(auth::oidc_start))
         .route("/auth/oidc/{provider}/callback", get(auth::oidc_callback))
+        .route("/calendar/book", post(reservations::book_form))
         .route("/auth/dev", post(auth::dev_sign_in))
         .route("/auth/signout", post(auth::sign_out))
         // Also registers the server functions, with `AppState` in their context.

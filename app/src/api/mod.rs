@@ -3,4 +3,5 @@
 
 pub mod inventory;
 pub mod profile;
+pub mod reservations;
 pub mod session;

@@ -22,6 +22,7 @@ pub fn Header() -> impl IntoView {
             </a>
             <nav class="site-nav" aria-label="main">
                 <a href="/" aria-current=move || current("/")>{t!(i18n, nav_gpus)}</a>
+                <a href="/calendar" aria-current=move || current("/calendar")>{t!(i18n, nav_calendar)}</a>
                 <a href="/profile" aria-current=move || current("/profile")>{t!(i18n, nav_profile)}</a>
             </nav>
             <LanguageSwitch />

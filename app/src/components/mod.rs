@@ -1,5 +1,6 @@
 //! Reusable parts of pages.
 
+pub mod calendar;
 pub mod error;
 pub mod format;
 pub mod inventory;

@@ -1,5 +1,6 @@
 //! Routed pages, one per file.
 
+pub mod calendar;
 pub mod inventory;
 pub mod not_found;
 pub mod profile;

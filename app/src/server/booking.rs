@@ -338,3 +338,173 @@ pub async fn availability(
         })
         .collect())
 }
+
+/// What the calendar page asks for.
+#[derive(Debug, Clone, Default)]
+pub struct CalendarQuery {
+    /// First local day (default today).
+    pub start: Option<chrono::NaiveDate>,
+    /// Day or week.
+    pub span: crate::domain::calendar::Span,
+    /// Only this model.
+    pub model: Option<String>,
+    /// Only GPUs with at least this much memory.
+    pub min_memory_gib: Option<u32>,
+    /// IANA time zone of the viewer (default UTC).
+    pub zone: Option<String>,
+}
+
+/// The offsets of `zone` over `[from, to]`.
+fn zone_offsets(
+    zone: chrono_tz::Tz,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> crate::domain::calendar::ZoneOffsets {
+    use crate::domain::calendar::{OffsetChange, ZoneOffsets};
+    use chrono::Offset;
+    let offset = |at: DateTime<Utc>| at.with_timezone(&zone).offset().fix().local_minus_utc();
+    let mut changes = vec![OffsetChange {
+        at: from - TimeDelta::days(2),
+        offset_seconds: offset(from - TimeDelta::days(2)),
+    }];
+    let mut at = from - TimeDelta::days(2);
+    while at <= to + TimeDelta::days(2) {
+        let current = offset(at);
+        if changes
+            .last()
+            .is_some_and(|last| last.offset_seconds != current)
+        {
+            // Find the change to the minute.
+            let mut low = at - TimeDelta::minutes(15);
+            while offset(low) == current {
+                low -= TimeDelta::minutes(15);
+            }
+            let mut instant = low;
+            while offset(instant) != current {
+                instant += TimeDelta::minutes(1);
+            }
+            changes.push(OffsetChange {
+                at: instant,
+                offset_seconds: current,
+            });
+        }
+        at += TimeDelta::minutes(15);
+    }
+    ZoneOffsets {
+        name: zone.name().to_owned(),
+        changes,
+    }
+}
+
+/// The calendar for `actor`.
+#[tracing::instrument(skip_all)]
+pub async fn calendar(
+    state: &AppState,
+    actor: &Actor,
+    query: &CalendarQuery,
+    now: DateTime<Utc>,
+) -> Result<crate::domain::calendar::CalendarView, AppError> {
+    use crate::domain::calendar::{
+        CalendarGpu, CalendarNode, CalendarView, DayColumn, PlacedBlock, assign_lanes,
+    };
+    use chrono::TimeZone;
+    let zone: chrono_tz::Tz = query
+        .zone
+        .as_deref()
+        .and_then(|name| name.parse().ok())
+        .unwrap_or(chrono_tz::UTC);
+    let today = now.with_timezone(&zone).date_naive();
+    let first = query.start.unwrap_or(today);
+    let midnight = |date: chrono::NaiveDate| -> DateTime<Utc> {
+        zone.from_local_datetime(&date.and_hms_opt(0, 0, 0).unwrap_or_default())
+            .earliest()
+            .map_or_else(
+                || date.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc(),
+                |at| at.with_timezone(&Utc),
+            )
+    };
+    let days: Vec<DayColumn> = (0..query.span.days())
+        .map(|offset| {
+            let date = first + TimeDelta::days(offset);
+            DayColumn {
+                date,
+                start: midnight(date),
+                end: midnight(date + TimeDelta::days(1)),
+            }
+        })
+        .collect();
+    let range = Window::new(days[0].start, days[days.len() - 1].end).map_err(window_error)?;
+    let availability = availability(state, actor, range.start(), range.end(), None, now).await?;
+    let mut busy: std::collections::HashMap<i64, Vec<BusyBlock>> = availability
+        .into_iter()
+        .map(|gpu| (gpu.gpu_id, gpu.busy))
+        .collect();
+    let inventory = db::inventory::list_nodes_with_gpus(&state.db).await?;
+    let mut models: Vec<String> = inventory
+        .iter()
+        .flat_map(|node| node.gpus.iter().map(|gpu| gpu.model.clone()))
+        .collect();
+    models.sort();
+    models.dedup();
+    let nodes = inventory
+        .into_iter()
+        .map(|node| CalendarNode {
+            id: node.id,
+            name: node.name,
+            is_demo: node.is_demo,
+            gpus: node
+                .gpus
+                .into_iter()
+                .filter(|gpu| query.model.as_deref().is_none_or(|m| gpu.model == m))
+                .filter(|gpu| {
+                    query
+                        .min_memory_gib
+                        .is_none_or(|gib| gpu.memory.mib() >= u64::from(gib) * 1024)
+                })
+                .map(|gpu| {
+                    let blocks = busy.remove(&gpu.id).unwrap_or_default();
+                    let lanes = assign_lanes(&blocks);
+                    CalendarGpu {
+                        gpu,
+                        blocks: blocks
+                            .into_iter()
+                            .zip(lanes)
+                            .map(|(block, lane)| PlacedBlock { block, lane })
+                            .collect(),
+                    }
+                })
+                .collect(),
+        })
+        .filter(|node: &CalendarNode| !node.gpus.is_empty())
+        .collect();
+    Ok(CalendarView {
+        span: query.span,
+        zone: zone_offsets(zone, range.start(), range.end()),
+        previous: first - TimeDelta::days(query.span.days()),
+        next: first + TimeDelta::days(query.span.days()),
+        today,
+        range,
+        days,
+        now,
+        nodes,
+        models,
+        currency: state.portal.currency.clone(),
+    })
+}
+
+/// A `datetime-local` value (`2026-12-01T09:00`) in time zone `zone` (IANA, default UTC) as an
+/// RFC 3339 instant.
+pub fn local_to_rfc3339(zone: Option<&str>, field: &str, raw: &str) -> Result<String, AppError> {
+    use chrono::TimeZone;
+    let zone: chrono_tz::Tz = zone.and_then(|z| z.parse().ok()).unwrap_or(chrono_tz::UTC);
+    let local = chrono::NaiveDateTime::parse_from_str(raw.trim(), "%Y-%m-%dT%H:%M")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(raw.trim(), "%Y-%m-%dT%H:%M:%S"))
+        .map_err(|_| invalid(field, format!("`{raw}` is not a date and time")))?;
+    let at = zone.from_local_datetime(&local).earliest().ok_or_else(|| {
+        invalid(
+            field,
+            format!("{raw} does not exist in {zone} (clock change)"),
+        )
+    })?;
+    Ok(at.with_timezone(&Utc).to_rfc3339())
+}

@@ -125,6 +125,84 @@ pub async fn seed_if_empty(
     })
 }
 
+/// People who own the demo bookings besides the demo accounts.
+const DEMO_COLLEAGUES: [(&str, &str); 3] = [
+    ("ana.souza@berth.invalid", "Ana Souza"),
+    ("bruno.lima@berth.invalid", "Bruno Lima"),
+    ("chen.wei@berth.invalid", "Chen Wei"),
+];
+
+/// Adds a plausible fortnight of bookings (the past few days and the next week) by demo users
+/// to the demo fleet, through the same booking path as real ones, so the calendar is not empty
+/// on a first run. Returns how many were added.
+#[tracing::instrument(skip_all)]
+pub async fn seed_demo_bookings(
+    conn: &DatabaseConnection,
+    now: DateTime<Utc>,
+) -> Result<usize, DbErr> {
+    use crate::domain::reservation::{NewReservation, Target};
+    use crate::domain::schedule::{Share, Window};
+    use chrono::TimeDelta;
+
+    let mut owners = Vec::new();
+    for account in [DemoAccount::User, DemoAccount::TeamAdmin] {
+        owners.push(demo_account(conn, account, now).await?.id);
+    }
+    for (email, name) in DEMO_COLLEAGUES {
+        let user = NewUser {
+            email: Email::parse(email).map_err(|err| DbErr::Custom(err.to_string()))?,
+            name: UserName::parse(name).map_err(|err| DbErr::Custom(err.to_string()))?,
+            role: PlatformRole::User,
+        };
+        owners.push(db::users::upsert_user(conn, &user, now).await?.id);
+    }
+    let nodes = db::inventory::list_nodes_with_gpus(conn).await?;
+    let day_start = now.date_naive().and_time(chrono::NaiveTime::MIN).and_utc();
+    let mut added = 0;
+    let mut n: i64 = 0;
+    for node in nodes.iter().filter(|node| node.is_demo) {
+        for gpu in node.gpus.iter().filter(|gpu| gpu.status.is_bookable()) {
+            for day in -3i64..7 {
+                n += 1;
+                // A deterministic spread: some GPUs busy most days, some rarely.
+                if (n * 7 + i64::from(gpu.device_index) * 3) % 10 < 4 {
+                    continue;
+                }
+                let start_hour = 6 + (n * 5 + day * 3).rem_euclid(12);
+                let hours = 2 + (n * 3 + i64::from(gpu.device_index)).rem_euclid(9);
+                let start = day_start + TimeDelta::days(day) + TimeDelta::hours(start_hour);
+                let Ok(window) = Window::new(start, start + TimeDelta::hours(hours)) else {
+                    continue;
+                };
+                let share = if gpu.shareable && n % 3 == 0 {
+                    if n % 2 == 0 {
+                        Share::Half
+                    } else {
+                        Share::Quarter
+                    }
+                } else {
+                    Share::Whole
+                };
+                let owner = owners[usize::try_from(n).unwrap_or(0) % owners.len()];
+                let request = NewReservation {
+                    owner_id: owner,
+                    target: Target::Gpus(vec![gpu.id]),
+                    share,
+                    window,
+                };
+                let created_at = (start - TimeDelta::days(2)).min(now);
+                if db::reservations::book(conn, &request, now + TimeDelta::weeks(8), created_at)
+                    .await
+                    .is_ok()
+                {
+                    added += 1;
+                }
+            }
+        }
+    }
+    Ok(added)
+}
+
 /// The demo accounts offered by the development sign-in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DemoAccount {

@@ -153,3 +153,61 @@ pub async fn cancel(
         booking::cancel(&state, &actor, id, chrono::Utc::now()).await?,
     ))
 }
+
+/// The calendar's booking form without JavaScript: local times in the browser's zone (cookie).
+#[derive(Debug, Deserialize)]
+pub struct BookFormPost {
+    gpu_id: i64,
+    #[serde(default)]
+    share: Option<String>,
+    start: String,
+    end: String,
+    #[serde(default)]
+    return_to: Option<String>,
+}
+
+/// `POST /calendar/book`: books, then back to the calendar with `booked=ID` or `error=message`.
+pub async fn book_form(
+    State(state): State<AppState>,
+    actor: Actor,
+    headers: axum::http::HeaderMap,
+    axum::Form(form): axum::Form<BookFormPost>,
+) -> axum::response::Redirect {
+    let zone = headers
+        .get_all(axum::http::header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == berth_app::api::reservations::ZONE_COOKIE)
+        .map(|(_, value)| value.replace("%2F", "/"));
+    let back = form
+        .return_to
+        .clone()
+        .filter(|path| crate::routes::locale::is_local_path(path) && path.starts_with("/calendar"))
+        .unwrap_or_else(|| "/calendar".into());
+    let separator = if back.contains('?') { '&' } else { '?' };
+    let result = async {
+        let start = booking::local_to_rfc3339(zone.as_deref(), "start", &form.start)?;
+        let end = booking::local_to_rfc3339(zone.as_deref(), "end", &form.end)?;
+        let booking_form = BookingForm {
+            gpu_ids: Some(vec![form.gpu_id]),
+            model: None,
+            count: None,
+            share: form.share.clone().map(booking::ShareInput::Text),
+            start,
+            end,
+        };
+        booking::create(&state, &actor, &booking_form, chrono::Utc::now()).await
+    }
+    .await;
+    let target = match result {
+        Ok(reservation) => format!("{back}{separator}booked={}", reservation.id),
+        Err(error) => {
+            let message: String =
+                url::form_urlencoded::byte_serialize(error.to_string().as_bytes()).collect();
+            format!("{back}{separator}error={message}")
+        }
+    };
+    axum::response::Redirect::to(&target)
+}

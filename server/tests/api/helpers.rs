@@ -133,6 +133,8 @@ pub fn test_settings(db: &TestDatabase) -> RawSettings {
         bind: "127.0.0.1:0".to_owned(),
         database_url: Some(db.url.clone()),
         demo: Some(true),
+        // Tests that count reservations start from none; one test checks the demo bookings.
+        demo_bookings: Some(false),
         log: "warn".to_owned(),
         site_root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/site"),
         ..RawSettings::default()

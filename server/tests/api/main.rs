@@ -1,6 +1,7 @@
 //! HTTP integration tests: each test starts the real application on port 0 against a fresh
 //! database — an SQLite file and a PostgreSQL database — and talks to it like a browser.
 
+mod calendar;
 mod cli;
 mod csrf;
 mod health;

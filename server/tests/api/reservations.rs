@@ -402,6 +402,21 @@ async fn loads(app: &TestApp) -> HashMap<(i64, DateTime<Utc>), u32> {
     load
 }
 
+/// Asserts that no GPU holds more than a whole GPU in any slot.
+pub async fn assert_capacity_kept(app: &TestApp) {
+    let load = loads(app).await;
+    assert!(
+        load.values().all(|quarters| *quarters <= 4),
+        "capacity exceeded: {:?}",
+        load.iter().filter(|(_, q)| **q > 4).collect::<Vec<_>>()
+    );
+}
+
+/// The first active GPU of `model`.
+pub async fn first_gpu(app: &TestApp, model: &str) -> i64 {
+    gpus_of(app, model).await[0]
+}
+
 async fn two_hundred_concurrent_bookings_never_exceed_capacity(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let first = spawn_with(test_settings(&db)).await;

@@ -1,0 +1,157 @@
+//! The calendar and reservations: server functions for the pages (the JSON API under
+//! `/api/v1/reservations` uses the same service layer, `server::booking`).
+
+use crate::domain::calendar::CalendarView;
+use crate::domain::reservation::{Reservation, SlotOffer};
+use crate::error::AppError;
+use leptos::prelude::*;
+
+/// Cookie in which the browser tells the server its IANA time zone.
+pub const ZONE_COOKIE: &str = "berth_tz";
+
+/// The calendar from `start` (a local date, `YYYY-MM-DD`; default today) for a `day` or a `week`,
+/// optionally only one `model` or GPUs with at least `min_memory_gib`; in the time zone the
+/// browser reported (cookie), else UTC.
+#[server(endpoint = "get_calendar")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
+pub async fn get_calendar(
+    start: Option<String>,
+    span: Option<String>,
+    model: Option<String>,
+    min_memory_gib: Option<u32>,
+) -> Result<CalendarView, AppError> {
+    use crate::domain::calendar::Span;
+    use crate::server::{auth::actor::require_actor, booking, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            let start =
+                match start.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+                    Some(raw) => Some(raw.parse::<chrono::NaiveDate>().map_err(|_| {
+                        AppError::Validation {
+                            field: "start".into(),
+                            message: format!("`{raw}` is not a date like 2026-12-01"),
+                        }
+                    })?),
+                    None => None,
+                };
+            let query = booking::CalendarQuery {
+                start,
+                span: Span::parse(span.as_deref()),
+                model: model.filter(|m| !m.trim().is_empty()),
+                min_memory_gib: min_memory_gib.filter(|gib| *gib > 0),
+                zone: request_zone(),
+            };
+            booking::calendar(&state, &actor, &query, chrono::Utc::now()).await
+        }
+        .await,
+    )
+}
+
+/// The time zone in the request's `berth_tz` cookie.
+#[cfg(feature = "ssr")]
+fn request_zone() -> Option<String> {
+    let parts = use_context::<http::request::Parts>()?;
+    parts
+        .headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == ZONE_COOKIE)
+        .map(|(_, value)| value.replace("%2F", "/"))
+}
+
+/// Books `share` (`1`, `0.5`, `0.25`) of GPU `gpu_id` from `start` to `end` (RFC 3339).
+#[server(endpoint = "book_reservation")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
+pub async fn book_reservation(
+    gpu_ids: Vec<i64>,
+    share: String,
+    start: String,
+    end: String,
+) -> Result<Reservation, AppError> {
+    use crate::server::booking::{BookingForm, ShareInput};
+    use crate::server::{auth::actor::require_actor, booking, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            let form = BookingForm {
+                gpu_ids: Some(gpu_ids),
+                model: None,
+                count: None,
+                share: Some(ShareInput::Text(share)),
+                start,
+                end,
+            };
+            booking::create(&state, &actor, &form, chrono::Utc::now()).await
+        }
+        .await,
+    )
+}
+
+/// Cancels one of the caller's reservations (platform admins: anyone's) before it starts.
+#[server(endpoint = "cancel_reservation")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all, fields(reservation.id = id)))]
+pub async fn cancel_reservation(id: i64) -> Result<Reservation, AppError> {
+    use crate::server::{auth::actor::require_actor, booking, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            booking::cancel(&state, &actor, id, chrono::Utc::now()).await
+        }
+        .await,
+    )
+}
+
+/// The caller's reservations, latest first.
+#[server(endpoint = "list_my_reservations")]
+pub async fn list_my_reservations() -> Result<Vec<Reservation>, AppError> {
+    use crate::server::{auth::actor::require_actor, db, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            Ok(
+                db::reservations::list_for_owner(&state.db, actor.user.id, chrono::Utc::now())
+                    .await?,
+            )
+        }
+        .await,
+    )
+}
+
+/// Up to five earliest windows that fit: `model` (or `min_memory_gib`), `count` GPUs on one node,
+/// `share`, `hours` long, from `after` (RFC 3339; default now).
+#[server(endpoint = "find_slots")]
+pub async fn find_slots(
+    model: Option<String>,
+    min_memory_gib: Option<u32>,
+    count: Option<u32>,
+    share: Option<String>,
+    hours: f64,
+    after: Option<String>,
+) -> Result<Vec<SlotOffer>, AppError> {
+    use crate::server::booking::{ShareInput, SlotForm};
+    use crate::server::{auth::actor::require_actor, booking, state};
+    state::with_status(
+        async {
+            require_actor().await?;
+            let state = state::app_state()?;
+            let form = SlotForm {
+                model,
+                min_memory_gib,
+                count,
+                share: share.map(ShareInput::Text),
+                hours,
+                after,
+            };
+            booking::find_slots(&state, &form, chrono::Utc::now()).await
+        }
+        .await,
+    )
+}

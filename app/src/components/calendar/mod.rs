@@ -1,0 +1,97 @@
+//! The calendar's parts: the toolbar (range, view, filters), the grid (one row per GPU, blocks
+//! across time, a now-line, selecting a window by pointer or keyboard) and the booking panel.
+
+mod grid;
+mod panel;
+mod toolbar;
+
+pub use grid::CalendarGrid;
+pub use panel::BookingPanel;
+pub use toolbar::CalendarToolbar;
+
+use crate::domain::calendar::CalendarView;
+use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
+use leptos::prelude::*;
+
+/// A window being selected on one GPU's row: from the cell at `anchor` to the cell at `head`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selection {
+    /// The GPU.
+    pub gpu_id: i64,
+    /// Where the selection started (start of a cell).
+    pub anchor: DateTime<Utc>,
+    /// Where it is now (start of a cell).
+    pub head: DateTime<Utc>,
+    /// Still being dragged or extended with the keyboard.
+    pub selecting: bool,
+}
+
+impl Selection {
+    /// The selected window `[start, end)` for cells of `cell` length.
+    pub fn window(&self, cell: TimeDelta) -> (DateTime<Utc>, DateTime<Utc>) {
+        let start = self.anchor.min(self.head);
+        let end = self.anchor.max(self.head) + cell;
+        (start, end)
+    }
+}
+
+/// The start of the cell that contains `at`, cells counted from the range start.
+pub fn cell_floor(view: &CalendarView, at: DateTime<Utc>) -> DateTime<Utc> {
+    let cell = view.span.cell_minutes() * 60;
+    let offset = (at - view.range.start())
+        .num_seconds()
+        .clamp(0, view.range.length().num_seconds() - 1);
+    view.range.start() + TimeDelta::seconds(offset - offset.rem_euclid(cell))
+}
+
+/// `HH:MM` of an instant in the viewer's zone.
+pub fn local_time(view: &CalendarView, at: DateTime<Utc>) -> String {
+    view.zone.local(at).format("%H:%M").to_string()
+}
+
+/// `YYYY-MM-DD HH:MM` of an instant in the viewer's zone.
+pub fn local_date_time(view: &CalendarView, at: DateTime<Utc>) -> NaiveDateTime {
+    view.zone.local(at)
+}
+
+/// Reports the browser's time zone to the server in the `berth_tz` cookie; the returned signal
+/// changes once after hydration if the server did not know the zone yet, so the calendar reloads
+/// in the right zone.
+pub fn use_browser_zone() -> ReadSignal<bool> {
+    let (known, set_known) = signal(false);
+    Effect::new(move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            use leptos::wasm_bindgen::JsCast;
+            let zone =
+                js_sys::Intl::DateTimeFormat::new(&js_sys::Array::new(), &js_sys::Object::new())
+                    .resolved_options();
+            let name = js_sys::Reflect::get(&zone, &"timeZone".into())
+                .ok()
+                .and_then(|value| value.as_string());
+            let document = web_sys::window()
+                .and_then(|window| window.document())
+                .and_then(|document| document.dyn_into::<web_sys::HtmlDocument>().ok());
+            if let (Some(name), Some(document)) = (name, document) {
+                let cookie = format!(
+                    "{}={}; Path=/; Max-Age=31536000; SameSite=Lax",
+                    crate::api::reservations::ZONE_COOKIE,
+                    name.replace('/', "%2F")
+                );
+                let had = document.cookie().unwrap_or_default();
+                let current = format!(
+                    "{}={}",
+                    crate::api::reservations::ZONE_COOKIE,
+                    name.replace('/', "%2F")
+                );
+                if !had.contains(&current) {
+                    let _ = document.set_cookie(&cookie);
+                    set_known.set(true);
+                }
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = set_known;
+    });
+    known
+}

@@ -1,0 +1,360 @@
+//! The side panel: the selected window with GPU, share and price before booking; the conflict
+//! and its suggestion when a booking loses; and "find a slot". Its booking form posts to
+//! `/calendar/book` without JavaScript and calls the server function with it.
+
+use super::{Selection, local_date_time};
+use crate::api::reservations::{BookReservation, FindSlots};
+use crate::components::error::ErrorPanel;
+use crate::components::format::MoneyText;
+use crate::domain::calendar::CalendarView;
+use crate::domain::money::Money;
+use crate::domain::reservation::SlotOffer;
+use crate::domain::schedule::{Share, Window, price_minor};
+use crate::error::AppError;
+use crate::i18n::*;
+use chrono::{DateTime, TimeDelta, Utc};
+use leptos::prelude::*;
+use leptos_router::hooks::{use_location, use_query_map};
+
+fn share_value(share: Share) -> &'static str {
+    match share {
+        Share::Whole => "1",
+        Share::Half => "0.5",
+        Share::Quarter => "0.25",
+    }
+}
+
+/// The booking panel.
+#[component]
+pub fn BookingPanel(
+    view: StoredValue<CalendarView>,
+    selection: RwSignal<Option<Selection>>,
+    reload: RwSignal<u32>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let book = ServerAction::<BookReservation>::new();
+    let share = RwSignal::new(Share::Whole);
+    let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
+    let location = use_location();
+    let query = use_query_map();
+    let return_to = move || {
+        let search = location.search.get();
+        let search: String = search
+            .trim_start_matches('?')
+            .split('&')
+            .filter(|pair| {
+                !pair.starts_with("booked=") && !pair.starts_with("error=") && !pair.is_empty()
+            })
+            .collect::<Vec<_>>()
+            .join("&");
+        if search.is_empty() {
+            "/calendar".to_owned()
+        } else {
+            format!("/calendar?{search}")
+        }
+    };
+    // After a booking: reload the grid, clear the selection.
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = book.value().get() {
+            selection.set(None);
+            reload.update(|n| *n += 1);
+        }
+    });
+    let gpu_of = move |gpu_id: i64| {
+        view.with_value(|v| {
+            v.nodes.iter().find_map(|node| {
+                node.gpus
+                    .iter()
+                    .find(|g| g.gpu.id == gpu_id)
+                    .map(|g| (node.name.clone(), g.gpu.clone()))
+            })
+        })
+    };
+    let chosen = move || {
+        selection.get().and_then(|s| {
+            let (start, end) = s.window(cell);
+            gpu_of(s.gpu_id).map(|(node, gpu)| (s, node, gpu, start, end))
+        })
+    };
+    let local_input = move |at: DateTime<Utc>| {
+        view.with_value(|v| local_date_time(v, at).format("%Y-%m-%dT%H:%M").to_string())
+    };
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        if let Some((_, _, gpu, start, end)) = chosen() {
+            ev.prevent_default();
+            let share = if gpu.shareable {
+                share.get_untracked()
+            } else {
+                Share::Whole
+            };
+            book.dispatch(BookReservation {
+                gpu_ids: vec![gpu.id],
+                share: share_value(share).to_owned(),
+                start: start.to_rfc3339(),
+                end: end.to_rfc3339(),
+            });
+        }
+    };
+    let currency = StoredValue::new(view.with_value(|v| v.currency.clone()));
+    let summary = move || {
+        chosen().map(|(_, node, gpu, start, end)| {
+            let (from, to) = view.with_value(|v| {
+                (local_date_time(v, start).format("%Y-%m-%d %H:%M").to_string(), local_date_time(v, end).format("%Y-%m-%d %H:%M").to_string())
+            });
+            let hours = (end - start).num_minutes() as f64 / 60.0;
+            let quarters = if gpu.shareable { share.get().quarters() } else { 4 };
+            let price = Window::new(start, end)
+                .map(|w| price_minor(gpu.hourly_price.minor(), quarters, &w))
+                .unwrap_or(0);
+            let currency = currency.get_value();
+            let shareable = gpu.shareable;
+            view! {
+                <dl class="panel-facts">
+                    <dt>{t!(i18n, panel_gpu)}</dt>
+                    <dd>{format!("{node} #{} · {}", gpu.device_index, gpu.model)}</dd>
+                    <dt>{t!(i18n, panel_window)}</dt>
+                    <dd>{format!("{from} – {to}")}</dd>
+                    <dt>{t!(i18n, panel_length)}</dt>
+                    <dd>{t!(i18n, panel_hours, hours = move || hours)}</dd>
+                    <dt>{t!(i18n, panel_share)}</dt>
+                    <dd>
+                        {if shareable {
+                            view! {
+                                <select name="share" aria-label=move || t_string!(i18n, panel_share).to_string()
+                                    on:change=move |ev| share.set(Share::parse(&event_target_value(&ev)).unwrap_or(Share::Whole))>
+                                    <option value="1" selected=move || share.get() == Share::Whole>{t!(i18n, share_whole)}</option>
+                                    <option value="0.5" selected=move || share.get() == Share::Half>{t!(i18n, share_half)}</option>
+                                    <option value="0.25" selected=move || share.get() == Share::Quarter>{t!(i18n, share_quarter)}</option>
+                                </select>
+                            }.into_any()
+                        } else {
+                            view! { <span>{t!(i18n, share_whole)}<input type="hidden" name="share" value="1" /></span> }.into_any()
+                        }}
+                    </dd>
+                    <dt>{t!(i18n, panel_price)}</dt>
+                    <dd class="panel-price"><MoneyText amount=Money::from_minor(price) currency /></dd>
+                </dl>
+            }
+        })
+    };
+    let flash = move || {
+        let q = query.read();
+        if let Some(id) = q.get("booked") {
+            Some(view! { <p class="notice notice-ok" role="status">{t!(i18n, panel_booked_id, id = move || id.clone())}</p> }.into_any())
+        } else {
+            q.get("error").map(|message| {
+                view! { <div class="error-panel" role="alert"><p>{message}</p></div> }.into_any()
+            })
+        }
+    };
+    let outcome = move || {
+        book.value().get().map(|result| match result {
+            Ok(reservation) => {
+                let id = reservation.id;
+                view! { <p class="notice notice-ok" role="status">{t!(i18n, panel_booked_id, id = move || id)}</p> }.into_any()
+            }
+            Err(AppError::Clash(clash)) => view! { <ClashPanel clash=*clash view book /> }.into_any(),
+            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+        })
+    };
+    view! {
+        <aside class="calendar-side">
+            <section class="panel" aria-labelledby="panel-title">
+                <h2 id="panel-title">{t!(i18n, panel_title)}</h2>
+                {flash}
+                <form class="booking-form" method="post" action="/calendar/book" on:submit=on_submit>
+                    <input type="hidden" name="return_to" value=return_to />
+                    {move || match chosen() {
+                        Some((_, _, gpu, start, end)) => view! {
+                            <input type="hidden" name="gpu_id" value=gpu.id />
+                            <input type="hidden" name="start" value=local_input(start) />
+                            <input type="hidden" name="end" value=local_input(end) />
+                            {summary}
+                        }.into_any(),
+                        None => view! { <NoJsFields view /> }.into_any(),
+                    }}
+                    <button type="submit" class="button-primary" disabled=move || book.pending().get()>
+                        {t!(i18n, panel_book)}
+                    </button>
+                </form>
+                {outcome}
+            </section>
+            <FindSlot view book />
+        </aside>
+    }
+}
+
+/// Without a selection (or without JavaScript): choose GPU, times and share by hand.
+#[component]
+fn NoJsFields(view: StoredValue<CalendarView>) -> impl IntoView {
+    let i18n = use_i18n();
+    let (options, suggested) = view.with_value(|v| {
+        let options: Vec<(i64, String)> = v
+            .nodes
+            .iter()
+            .flat_map(|node| {
+                node.gpus
+                    .iter()
+                    .filter(|g| g.gpu.status.is_bookable())
+                    .map(move |g| {
+                        (
+                            g.gpu.id,
+                            format!("{} #{} · {}", node.name, g.gpu.device_index, g.gpu.model),
+                        )
+                    })
+            })
+            .collect();
+        let start = crate::domain::schedule::slot_ceil(v.now.max(v.range.start()));
+        let from = local_date_time(v, start)
+            .format("%Y-%m-%dT%H:%M")
+            .to_string();
+        let to = local_date_time(v, start + TimeDelta::hours(1))
+            .format("%Y-%m-%dT%H:%M")
+            .to_string();
+        (options, (from, to))
+    });
+    view! {
+        <p class="hint">{t!(i18n, panel_hint)}</p>
+        <label class="field">{t!(i18n, panel_gpu)}
+            <select name="gpu_id" required>
+                {options.into_iter().map(|(id, label)| view! { <option value=id>{label}</option> }).collect_view()}
+            </select>
+        </label>
+        <label class="field">{t!(i18n, panel_start)}
+            <input type="datetime-local" name="start" step="900" required value=suggested.0 />
+        </label>
+        <label class="field">{t!(i18n, panel_end)}
+            <input type="datetime-local" name="end" step="900" required value=suggested.1 />
+        </label>
+        <label class="field">{t!(i18n, panel_share)}
+            <select name="share">
+                <option value="1">{t!(i18n, share_whole)}</option>
+                <option value="0.5">{t!(i18n, share_half)}</option>
+                <option value="0.25">{t!(i18n, share_quarter)}</option>
+            </select>
+        </label>
+    }
+}
+
+/// A lost booking: what clashed, and the nearest window that fits, bookable in one click.
+#[component]
+fn ClashPanel(
+    clash: crate::domain::reservation::Clash,
+    view: StoredValue<CalendarView>,
+    book: ServerAction<BookReservation>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let at = view.with_value(|v| {
+        local_date_time(v, clash.at)
+            .format("%Y-%m-%d %H:%M")
+            .to_string()
+    });
+    let what = clash.what.clone();
+    let suggestion = clash
+        .suggestion
+        .map(|offer| view! { <OfferRow offer view book /> });
+    view! {
+        <div class="error-panel clash" role="alert">
+            <h3>{t!(i18n, clash_title)}</h3>
+            <p>{t!(i18n, clash_body, what = move || what.clone(), at = move || at.clone())}</p>
+            {match suggestion {
+                Some(row) => view! { <p>{t!(i18n, clash_suggestion)}</p> <ul class="offers">{row}</ul> }.into_any(),
+                None => view! { <p>{t!(i18n, clash_no_suggestion)}</p> }.into_any(),
+            }}
+        </div>
+    }
+}
+
+/// One offered window with a button that books it.
+#[component]
+fn OfferRow(
+    offer: SlotOffer,
+    view: StoredValue<CalendarView>,
+    book: ServerAction<BookReservation>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let (from, to) = view.with_value(|v| {
+        (
+            local_date_time(v, offer.window.start())
+                .format("%Y-%m-%d %H:%M")
+                .to_string(),
+            local_date_time(v, offer.window.end())
+                .format("%H:%M")
+                .to_string(),
+        )
+    });
+    let currency = view.with_value(|v| v.currency.clone());
+    let label = format!(
+        "{} · {} × {} · {from}–{to}",
+        offer.node_name,
+        offer.gpu_ids.len(),
+        offer.model
+    );
+    let on_click = {
+        let offer = offer.clone();
+        move |_| {
+            book.dispatch(BookReservation {
+                gpu_ids: offer.gpu_ids.clone(),
+                share: share_value(offer.share).to_owned(),
+                start: offer.window.start().to_rfc3339(),
+                end: offer.window.end().to_rfc3339(),
+            });
+        }
+    };
+    view! {
+        <li class="offer">
+            <span class="offer-label">{label}</span>
+            <span class="offer-price"><MoneyText amount=Money::from_minor(offer.price_minor) currency /></span>
+            <button type="button" class="button-primary" on:click=on_click>{t!(i18n, offer_book)}</button>
+        </li>
+    }
+}
+
+/// "Find a slot": the earliest windows that fit a request, across all GPUs.
+#[component]
+fn FindSlot(view: StoredValue<CalendarView>, book: ServerAction<BookReservation>) -> impl IntoView {
+    let i18n = use_i18n();
+    let find = ServerAction::<FindSlots>::new();
+    let models = view.with_value(|v| v.models.clone());
+    let results = move || {
+        find.value().get().map(|result| match result {
+            Ok(offers) if offers.is_empty() => view! { <p class="empty">{t!(i18n, find_none)}</p> }.into_any(),
+            Ok(offers) => view! {
+                <ul class="offers">
+                    {offers.into_iter().map(|offer| view! { <OfferRow offer view book /> }).collect_view()}
+                </ul>
+            }.into_any(),
+            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+        })
+    };
+    view! {
+        <section class="panel find-slot" aria-labelledby="find-title">
+            <h2 id="find-title">{t!(i18n, find_title)}</h2>
+            <p class="hint">{t!(i18n, find_intro)}</p>
+            <ActionForm action=find attr:class="find-form">
+                <label class="field">{t!(i18n, filter_model)}
+                    <select name="model">
+                        {models.into_iter().map(|m| view! { <option value=m.clone()>{m.clone()}</option> }).collect_view()}
+                    </select>
+                </label>
+                <div class="field-row">
+                    <label class="field">{t!(i18n, find_count)}
+                        <input type="number" name="count" min="1" max="64" value="1" />
+                    </label>
+                    <label class="field">{t!(i18n, find_hours)}
+                        <input type="number" name="hours" min="0.25" step="0.25" value="4" />
+                    </label>
+                </div>
+                <label class="field">{t!(i18n, panel_share)}
+                    <select name="share">
+                        <option value="1">{t!(i18n, share_whole)}</option>
+                        <option value="0.5">{t!(i18n, share_half)}</option>
+                        <option value="0.25">{t!(i18n, share_quarter)}</option>
+                    </select>
+                </label>
+                <button type="submit" class="button-primary">{t!(i18n, find_submit)}</button>
+            </ActionForm>
+            {results}
+        </section>
+    }
+}

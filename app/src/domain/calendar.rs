@@ -1,0 +1,297 @@
+//! The availability calendar as a view model: a range of days in the viewer's time zone, the
+//! GPUs grouped by node with their busy blocks, and where on a row each block and instant goes.
+//! Time-zone rules are resolved on the server; the browser gets the offsets that apply in the
+//! range, so it can show and enter local times without a time-zone database.
+
+use crate::domain::inventory::GpuListing;
+use crate::domain::money::Currency;
+use crate::domain::reservation::BusyBlock;
+use crate::domain::schedule::{WHOLE_GPU, Window};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, TimeDelta, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Day or week.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Span {
+    /// One day, in quarter hours.
+    Day,
+    /// Seven days, in hours.
+    #[default]
+    Week,
+}
+
+impl Span {
+    /// Days shown.
+    pub fn days(self) -> i64 {
+        match self {
+            Span::Day => 1,
+            Span::Week => 7,
+        }
+    }
+
+    /// Minutes per selectable cell.
+    pub fn cell_minutes(self) -> i64 {
+        match self {
+            Span::Day => 15,
+            Span::Week => 60,
+        }
+    }
+
+    /// Reads `day` or `week` (default week).
+    pub fn parse(raw: Option<&str>) -> Self {
+        match raw {
+            Some("day") => Span::Day,
+            _ => Span::Week,
+        }
+    }
+
+    /// The URL value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Span::Day => "day",
+            Span::Week => "week",
+        }
+    }
+}
+
+/// From `at` on, local time is UTC + `offset_seconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OffsetChange {
+    /// When this offset starts to apply.
+    pub at: DateTime<Utc>,
+    /// Seconds east of UTC.
+    pub offset_seconds: i32,
+}
+
+/// A time zone as far as one calendar range needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZoneOffsets {
+    /// IANA name (`America/Sao_Paulo`) or `UTC`.
+    pub name: String,
+    /// Offsets by start, the first at or before the range start.
+    pub changes: Vec<OffsetChange>,
+}
+
+impl ZoneOffsets {
+    /// UTC.
+    pub fn utc() -> Self {
+        Self {
+            name: "UTC".into(),
+            changes: vec![OffsetChange {
+                at: DateTime::<Utc>::MIN_UTC,
+                offset_seconds: 0,
+            }],
+        }
+    }
+
+    /// The offset in effect at `at`.
+    pub fn offset_at(&self, at: DateTime<Utc>) -> i32 {
+        self.changes
+            .iter()
+            .take_while(|change| change.at <= at)
+            .last()
+            .or(self.changes.first())
+            .map_or(0, |change| change.offset_seconds)
+    }
+
+    /// Local wall-clock time of `at`.
+    pub fn local(&self, at: DateTime<Utc>) -> NaiveDateTime {
+        at.naive_utc() + TimeDelta::seconds(i64::from(self.offset_at(at)))
+    }
+
+    /// The instant a local wall-clock time stands for (the earlier one when a clock change makes
+    /// it ambiguous; skipped times move forward).
+    pub fn to_utc(&self, local: NaiveDateTime) -> DateTime<Utc> {
+        let mut best: Option<DateTime<Utc>> = None;
+        for change in &self.changes {
+            let candidate =
+                (local - TimeDelta::seconds(i64::from(change.offset_seconds))).and_utc();
+            if self.offset_at(candidate) == change.offset_seconds
+                && best.is_none_or(|b| candidate < b)
+            {
+                best = Some(candidate);
+            }
+        }
+        best.unwrap_or_else(|| {
+            let offset = self.changes.last().map_or(0, |c| c.offset_seconds);
+            (local - TimeDelta::seconds(i64::from(offset))).and_utc()
+        })
+    }
+}
+
+/// One day column.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayColumn {
+    /// The local date.
+    pub date: NaiveDate,
+    /// Local midnight, as an instant.
+    pub start: DateTime<Utc>,
+    /// Next local midnight.
+    pub end: DateTime<Utc>,
+}
+
+/// A busy block with the quarter lane it is drawn in (0 at the top).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlacedBlock {
+    /// The block.
+    pub block: BusyBlock,
+    /// First quarter lane.
+    pub lane: u8,
+}
+
+/// One GPU row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalendarGpu {
+    /// The GPU.
+    pub gpu: GpuListing,
+    /// What occupies it in the range.
+    pub blocks: Vec<PlacedBlock>,
+}
+
+/// A node with its GPU rows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalendarNode {
+    /// Node id.
+    pub id: i64,
+    /// Node name.
+    pub name: String,
+    /// Demo data.
+    pub is_demo: bool,
+    /// Its GPUs (after filters).
+    pub gpus: Vec<CalendarGpu>,
+}
+
+/// Everything the calendar page shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalendarView {
+    /// Day or week.
+    pub span: Span,
+    /// The range shown, local midnight to local midnight.
+    pub range: Window,
+    /// The days.
+    pub days: Vec<DayColumn>,
+    /// The viewer's time zone over the range.
+    pub zone: ZoneOffsets,
+    /// Now.
+    pub now: DateTime<Utc>,
+    /// Rows.
+    pub nodes: Vec<CalendarNode>,
+    /// Every model in the fleet (for the filter).
+    pub models: Vec<String>,
+    /// Prices' currency.
+    pub currency: Currency,
+    /// The local date of the previous and next range, and today.
+    pub previous: NaiveDate,
+    /// Next range.
+    pub next: NaiveDate,
+    /// Today, locally.
+    pub today: NaiveDate,
+}
+
+impl CalendarView {
+    /// Where `at` falls across the range, 0.0 to 1.0 (clamped).
+    pub fn fraction(&self, at: DateTime<Utc>) -> f64 {
+        fraction_of(&self.range, at)
+    }
+}
+
+/// Where `at` falls across `range`, 0.0 to 1.0 (clamped).
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "seconds in a few weeks fit an f64 exactly"
+)]
+pub fn fraction_of(range: &Window, at: DateTime<Utc>) -> f64 {
+    let total = range.length().num_seconds() as f64;
+    let offset = (at - range.start()).num_seconds() as f64;
+    (offset / total).clamp(0.0, 1.0)
+}
+
+/// Assigns each block (sorted by start) the first quarter lanes free during its time, so that
+/// fractional bookings that overlap are drawn one above the other. Blocks that cannot get
+/// contiguous lanes (fragmentation) are drawn from lane 0.
+pub fn assign_lanes(blocks: &[BusyBlock]) -> Vec<u8> {
+    let mut placed: Vec<(DateTime<Utc>, DateTime<Utc>, u8, u8)> = Vec::new();
+    let mut lanes = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        let quarters = block.quarters.min(WHOLE_GPU);
+        let taken = |lane: u8| {
+            placed.iter().any(|(start, end, first, q)| {
+                *start < block.end && block.start < *end && lane >= *first && lane < first + q
+            })
+        };
+        let lane = (0..=WHOLE_GPU - quarters)
+            .find(|first| (*first..first + quarters).all(|lane| !taken(lane)))
+            .unwrap_or(0);
+        placed.push((block.start, block.end, lane, quarters));
+        lanes.push(lane);
+    }
+    lanes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::reservation::BlockKind;
+    use chrono::TimeZone;
+
+    fn at(day: u32, hour: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 10, day, hour, 0, 0).unwrap()
+    }
+
+    fn block(from: DateTime<Utc>, to: DateTime<Utc>, quarters: u8) -> BusyBlock {
+        BusyBlock {
+            start: from,
+            end: to,
+            quarters,
+            kind: BlockKind::Booked,
+            reservation_id: None,
+        }
+    }
+
+    #[test]
+    fn overlapping_shares_get_separate_lanes() {
+        let blocks = [
+            block(at(1, 10), at(1, 12), 2),
+            block(at(1, 11), at(1, 13), 1),
+            block(at(1, 11), at(1, 12), 1),
+            block(at(1, 12), at(1, 14), 2),
+        ];
+        assert_eq!(assign_lanes(&blocks), vec![0, 2, 3, 0]);
+    }
+
+    /// A zone that moves from UTC-3 to UTC-2 on 2026-10-18 03:00 UTC (a DST start).
+    fn zone() -> ZoneOffsets {
+        ZoneOffsets {
+            name: "Test/Zone".into(),
+            changes: vec![
+                OffsetChange {
+                    at: at(1, 0),
+                    offset_seconds: -3 * 3600,
+                },
+                OffsetChange {
+                    at: Utc.with_ymd_and_hms(2026, 10, 18, 3, 0, 0).unwrap(),
+                    offset_seconds: -2 * 3600,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn local_times_follow_the_offset_in_effect() {
+        let zone = zone();
+        let before = Utc.with_ymd_and_hms(2026, 10, 17, 12, 0, 0).unwrap();
+        assert_eq!(zone.local(before).to_string(), "2026-10-17 09:00:00");
+        let after = Utc.with_ymd_and_hms(2026, 10, 18, 12, 0, 0).unwrap();
+        assert_eq!(zone.local(after).to_string(), "2026-10-18 10:00:00");
+        assert_eq!(zone.to_utc(zone.local(before)), before);
+        assert_eq!(zone.to_utc(zone.local(after)), after);
+    }
+
+    #[test]
+    fn fractions_run_across_the_range() {
+        let range = Window::new(at(1, 0), at(2, 0)).unwrap();
+        assert!((fraction_of(&range, at(1, 6)) - 0.25).abs() < 1e-9);
+        assert!((fraction_of(&range, at(3, 0)) - 1.0).abs() < 1e-9);
+    }
+}

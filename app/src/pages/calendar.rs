@@ -1,0 +1,67 @@
+//! `/calendar`: every GPU as a row, grouped by node, with its bookings across a day or a week in
+//! the viewer's time zone. Select a window by dragging (or with the keyboard) and book it from
+//! the side panel; without JavaScript the panel's form does the same.
+
+use crate::api::reservations::get_calendar;
+use crate::components::calendar::{BookingPanel, CalendarGrid, CalendarToolbar, Selection};
+use crate::components::error::ErrorPanel;
+use crate::domain::calendar::Span;
+use crate::i18n::*;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+/// The calendar page. Query: `start=YYYY-MM-DD`, `span=day|week`, `model=`, `min_memory_gib=`.
+#[component]
+pub fn CalendarPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let query = use_query_map();
+    let params = move || {
+        let q = query.read();
+        (
+            q.get("start"),
+            q.get("span"),
+            q.get("model").filter(|m| !m.is_empty()),
+            q.get("min_memory_gib").and_then(|g| g.parse::<u32>().ok()),
+        )
+    };
+    // Bumped after a booking so the grid reloads.
+    let reload = RwSignal::new(0u32);
+    let zone_known = crate::components::calendar::use_browser_zone();
+    let calendar = Resource::new(
+        move || (params(), reload.get(), zone_known.get()),
+        |((start, span, model, min_memory), _, _)| get_calendar(start, span, model, min_memory),
+    );
+    let selection = RwSignal::new(None::<Selection>);
+    view! {
+        <Title text=move || t_string!(i18n, calendar_title).to_string() />
+        <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+            {move || {
+                calendar
+                    .get()
+                    .map(|result| match result {
+                        Ok(view) => {
+                            let view = StoredValue::new(view);
+                            let span = view.with_value(|v| v.span);
+                            view! {
+                                <div class="calendar-page" data-span=span.as_str()>
+                                    <CalendarToolbar view />
+                                    <div class="calendar-layout">
+                                        <CalendarGrid view selection />
+                                        <BookingPanel view selection reload />
+                                    </div>
+                                </div>
+                            }
+                                .into_any()
+                        }
+                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                    })
+            }}
+        </Transition>
+    }
+}
+
+/// `Span` for links.
+pub fn span_value(span: Span) -> &'static str {
+    span.as_str()
+}

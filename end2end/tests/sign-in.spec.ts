@@ -41,7 +41,7 @@ test("a personal API token is shown once, listed and revoked on the profile page
   await expect(secret).toHaveText(/^berth_/);
   const token = (await secret.textContent())!.trim();
   await expect(page.getByRole("status")).toContainText("shown only this once");
-  await expect(page.getByRole("cell", { name: "Nightly report" })).toBeVisible();
+  await expect(page.getByRole("cell", { name: "Nightly report", exact: true })).toBeVisible();
   await snapshot(page, "profile-token-created");
 
   const me = await request.get("/api/v1/me", { headers: { Authorization: `Bearer ${token}` } });
@@ -50,7 +50,7 @@ test("a personal API token is shown once, listed and revoked on the profile page
 
   await page.reload();
   await expect(page.locator("code.token-secret")).toHaveCount(0);
-  await expect(page.getByRole("cell", { name: "Nightly report" })).toBeVisible();
+  await expect(page.getByRole("cell", { name: "Nightly report", exact: true })).toBeVisible();
 
   await page.getByRole("button", { name: "Revoke token Nightly report" }).click();
   await expect(page.getByText("You have no API tokens.")).toBeVisible();

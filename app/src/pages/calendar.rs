@@ -2,7 +2,7 @@
 //! the viewer's time zone. Select a window by dragging (or with the keyboard) and book it from
 //! the side panel; without JavaScript the panel's form does the same.
 
-use crate::api::reservations::get_calendar;
+use crate::api::reservations::{BookReservation, get_calendar};
 use crate::components::calendar::{BookingPanel, CalendarGrid, CalendarToolbar, Selection};
 use crate::components::error::ErrorPanel;
 use crate::domain::calendar::Span;
@@ -33,6 +33,14 @@ pub fn CalendarPage() -> impl IntoView {
         |((start, span, model, min_memory), _, _)| get_calendar(start, span, model, min_memory),
     );
     let selection = RwSignal::new(None::<Selection>);
+    // Lives outside the reloading part, so the outcome stays on screen after the grid reloads.
+    let book = ServerAction::<BookReservation>::new();
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = book.value().get() {
+            selection.set(None);
+            reload.update(|n| *n += 1);
+        }
+    });
     view! {
         <Title text=move || t_string!(i18n, calendar_title).to_string() />
         <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
@@ -48,7 +56,7 @@ pub fn CalendarPage() -> impl IntoView {
                                     <CalendarToolbar view />
                                     <div class="calendar-layout">
                                         <CalendarGrid view selection />
-                                        <BookingPanel view selection reload />
+                                        <BookingPanel view selection book />
                                     </div>
                                 </div>
                             }

@@ -29,10 +29,9 @@ fn share_value(share: Share) -> &'static str {
 pub fn BookingPanel(
     view: StoredValue<CalendarView>,
     selection: RwSignal<Option<Selection>>,
-    reload: RwSignal<u32>,
+    book: ServerAction<BookReservation>,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let book = ServerAction::<BookReservation>::new();
     let share = RwSignal::new(Share::Whole);
     let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
     let location = use_location();
@@ -53,13 +52,6 @@ pub fn BookingPanel(
             format!("/calendar?{search}")
         }
     };
-    // After a booking: reload the grid, clear the selection.
-    Effect::new(move |_| {
-        if let Some(Ok(_)) = book.value().get() {
-            selection.set(None);
-            reload.update(|n| *n += 1);
-        }
-    });
     let gpu_of = move |gpu_id: i64| {
         view.with_value(|v| {
             v.nodes.iter().find_map(|node| {

@@ -4,7 +4,7 @@ use crate::components::layout::{Footer, Header};
 use crate::i18n::*;
 use crate::pages::{
     calendar::CalendarPage, inventory::InventoryPage, not_found::NotFoundPage,
-    profile::ProfilePage, sign_in::SignInPage,
+    profile::ProfilePage, reservations::ReservationsPage, sign_in::SignInPage,
 };
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
@@ -52,6 +52,7 @@ pub fn App() -> impl IntoView {
                         <Route path=StaticSegment("") view=InventoryPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("signin") view=SignInPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("calendar") view=CalendarPage ssr=SsrMode::Async />
+                        <Route path=StaticSegment("reservations") view=ReservationsPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("profile") view=ProfilePage ssr=SsrMode::Async />
                     </Routes>
                 </main>

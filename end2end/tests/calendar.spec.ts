@@ -65,6 +65,15 @@ test("a user books by dragging, another sees it booked, and a clash offers the n
   await snapshot(other, "calendar-clash");
   await clash.getByRole("button", { name: "Book this" }).click();
   await expect(other.getByRole("status")).toContainText("Booked: reservation #");
+
+  // The first user finds the booking under My reservations and cancels it.
+  await page.goto("/reservations");
+  await expect(page.getByRole("heading", { level: 1, name: "My reservations" })).toBeVisible();
+  const row = page.locator("tr[data-status='confirmed']").filter({ hasText: "NVIDIA L40S" }).first();
+  await expect(row).toBeVisible();
+  await snapshot(page, "my-reservations");
+  await row.getByRole("button", { name: /Cancel reservation/ }).click();
+  await expect(page.locator("tr[data-status='cancelled']").first()).toBeVisible();
   await first.close();
   await second.close();
 });

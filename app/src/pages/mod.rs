@@ -4,4 +4,5 @@ pub mod calendar;
 pub mod inventory;
 pub mod not_found;
 pub mod profile;
+pub mod reservations;
 pub mod sign_in;

@@ -1,0 +1,129 @@
+//! `/reservations`: the user's reservations, upcoming and past, with cancel before the start.
+
+use crate::api::reservations::{CancelReservation, list_my_reservations};
+use crate::components::error::ErrorPanel;
+use crate::components::format::MoneyText;
+use crate::domain::money::Currency;
+use crate::domain::reservation::{Reservation, ReservationStatus};
+use crate::domain::schedule::Share;
+use crate::i18n::*;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+/// The "My reservations" page.
+#[component]
+pub fn ReservationsPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let cancel = ServerAction::<CancelReservation>::new();
+    let list = Resource::new(move || cancel.version().get(), |_| list_my_reservations());
+    let currency = Resource::new(|| (), |()| crate::api::inventory::list_gpus());
+    view! {
+        <Title text=move || t_string!(i18n, reservations_title).to_string() />
+        <section class="reservations">
+            <h1>{t!(i18n, reservations_title)}</h1>
+            <p class="lede">{t!(i18n, reservations_intro)}</p>
+            {move || cancel.value().get().and_then(Result::err).map(|error| view! { <ErrorPanel error /> })}
+            <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+                {move || {
+                    let currency = currency.get().and_then(Result::ok).map(|inventory| inventory.currency);
+                    list.get().map(|result| match (result, currency) {
+                        (Ok(all), Some(currency)) => {
+                            let (upcoming, past): (Vec<Reservation>, Vec<Reservation>) = all
+                                .into_iter()
+                                .partition(|r| matches!(r.status, ReservationStatus::Confirmed | ReservationStatus::Active));
+                            let mut upcoming = upcoming;
+                            upcoming.sort_by_key(|r| r.window.start());
+                            view! {
+                                <h2>{t!(i18n, reservations_upcoming)}</h2>
+                                <ReservationTable list=upcoming currency=currency.clone() cancel />
+                                <h2>{t!(i18n, reservations_past)}</h2>
+                                <ReservationTable list=past currency cancel />
+                            }
+                            .into_any()
+                        }
+                        (Err(error), _) => view! { <ErrorPanel error /> }.into_any(),
+                        (Ok(_), None) => view! { <p class="loading">{t!(i18n, loading)}</p> }.into_any(),
+                    })
+                }}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn ReservationTable(
+    list: Vec<Reservation>,
+    currency: Currency,
+    cancel: ServerAction<CancelReservation>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    if list.is_empty() {
+        return view! { <p class="empty">{t!(i18n, reservations_none)}</p> }.into_any();
+    }
+    view! {
+        <div class="table-scroll">
+            <table class="reservation-table">
+                <thead>
+                    <tr>
+                        <th scope="col">"#"</th>
+                        <th scope="col">{t!(i18n, panel_gpu)}</th>
+                        <th scope="col">{t!(i18n, panel_window)}</th>
+                        <th scope="col">{t!(i18n, panel_share)}</th>
+                        <th scope="col">{t!(i18n, col_status)}</th>
+                        <th scope="col" class="num">{t!(i18n, panel_price)}</th>
+                        <th scope="col"><span class="visually-hidden">{t!(i18n, reservations_cancel)}</span></th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {list
+                        .into_iter()
+                        .map(|r| {
+                            let status = r.status;
+                            let status_text = move || match status {
+                                ReservationStatus::Confirmed => t_string!(i18n, reservation_confirmed),
+                                ReservationStatus::Active => t_string!(i18n, reservation_active),
+                                ReservationStatus::Completed => t_string!(i18n, reservation_completed),
+                                ReservationStatus::Cancelled => t_string!(i18n, reservation_cancelled),
+                            };
+                            let share = move || match r.share {
+                                Share::Whole => t_string!(i18n, share_whole),
+                                Share::Half => t_string!(i18n, share_half),
+                                Share::Quarter => t_string!(i18n, share_quarter),
+                            };
+                            let when = format!(
+                                "{} – {} UTC",
+                                r.window.start().format("%Y-%m-%d %H:%M"),
+                                r.window.end().format("%Y-%m-%d %H:%M")
+                            );
+                            let id = r.id;
+                            view! {
+                                <tr data-status=format!("{status:?}").to_lowercase()>
+                                    <td>{id}</td>
+                                    <td>{format!("{} · {} × {}", r.node_name, r.gpu_ids.len(), r.model)}</td>
+                                    <td>
+                                        <time datetime=r.window.start().to_rfc3339()>{when}</time>
+                                    </td>
+                                    <td>{share}</td>
+                                    <td>{status_text}</td>
+                                    <td class="num"><MoneyText amount=crate::domain::money::Money::from_minor(r.price_minor) currency=currency.clone() /></td>
+                                    <td>
+                                        {(status == ReservationStatus::Confirmed).then(|| view! {
+                                            <ActionForm action=cancel>
+                                                <input type="hidden" name="id" value=id />
+                                                <button type="submit" class="button-secondary"
+                                                    aria-label=move || t_string!(i18n, reservations_cancel_label, id = id).to_string()>
+                                                    {t!(i18n, reservations_cancel)}
+                                                </button>
+                                            </ActionForm>
+                                        })}
+                                    </td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}

@@ -295,9 +295,27 @@ pub async fn availability(
         .filter(|gpu| model.is_none_or(|m| gpu.model == m))
         .map(|gpu| gpu.id)
         .collect();
+    let mut busy = busy_blocks(state, actor, &range, &gpus, now).await?;
+    Ok(gpus
+        .into_iter()
+        .map(|gpu_id| GpuAvailability {
+            gpu_id,
+            busy: busy.remove(&gpu_id).unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// What occupies each of `gpus` during `range`, by start, as the viewer may see it.
+async fn busy_blocks(
+    state: &AppState,
+    actor: &Actor,
+    range: &Window,
+    gpus: &[i64],
+    now: DateTime<Utc>,
+) -> Result<std::collections::HashMap<i64, Vec<BusyBlock>>, AppError> {
     let mut busy: std::collections::HashMap<i64, Vec<BusyBlock>> =
         gpus.iter().map(|id| (*id, Vec::new())).collect();
-    for reservation in db::reservations::list_overlapping(&state.db, &range, now).await? {
+    for reservation in db::reservations::list_overlapping(&state.db, range, now).await? {
         let mine = reservation.owner_id == actor.user.id;
         for gpu_id in &reservation.gpu_ids {
             if let Some(blocks) = busy.get_mut(gpu_id) {
@@ -315,7 +333,7 @@ pub async fn availability(
             }
         }
     }
-    for (gpu_id, window, _) in db::reservations::maintenance_overlapping(&state.db, &range).await? {
+    for (gpu_id, window, _) in db::reservations::maintenance_overlapping(&state.db, range).await? {
         if let Some(blocks) = busy.get_mut(&gpu_id) {
             blocks.push(BusyBlock {
                 start: window.start(),
@@ -326,17 +344,10 @@ pub async fn availability(
             });
         }
     }
-    Ok(gpus
-        .into_iter()
-        .map(|gpu_id| {
-            let mut blocks = busy.remove(&gpu_id).unwrap_or_default();
-            blocks.sort_by_key(|b| (b.start, b.end));
-            GpuAvailability {
-                gpu_id,
-                busy: blocks,
-            }
-        })
-        .collect())
+    for blocks in busy.values_mut() {
+        blocks.sort_by_key(|b| (b.start, b.end));
+    }
+    Ok(busy)
 }
 
 /// What the calendar page asks for.
@@ -434,12 +445,20 @@ pub async fn calendar(
         })
         .collect();
     let range = Window::new(days[0].start, days[days.len() - 1].end).map_err(window_error)?;
-    let availability = availability(state, actor, range.start(), range.end(), None, now).await?;
-    let mut busy: std::collections::HashMap<i64, Vec<BusyBlock>> = availability
-        .into_iter()
-        .map(|gpu| (gpu.gpu_id, gpu.busy))
-        .collect();
     let inventory = db::inventory::list_nodes_with_gpus(&state.db).await?;
+    let shown = |gpu: &crate::domain::inventory::GpuListing| {
+        query.model.as_deref().is_none_or(|m| gpu.model == m)
+            && query
+                .min_memory_gib
+                .is_none_or(|gib| gpu.memory.mib() >= u64::from(gib) * 1024)
+    };
+    let shown_ids: Vec<i64> = inventory
+        .iter()
+        .flat_map(|node| node.gpus.iter())
+        .filter(|gpu| shown(gpu))
+        .map(|gpu| gpu.id)
+        .collect();
+    let mut busy = busy_blocks(state, actor, &range, &shown_ids, now).await?;
     let mut models: Vec<String> = inventory
         .iter()
         .flat_map(|node| node.gpus.iter().map(|gpu| gpu.model.clone()))
@@ -455,12 +474,7 @@ pub async fn calendar(
             gpus: node
                 .gpus
                 .into_iter()
-                .filter(|gpu| query.model.as_deref().is_none_or(|m| gpu.model == m))
-                .filter(|gpu| {
-                    query
-                        .min_memory_gib
-                        .is_none_or(|gib| gpu.memory.mib() >= u64::from(gib) * 1024)
-                })
+                .filter(|gpu| shown(gpu))
                 .map(|gpu| {
                     let blocks = busy.remove(&gpu.id).unwrap_or_default();
                     let lanes = assign_lanes(&blocks);

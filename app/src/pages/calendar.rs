@@ -5,7 +5,6 @@
 use crate::api::reservations::{BookReservation, get_calendar};
 use crate::components::calendar::{BookingPanel, CalendarGrid, CalendarToolbar, Selection};
 use crate::components::error::ErrorPanel;
-use crate::domain::calendar::Span;
 use crate::i18n::*;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -67,9 +66,4 @@ pub fn CalendarPage() -> impl IntoView {
             }}
         </Transition>
     }
-}
-
-/// `Span` for links.
-pub fn span_value(span: Span) -> &'static str {
-    span.as_str()
 }

@@ -5,14 +5,8 @@ use crate::domain::calendar::{CalendarView, Span};
 use crate::i18n::*;
 use leptos::prelude::*;
 
-fn link(
-    view: &CalendarView,
-    start: chrono::NaiveDate,
-    span: Span,
-    model: &str,
-    memory: &str,
-) -> String {
-    let _ = view;
+/// The calendar URL for a range, keeping the filters.
+fn link(start: chrono::NaiveDate, span: Span, model: &str, memory: &str) -> String {
     let mut url = format!("/calendar?start={start}&span={}", span.as_str());
     if !model.is_empty() {
         url.push_str("&model=");
@@ -43,9 +37,7 @@ pub fn CalendarToolbar(view: StoredValue<CalendarView>) -> impl IntoView {
             v.zone.name.clone(),
         )
     });
-    let href = move |start: chrono::NaiveDate, span: Span| {
-        view.with_value(|v| link(v, start, span, &model(), &memory()))
-    };
+    let href = move |start: chrono::NaiveDate, span: Span| link(start, span, &model(), &memory());
     let memory_options = [16u32, 24, 40, 48, 80];
     view! {
         <div class="calendar-toolbar">

@@ -2,7 +2,7 @@
 //! `/api/v1/reservations` uses the same service layer, `server::booking`).
 
 use crate::domain::calendar::CalendarView;
-use crate::domain::reservation::{Reservation, SlotOffer};
+use crate::domain::reservation::{MyReservations, Reservation, SlotOffer};
 use crate::error::AppError;
 use leptos::prelude::*;
 
@@ -108,18 +108,23 @@ pub async fn cancel_reservation(id: i64) -> Result<Reservation, AppError> {
     )
 }
 
-/// The caller's reservations, latest first.
+/// The caller's reservations, latest first, with their time zone (cookie) and currency.
 #[server(endpoint = "list_my_reservations")]
-pub async fn list_my_reservations() -> Result<Vec<Reservation>, AppError> {
-    use crate::server::{auth::actor::require_actor, db, state};
+pub async fn list_my_reservations() -> Result<MyReservations, AppError> {
+    use crate::server::{auth::actor::require_actor, booking, db, state};
     state::with_status(
         async {
             let actor = require_actor().await?;
             let state = state::app_state()?;
-            Ok(
-                db::reservations::list_for_owner(&state.db, actor.user.id, chrono::Utc::now())
-                    .await?,
-            )
+            let now = chrono::Utc::now();
+            let list = db::reservations::list_for_owner(&state.db, actor.user.id, now).await?;
+            let from = list.iter().map(|r| r.window.start()).min().unwrap_or(now);
+            let to = list.iter().map(|r| r.window.end()).max().unwrap_or(now);
+            Ok(MyReservations {
+                zone: booking::zone_named(request_zone().as_deref(), from, to),
+                currency: state.portal.currency.clone(),
+                list,
+            })
         }
         .await,
     )

@@ -141,6 +141,17 @@ impl std::fmt::Display for Clash {
     }
 }
 
+/// The viewer's reservations with what is needed to show them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MyReservations {
+    /// Latest start first.
+    pub list: Vec<Reservation>,
+    /// The viewer's time zone over the reservations' times.
+    pub zone: crate::domain::calendar::ZoneOffsets,
+    /// The currency prices are in.
+    pub currency: crate::domain::money::Currency,
+}
+
 /// What a block of time on the calendar is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -3,8 +3,9 @@
 use crate::api::reservations::{CancelReservation, list_my_reservations};
 use crate::components::error::ErrorPanel;
 use crate::components::format::MoneyText;
+use crate::domain::calendar::ZoneOffsets;
 use crate::domain::money::Currency;
-use crate::domain::reservation::{Reservation, ReservationStatus};
+use crate::domain::reservation::{MyReservations, Reservation, ReservationStatus};
 use crate::domain::schedule::Share;
 use crate::i18n::*;
 use leptos::prelude::*;
@@ -15,19 +16,27 @@ use leptos_meta::Title;
 pub fn ReservationsPage() -> impl IntoView {
     let i18n = use_i18n();
     let cancel = ServerAction::<CancelReservation>::new();
-    let list = Resource::new(move || cancel.version().get(), |_| list_my_reservations());
-    let currency = Resource::new(|| (), |()| crate::api::inventory::list_gpus());
+    let zone_known = crate::components::calendar::use_browser_zone();
+    let list = Resource::new(
+        move || (cancel.version().get(), zone_known.get()),
+        |_| list_my_reservations(),
+    );
     view! {
         <Title text=move || t_string!(i18n, reservations_title).to_string() />
         <section class="reservations">
             <h1>{t!(i18n, reservations_title)}</h1>
             <p class="lede">{t!(i18n, reservations_intro)}</p>
+            {move || list.get().and_then(Result::ok).map(|mine| {
+                let zone = mine.zone.name;
+                view! { <p class="hint">{t!(i18n, reservations_zone, zone = move || zone.clone())}</p> }
+            })}
             {move || cancel.value().get().and_then(Result::err).map(|error| view! { <ErrorPanel error /> })}
             <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
                 {move || {
-                    let currency = currency.get().and_then(Result::ok).map(|inventory| inventory.currency);
-                    list.get().map(|result| match (result, currency) {
-                        (Ok(all), Some(currency)) => {
+                    list.get().map(|result| match result {
+                        Ok(mine) => {
+                            let MyReservations { list: all, zone, currency } = mine;
+                            let zone = StoredValue::new(zone);
                             let (upcoming, past): (Vec<Reservation>, Vec<Reservation>) = all
                                 .into_iter()
                                 .partition(|r| matches!(r.status, ReservationStatus::Confirmed | ReservationStatus::Active));
@@ -35,14 +44,13 @@ pub fn ReservationsPage() -> impl IntoView {
                             upcoming.sort_by_key(|r| r.window.start());
                             view! {
                                 <h2>{t!(i18n, reservations_upcoming)}</h2>
-                                <ReservationTable list=upcoming currency=currency.clone() cancel />
+                                <ReservationTable list=upcoming currency=currency.clone() zone cancel />
                                 <h2>{t!(i18n, reservations_past)}</h2>
-                                <ReservationTable list=past currency cancel />
+                                <ReservationTable list=past currency zone cancel />
                             }
                             .into_any()
                         }
-                        (Err(error), _) => view! { <ErrorPanel error /> }.into_any(),
-                        (Ok(_), None) => view! { <p class="loading">{t!(i18n, loading)}</p> }.into_any(),
+                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
                     })
                 }}
             </Transition>
@@ -54,6 +62,7 @@ pub fn ReservationsPage() -> impl IntoView {
 fn ReservationTable(
     list: Vec<Reservation>,
     currency: Currency,
+    zone: StoredValue<ZoneOffsets>,
     cancel: ServerAction<CancelReservation>,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -90,11 +99,13 @@ fn ReservationTable(
                                 Share::Half => t_string!(i18n, share_half),
                                 Share::Quarter => t_string!(i18n, share_quarter),
                             };
-                            let when = format!(
-                                "{} – {} UTC",
-                                r.window.start().format("%Y-%m-%d %H:%M"),
-                                r.window.end().format("%Y-%m-%d %H:%M")
-                            );
+                            let when = zone.with_value(|zone| {
+                                format!(
+                                    "{} – {}",
+                                    zone.local(r.window.start()).format("%Y-%m-%d %H:%M"),
+                                    zone.local(r.window.end()).format("%Y-%m-%d %H:%M")
+                                )
+                            });
                             let id = r.id;
                             view! {
                                 <tr data-status=format!("{status:?}").to_lowercase()>

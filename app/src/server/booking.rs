@@ -365,6 +365,16 @@ pub struct CalendarQuery {
     pub zone: Option<String>,
 }
 
+/// The offsets of the zone named `name` (IANA; UTC when unknown) over `[from, to]`.
+pub fn zone_named(
+    name: Option<&str>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> crate::domain::calendar::ZoneOffsets {
+    let zone: chrono_tz::Tz = name.and_then(|n| n.parse().ok()).unwrap_or(chrono_tz::UTC);
+    zone_offsets(zone, from, to)
+}
+
 /// The offsets of `zone` over `[from, to]`.
 fn zone_offsets(
     zone: chrono_tz::Tz,

@@ -26,16 +26,13 @@ pub fn ReservationsPage() -> impl IntoView {
         <section class="reservations">
             <h1>{t!(i18n, reservations_title)}</h1>
             <p class="lede">{t!(i18n, reservations_intro)}</p>
-            {move || list.get().and_then(Result::ok).map(|mine| {
-                let zone = mine.zone.name;
-                view! { <p class="hint">{t!(i18n, reservations_zone, zone = move || zone.clone())}</p> }
-            })}
             {move || cancel.value().get().and_then(Result::err).map(|error| view! { <ErrorPanel error /> })}
             <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
                 {move || {
                     list.get().map(|result| match result {
                         Ok(mine) => {
                             let MyReservations { list: all, zone, currency } = mine;
+                            let zone_name = zone.name.clone();
                             let zone = StoredValue::new(zone);
                             let (upcoming, past): (Vec<Reservation>, Vec<Reservation>) = all
                                 .into_iter()
@@ -43,6 +40,7 @@ pub fn ReservationsPage() -> impl IntoView {
                             let mut upcoming = upcoming;
                             upcoming.sort_by_key(|r| r.window.start());
                             view! {
+                                <p class="hint">{t!(i18n, reservations_zone, zone = move || zone_name.clone())}</p>
                                 <h2>{t!(i18n, reservations_upcoming)}</h2>
                                 <ReservationTable list=upcoming currency=currency.clone() zone cancel />
                                 <h2>{t!(i18n, reservations_past)}</h2>

@@ -207,8 +207,16 @@ impl TestApp {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
-        if let Some(server) = self.server.take() {
-            server.await.expect("server task");
+        if let Some(mut server) = self.server.take() {
+            // Graceful shutdown waits for open connections; once (under heavy load, not
+            // reproduced since) a test hung here. Give it a bound and say so instead of hanging.
+            match tokio::time::timeout(std::time::Duration::from_secs(20), &mut server).await {
+                Ok(joined) => joined.expect("server task"),
+                Err(_) => {
+                    eprintln!("warning: the test server did not stop within 20 s; aborting it");
+                    server.abort();
+                }
+            }
         }
     }
 }

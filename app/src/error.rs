@@ -60,14 +60,7 @@ impl AppError {
     /// nothing more.
     #[cfg(feature = "ssr")]
     pub fn internal(cause: impl std::error::Error) -> Self {
-        let mut chain = cause.to_string();
-        let mut source = cause.source();
-        while let Some(next) = source {
-            chain.push_str(": ");
-            chain.push_str(&next.to_string());
-            source = next.source();
-        }
-        tracing::error!(error.chain = %chain, "internal error");
+        tracing::error!(error.chain = %error_chain(&cause), "internal error");
         AppError::Internal
     }
 
@@ -84,6 +77,19 @@ impl AppError {
             AppError::Internal | AppError::Transport(_) => 500,
         }
     }
+}
+
+/// `error: source: source …` in one line, for logs.
+#[cfg(feature = "ssr")]
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut chain = err.to_string();
+    let mut source = err.source();
+    while let Some(next) = source {
+        chain.push_str(": ");
+        chain.push_str(&next.to_string());
+        source = next.source();
+    }
+    chain
 }
 
 #[cfg(feature = "ssr")]

@@ -53,15 +53,7 @@ pub async fn get_calendar(
 #[cfg(feature = "ssr")]
 fn request_zone() -> Option<String> {
     let parts = use_context::<http::request::Parts>()?;
-    parts
-        .headers
-        .get_all(http::header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == ZONE_COOKIE)
-        .map(|(_, value)| value.replace("%2F", "/"))
+    crate::server::booking::zone_from_headers(&parts.headers)
 }
 
 /// Books `share` (`1`, `0.5`, `0.25`) of GPU `gpu_id` from `start` to `end` (RFC 3339).

@@ -532,3 +532,15 @@ pub fn local_to_rfc3339(zone: Option<&str>, field: &str, raw: &str) -> Result<St
     })?;
     Ok(at.with_timezone(&Utc).to_rfc3339())
 }
+
+/// The viewer's IANA time zone from the `berth_tz` cookie the browser sets, if any.
+pub fn zone_from_headers(headers: &http::HeaderMap) -> Option<String> {
+    headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(tower_sessions::cookie::Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|cookie| cookie.name() == crate::api::reservations::ZONE_COOKIE)
+        .map(|cookie| cookie.value().replace("%2F", "/"))
+}

@@ -173,14 +173,7 @@ pub async fn book_form(
     headers: axum::http::HeaderMap,
     axum::Form(form): axum::Form<BookFormPost>,
 ) -> axum::response::Redirect {
-    let zone = headers
-        .get_all(axum::http::header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == berth_app::api::reservations::ZONE_COOKIE)
-        .map(|(_, value)| value.replace("%2F", "/"));
+    let zone = booking::zone_from_headers(&headers);
     let back = form
         .return_to
         .clone()

@@ -9,6 +9,7 @@
 
 use crate::domain::sign_in::{ProviderButton, SignInFailure};
 use crate::domain::user::{Email, UserName};
+use crate::error::error_chain;
 use crate::server::db::users::ExternalIdentity;
 use chrono::{DateTime, Utc};
 use openidconnect::core::{
@@ -433,17 +434,6 @@ fn same_secret(a: &str, b: &str) -> bool {
             .zip(b.bytes())
             .fold(0u8, |acc, (x, y)| acc | (x ^ y))
             == 0
-}
-
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut chain = err.to_string();
-    let mut source = err.source();
-    while let Some(next) = source {
-        chain.push_str(": ");
-        chain.push_str(&next.to_string());
-        source = next.source();
-    }
-    chain
 }
 
 #[cfg(test)]

@@ -262,10 +262,24 @@ pub async fn open_and_migrate(
     Ok((db, applied))
 }
 
+/// The page routes, worked out once per process.
+///
+/// Generating the list renders the app with resource loading suppressed through a flag that is
+/// global to the process (leptos_server's `SuppressResourceLoad`): a page whose resource first
+/// polls while another application in the same process generates its list waits forever
+/// (leptos-rs/leptos#4773). One portal per process never meets this, but the test suite starts
+/// many in one process, and it hung about once in eight runs. The routes never change, so they
+/// are generated once, before any application serves.
+fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
+    static ROUTES: std::sync::LazyLock<Vec<leptos_axum::AxumRouteListing>> =
+        std::sync::LazyLock::new(|| generate_route_list(App));
+    ROUTES.clone()
+}
+
 /// The whole HTTP surface: ops endpoints, the language form, the JSON API, server functions, pages
 /// and static files, with cross-site protection, compression and request logging.
 pub fn router(state: AppState, sessions: SessionSettings, limiter: SignInLimiter) -> Router {
-    let routes = generate_route_list(App);
+    let routes = route_list();
     let shell_options = state.leptos_options.clone();
     let session_layer = SessionManagerLayer::new(DbSessionStore::new(state.db.clone()))
         .with_name(SESSION_COOKIE)

@@ -263,7 +263,7 @@ impl Served {
 #[tokio::test]
 async fn serve_logs_each_request_stops_on_sigterm_and_keeps_its_data() {
     let dir = tempfile::tempdir().unwrap();
-    let client = reqwest::Client::builder()
+    let client = crate::helpers::client_builder()
         .cookie_store(true)
         .build()
         .unwrap();
@@ -381,7 +381,7 @@ async fn users_and_tokens_made_on_the_command_line_work_against_the_api() {
 
     let mut served = Served::start(dir.path());
     let url = served.base_url();
-    let client = reqwest::Client::new();
+    let client = crate::helpers::client();
     let me = client
         .get(format!("{url}/api/v1/me"))
         .bearer_auth(&token)

@@ -221,6 +221,20 @@ impl TestApp {
     }
 }
 
+/// How long a test waits for any one HTTP exchange. A page that never finishes is a bug to report
+/// as a failure with the URL, not a test run that hangs until CI gives up.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A client builder with the tests' request timeout.
+pub fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder().timeout(REQUEST_TIMEOUT)
+}
+
+/// A plain client (follows redirects, keeps no cookies) with the tests' request timeout.
+pub fn client() -> reqwest::Client {
+    client_builder().build().expect("HTTP client")
+}
+
 /// Starts the application with `settings`.
 pub async fn spawn_with(settings: RawSettings) -> TestApp {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -249,7 +263,7 @@ pub async fn spawn_with_listener(
         .await
         .expect("server runs");
     });
-    let client = reqwest::Client::builder()
+    let client = client_builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()

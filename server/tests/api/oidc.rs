@@ -39,7 +39,7 @@ async fn spawn_with_provider(
 
 /// A browser: keeps cookies, does not follow redirects (each hop is checked).
 fn browser() -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::helpers::client_builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -193,7 +193,7 @@ async fn oidc_sign_in_creates_a_user_bound_to_the_subject(backend: Backend) {
     assert_eq!(identities[0].subject, "subject-ana-1");
 
     // The old session id is worthless.
-    let stale = reqwest::Client::new()
+    let stale = crate::helpers::client()
         .get(app.url("/api/v1/me"))
         .header("cookie", id(&before))
         .send()

@@ -14,7 +14,7 @@ async fn post_form(app: &TestApp, path: &str, body: &str) -> reqwest::Response {
 }
 
 async fn bearer_me(app: &TestApp, token: &str) -> u16 {
-    reqwest::Client::new()
+    crate::helpers::client()
         .get(app.url("/api/v1/me"))
         .bearer_auth(token)
         .send()

@@ -62,7 +62,7 @@ async fn gpus_of(app: &TestApp, model: &str) -> Vec<i64> {
 }
 
 async fn post(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
+    let response = crate::helpers::client()
         .post(app.url("/api/v1/reservations"))
         .bearer_auth(token)
         .json(&body)
@@ -74,7 +74,7 @@ async fn post(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
 }
 
 async fn get(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
-    let response = reqwest::Client::new()
+    let response = crate::helpers::client()
         .get(app.url(path))
         .bearer_auth(token)
         .send()
@@ -252,7 +252,7 @@ async fn bad_input_gets_422_with_the_field_and_writes_nothing(backend: Backend) 
         assert_eq!(answer["field"], field, "{body} → {answer}");
         assert!(!answer["message"].as_str().unwrap_or("").is_empty());
     }
-    let raw = reqwest::Client::new()
+    let raw = crate::helpers::client()
         .post(app.url("/api/v1/reservations"))
         .bearer_auth(&ana)
         .header("content-type", "application/json")
@@ -263,7 +263,7 @@ async fn bad_input_gets_422_with_the_field_and_writes_nothing(backend: Backend) 
     assert_eq!(raw.status().as_u16(), 422);
     assert_eq!(reservation_count(&app).await, 0, "nothing was written");
 
-    let anonymous = reqwest::Client::new()
+    let anonymous = crate::helpers::client()
         .post(app.url("/api/v1/reservations"))
         .json(&json!({"gpu_ids": [gpu], "start": tomorrow(10, 0).to_rfc3339(), "end": tomorrow(11, 0).to_rfc3339()}))
         .send()
@@ -287,7 +287,7 @@ async fn only_the_owner_or_an_admin_cancels_and_the_slot_frees_up(backend: Backe
     let body = json!({"gpu_ids": [gpu], "start": tomorrow(14, 0).to_rfc3339(), "end": tomorrow(16, 0).to_rfc3339()});
     let (_, booked) = post(&app, &ana, body.clone()).await;
     let id = booked["id"].as_i64().unwrap();
-    let client = reqwest::Client::new();
+    let client = crate::helpers::client();
     let delete = |token: &str| {
         client
             .delete(app.url(&format!("/api/v1/reservations/{id}")))
@@ -449,7 +449,7 @@ async fn two_hundred_concurrent_bookings_never_exceed_capacity(backend: Backend)
         let token = tokens[i % 3].clone();
         let url = app.url("/api/v1/reservations");
         requests.push(tokio::spawn(async move {
-            let response = reqwest::Client::new()
+            let response = crate::helpers::client()
                 .post(url)
                 .bearer_auth(token)
                 .json(&body)

@@ -5,7 +5,7 @@ use berth_server::configuration::RawSettings;
 
 /// A client that keeps no cookies, so each test decides which cookie it sends.
 fn bare_client() -> reqwest::Client {
-    reqwest::Client::builder()
+    crate::helpers::client_builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap()

@@ -275,7 +275,6 @@ pub async fn availability(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     model: Option<&str>,
-    now: DateTime<Utc>,
 ) -> Result<Vec<GpuAvailability>, AppError> {
     if to <= from {
         return Err(invalid("to", "`to` must be after `from`"));
@@ -295,7 +294,7 @@ pub async fn availability(
         .filter(|gpu| model.is_none_or(|m| gpu.model == m))
         .map(|gpu| gpu.id)
         .collect();
-    let mut busy = busy_blocks(state, actor, &range, &gpus, now).await?;
+    let mut busy = busy_blocks(state, actor, &range, &gpus).await?;
     Ok(gpus
         .into_iter()
         .map(|gpu_id| GpuAvailability {
@@ -311,26 +310,23 @@ async fn busy_blocks(
     actor: &Actor,
     range: &Window,
     gpus: &[i64],
-    now: DateTime<Utc>,
 ) -> Result<std::collections::HashMap<i64, Vec<BusyBlock>>, AppError> {
     let mut busy: std::collections::HashMap<i64, Vec<BusyBlock>> =
         gpus.iter().map(|id| (*id, Vec::new())).collect();
-    for reservation in db::reservations::list_overlapping(&state.db, range, now).await? {
-        let mine = reservation.owner_id == actor.user.id;
-        for gpu_id in &reservation.gpu_ids {
-            if let Some(blocks) = busy.get_mut(gpu_id) {
-                blocks.push(BusyBlock {
-                    start: reservation.window.start(),
-                    end: reservation.window.end(),
-                    quarters: reservation.share.quarters(),
-                    kind: if mine {
-                        BlockKind::Mine
-                    } else {
-                        BlockKind::Booked
-                    },
-                    reservation_id: mine.then_some(reservation.id),
-                });
-            }
+    for hold in db::reservations::holds_on(&state.db, gpus, range).await? {
+        let mine = hold.owner_id == actor.user.id;
+        if let Some(blocks) = busy.get_mut(&hold.gpu_id) {
+            blocks.push(BusyBlock {
+                start: hold.window.start(),
+                end: hold.window.end(),
+                quarters: hold.quarters,
+                kind: if mine {
+                    BlockKind::Mine
+                } else {
+                    BlockKind::Booked
+                },
+                reservation_id: mine.then_some(hold.reservation_id),
+            });
         }
     }
     for (gpu_id, window, _) in db::reservations::maintenance_overlapping(&state.db, range).await? {
@@ -468,7 +464,7 @@ pub async fn calendar(
         .filter(|gpu| shown(gpu))
         .map(|gpu| gpu.id)
         .collect();
-    let mut busy = busy_blocks(state, actor, &range, &shown_ids, now).await?;
+    let mut busy = busy_blocks(state, actor, &range, &shown_ids).await?;
     let mut models: Vec<String> = inventory
         .iter()
         .flat_map(|node| node.gpus.iter().map(|gpu| gpu.model.clone()))

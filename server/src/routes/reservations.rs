@@ -86,9 +86,8 @@ pub async fn availability(
     let Query(query) = query.map_err(query_error)?;
     let from = booking::parse_time("from", &query.from)?;
     let to = booking::parse_time("to", &query.to)?;
-    let now = chrono::Utc::now();
     Ok(Json(
-        booking::availability(&state, &actor, from, to, query.model.as_deref(), now).await?,
+        booking::availability(&state, &actor, from, to, query.model.as_deref()).await?,
     ))
 }
 

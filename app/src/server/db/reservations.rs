@@ -101,14 +101,29 @@ async fn lock_gpus(txn: &DatabaseTransaction, ids: &[i64]) -> Result<(), DbErr> 
     Ok(())
 }
 
-/// What occupies each of `gpu_ids` during `range`: confirmed reservations (with their share) and
-/// maintenance windows (a whole GPU).
-pub async fn occupancies(
+/// A confirmed reservation's hold on one GPU.
+#[derive(Debug, Clone)]
+pub struct Hold {
+    /// The GPU.
+    pub gpu_id: i64,
+    /// The reservation.
+    pub reservation_id: i64,
+    /// Who booked it.
+    pub owner_id: i64,
+    /// When.
+    pub window: Window,
+    /// Share of the GPU in quarters.
+    pub quarters: u8,
+}
+
+/// Confirmed reservations holding any of `gpu_ids` during `range`, per GPU. The query starts from
+/// the GPUs (`reservation_gpus` by GPU), so its cost follows the GPUs asked for, not the fleet.
+pub async fn holds_on(
     db: &impl ConnectionTrait,
     gpu_ids: &[i64],
     range: &Window,
-) -> Result<HashMap<i64, Vec<Occupancy>>, DbErr> {
-    let mut busy: HashMap<i64, Vec<Occupancy>> = HashMap::new();
+) -> Result<Vec<Hold>, DbErr> {
+    let mut holds = Vec::new();
     for (held, reservation) in reservation_gpu::Entity::find()
         .filter(reservation_gpu::Column::GpuId.is_in(gpu_ids.to_vec()))
         .find_also_related(reservation::Entity)
@@ -121,9 +136,29 @@ pub async fn occupancies(
         let Some(reservation) = reservation else {
             continue;
         };
-        busy.entry(held.gpu_id).or_default().push(Occupancy {
+        holds.push(Hold {
+            gpu_id: held.gpu_id,
+            reservation_id: reservation.id,
+            owner_id: reservation.owner_id,
             window: stored_window(&reservation)?,
             quarters: u8::try_from(reservation.quarters).unwrap_or(WHOLE_GPU),
+        });
+    }
+    Ok(holds)
+}
+
+/// What occupies each of `gpu_ids` during `range`: confirmed reservations (with their share) and
+/// maintenance windows (a whole GPU).
+pub async fn occupancies(
+    db: &impl ConnectionTrait,
+    gpu_ids: &[i64],
+    range: &Window,
+) -> Result<HashMap<i64, Vec<Occupancy>>, DbErr> {
+    let mut busy: HashMap<i64, Vec<Occupancy>> = HashMap::new();
+    for hold in holds_on(db, gpu_ids, range).await? {
+        busy.entry(hold.gpu_id).or_default().push(Occupancy {
+            window: hold.window,
+            quarters: hold.quarters,
         });
     }
     for window in maintenance_window::Entity::find()
@@ -449,8 +484,16 @@ async fn suggest_for_gpus(
     .next())
 }
 
+/// The first stretch of the search for free windows. Most searches are answered within it, and
+/// reading a week of bookings costs a fraction of reading the whole horizon.
+const FIRST_SEARCH_SPAN: TimeDelta = TimeDelta::days(7);
+
 /// Up to `limit` earliest windows of `length` starting in `[earliest, latest_start]` where
 /// `count` of `candidates` on one node fit `share`, earliest first (one per node).
+///
+/// The horizon is searched in stretches that double in length, reading only the bookings that
+/// touch each stretch: a node that has no fit starting in one stretch can only have a later one,
+/// so once `limit` nodes have a fit the rest of the horizon cannot offer anything earlier.
 #[expect(
     clippy::too_many_arguments,
     reason = "a query with many independent knobs"
@@ -464,6 +507,37 @@ async fn find_offers(
     earliest: DateTime<Utc>,
     latest_start: DateTime<Utc>,
     limit: usize,
+) -> Result<Vec<SlotOffer>, DbErr> {
+    let mut offers: Vec<SlotOffer> = Vec::new();
+    // On the grid, so that consecutive stretches leave no slot untried between them.
+    let mut from = crate::domain::schedule::slot_ceil(earliest);
+    let mut span = FIRST_SEARCH_SPAN;
+    while from <= latest_start && offers.len() < limit {
+        let to = std::cmp::min(latest_start, from + span);
+        let open: Vec<BookableGpu> = candidates
+            .iter()
+            .filter(|g| !offers.iter().any(|offer| offer.node_id == g.node_id))
+            .cloned()
+            .collect();
+        offers.extend(find_offers_in(db, &open, count, share, length, from, to).await?);
+        from = to + TimeDelta::minutes(SLOT_MINUTES);
+        span = span * 2;
+    }
+    offers.sort_by_key(|offer| (offer.window.start(), offer.node_name.clone()));
+    offers.truncate(limit);
+    Ok(offers)
+}
+
+/// For each node of `candidates`, the earliest window of `length` starting in
+/// `[earliest, latest_start]` where `count` of its GPUs fit `share`.
+async fn find_offers_in(
+    db: &impl ConnectionTrait,
+    candidates: &[BookableGpu],
+    count: usize,
+    share: Share,
+    length: TimeDelta,
+    earliest: DateTime<Utc>,
+    latest_start: DateTime<Utc>,
 ) -> Result<Vec<SlotOffer>, DbErr> {
     if candidates.is_empty() || latest_start < earliest {
         return Ok(Vec::new());
@@ -506,8 +580,6 @@ async fn find_offers(
             });
         }
     }
-    offers.sort_by_key(|offer| (offer.window.start(), offer.node_name.clone()));
-    offers.truncate(limit);
     Ok(offers)
 }
 
@@ -777,22 +849,6 @@ pub async fn list_all(
         .order_by_desc(reservation::Column::StartAt)
         .order_by_desc(reservation::Column::Id)
         .limit(1000)
-        .all(db)
-        .await?;
-    views(db, rows, now).await
-}
-
-/// Every confirmed reservation overlapping `range` (for the calendar), earliest first.
-pub async fn list_overlapping(
-    db: &impl ConnectionTrait,
-    range: &Window,
-    now: DateTime<Utc>,
-) -> Result<Vec<Reservation>, DbErr> {
-    let rows = reservation::Entity::find()
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::StartAt.lt(range.end()))
-        .filter(reservation::Column::EndAt.gt(range.start()))
-        .order_by_asc(reservation::Column::StartAt)
         .all(db)
         .await?;
     views(db, rows, now).await

@@ -10,6 +10,7 @@ mod m20261130_000002_create_sessions;
 mod m20261130_000003_create_users_and_tokens;
 mod m20261130_000004_create_teams;
 mod m20261130_000005_create_reservations;
+mod m20261130_000006_add_user_time_zone;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -24,6 +25,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000003_create_users_and_tokens::Migration),
             Box::new(m20261130_000004_create_teams::Migration),
             Box::new(m20261130_000005_create_reservations::Migration),
+            Box::new(m20261130_000006_add_user_time_zone::Migration),
         ]
     }
 }

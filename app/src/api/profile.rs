@@ -1,6 +1,6 @@
-//! The signed-in user's personal API tokens.
+//! The signed-in user's settings: personal API tokens and time zone.
 
-use crate::domain::user::{ApiTokenInfo, CreatedApiToken};
+use crate::domain::user::{ApiTokenInfo, CreatedApiToken, TimeZoneChoice};
 use crate::error::AppError;
 use leptos::prelude::*;
 
@@ -72,6 +72,40 @@ pub async fn revoke_api_token(id: i64) -> Result<(), AppError> {
             } else {
                 Err(AppError::NotFound(format!("API token {id}")))
             }
+        }
+        .await,
+    )
+}
+
+/// The caller's time-zone setting and the zones to choose from.
+#[server(endpoint = "get_time_zone")]
+pub async fn get_time_zone() -> Result<TimeZoneChoice, AppError> {
+    use crate::server::{auth::actor::require_actor, booking};
+    let actor = crate::server::state::with_status(require_actor().await)?;
+    Ok(TimeZoneChoice {
+        current: actor.user.time_zone,
+        zones: booking::zone_names(),
+    })
+}
+
+/// Sets the zone the caller sees times in: an IANA name, or empty for the browser's.
+#[server(endpoint = "set_time_zone")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
+pub async fn set_time_zone(time_zone: String) -> Result<Option<String>, AppError> {
+    use crate::server::{auth::actor::require_actor, booking, db, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let zone = booking::parse_zone_choice(&time_zone)?;
+            let state = state::app_state()?;
+            db::users::set_time_zone(
+                &state.db,
+                actor.user.id,
+                zone.as_deref(),
+                chrono::Utc::now(),
+            )
+            .await?;
+            Ok(zone)
         }
         .await,
     )

@@ -10,8 +10,8 @@ use leptos::prelude::*;
 pub const ZONE_COOKIE: &str = "berth_tz";
 
 /// The calendar from `start` (a local date, `YYYY-MM-DD`; default today) for a `day` or a `week`,
-/// optionally only one `model` or GPUs with at least `min_memory_gib`; in the time zone the
-/// browser reported (cookie), else UTC.
+/// optionally only one `model` or GPUs with at least `min_memory_gib`; in the caller's time zone
+/// (profile setting, else the browser's cookie, else UTC).
 #[server(endpoint = "get_calendar")]
 #[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
 pub async fn get_calendar(
@@ -41,7 +41,7 @@ pub async fn get_calendar(
                 span: Span::parse(span.as_deref()),
                 model: model.filter(|m| !m.trim().is_empty()),
                 min_memory_gib: min_memory_gib.filter(|gib| *gib > 0),
-                zone: request_zone(),
+                zone: request_zone(&actor),
             };
             booking::calendar(&state, &actor, &query, chrono::Utc::now()).await
         }
@@ -49,11 +49,15 @@ pub async fn get_calendar(
     )
 }
 
-/// The time zone in the request's `berth_tz` cookie.
+/// The zone the caller sees times in: their profile setting, else the request's `berth_tz`
+/// cookie.
 #[cfg(feature = "ssr")]
-fn request_zone() -> Option<String> {
-    let parts = use_context::<http::request::Parts>()?;
-    crate::server::booking::zone_from_headers(&parts.headers)
+fn request_zone(actor: &crate::server::auth::actor::Actor) -> Option<String> {
+    let parts = use_context::<http::request::Parts>();
+    match parts {
+        Some(parts) => crate::server::booking::viewer_zone(actor, &parts.headers),
+        None => actor.user.time_zone.clone(),
+    }
 }
 
 /// Books `share` (`1`, `0.5`, `0.25`) of GPU `gpu_id` from `start` to `end` (RFC 3339).
@@ -100,7 +104,7 @@ pub async fn cancel_reservation(id: i64) -> Result<Reservation, AppError> {
     )
 }
 
-/// The caller's reservations, latest first, with their time zone (cookie) and currency.
+/// The caller's reservations, latest first, with their time zone and currency.
 #[server(endpoint = "list_my_reservations")]
 pub async fn list_my_reservations() -> Result<MyReservations, AppError> {
     use crate::server::{auth::actor::require_actor, booking, db, state};
@@ -113,7 +117,7 @@ pub async fn list_my_reservations() -> Result<MyReservations, AppError> {
             let from = list.iter().map(|r| r.window.start()).min().unwrap_or(now);
             let to = list.iter().map(|r| r.window.end()).max().unwrap_or(now);
             Ok(MyReservations {
-                zone: booking::zone_named(request_zone().as_deref(), from, to),
+                zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
                 currency: state.portal.currency.clone(),
                 list,
             })

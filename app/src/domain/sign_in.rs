@@ -180,6 +180,7 @@ mod tests {
                 email: Email::parse("ana@example.com").unwrap(),
                 name: "Ana".into(),
                 role,
+                time_zone: None,
             },
             teams: teams
                 .iter()

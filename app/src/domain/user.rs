@@ -101,6 +101,18 @@ pub struct UserSummary {
     pub name: String,
     /// Portal-wide role.
     pub role: PlatformRole,
+    /// IANA time zone chosen on the profile page; `None`: the browser's.
+    #[serde(default)]
+    pub time_zone: Option<String>,
+}
+
+/// The time-zone setting on the profile page: the user's choice and the names to choose from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimeZoneChoice {
+    /// The chosen IANA zone; `None`: the browser's.
+    pub current: Option<String>,
+    /// Every IANA zone name, sorted.
+    pub zones: Vec<String>,
 }
 
 /// A live personal API token as its owner sees it (the secret itself is shown only once, when

@@ -1,6 +1,9 @@
-//! `/profile`: who you are, your teams, and your personal API tokens (create, list, revoke).
+//! `/profile`: who you are, your teams, the time zone you see times in, and your personal API
+//! tokens (create, list, revoke).
 
-use crate::api::profile::{CreateApiToken, RevokeApiToken, list_api_tokens};
+use crate::api::profile::{
+    CreateApiToken, RevokeApiToken, SetTimeZone, get_time_zone, list_api_tokens,
+};
 use crate::api::session::current_user;
 use crate::components::error::ErrorPanel;
 use crate::components::format::icu_date;
@@ -65,7 +68,77 @@ pub fn ProfilePage() -> impl IntoView {
                         })
                 }}
             </Transition>
+            <TimeZoneSetting />
             <ApiTokens />
+        </section>
+    }
+}
+
+/// The zone the calendar and the reservations show times in: the browser's, or one chosen here.
+#[component]
+fn TimeZoneSetting() -> impl IntoView {
+    let i18n = use_i18n();
+    let save = ServerAction::<SetTimeZone>::new();
+    let choice = Resource::new(move || save.version().get(), |_| get_time_zone());
+    view! {
+        <section class="time-zone" aria-labelledby="zone-title">
+            <h2 id="zone-title">{t!(i18n, zone_title)}</h2>
+            <p class="lede">{t!(i18n, zone_intro)}</p>
+            <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+                {move || {
+                    choice
+                        .get()
+                        .map(|result| match result {
+                            Ok(choice) => {
+                                let current = choice.current.clone().unwrap_or_default();
+                                view! {
+                                    <ActionForm action=save attr:class="zone-form">
+                                        <label for="time-zone">{t!(i18n, zone_label)}</label>
+                                        <select id="time-zone" name="time_zone">
+                                            <option value="" selected=current.is_empty()>
+                                                {t!(i18n, zone_browser)}
+                                            </option>
+                                            {choice
+                                                .zones
+                                                .into_iter()
+                                                .map(|zone| {
+                                                    let selected = zone == current;
+                                                    view! {
+                                                        <option value=zone.clone() selected=selected>
+                                                            {zone.clone()}
+                                                        </option>
+                                                    }
+                                                })
+                                                .collect_view()}
+                                        </select>
+                                        <button type="submit" class="button-primary">{t!(i18n, zone_save)}</button>
+                                    </ActionForm>
+                                }
+                                    .into_any()
+                            }
+                            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                        })
+                }}
+            </Transition>
+            {move || {
+                save.value()
+                    .get()
+                    .map(|result| match result {
+                        Ok(Some(zone)) => {
+                            view! {
+                                <p class="saved" role="status">
+                                    {t!(i18n, zone_saved, zone = move || zone.clone())}
+                                </p>
+                            }
+                                .into_any()
+                        }
+                        Ok(None) => {
+                            view! { <p class="saved" role="status">{t!(i18n, zone_saved_browser)}</p> }
+                                .into_any()
+                        }
+                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                    })
+            }}
         </section>
     }
 }

@@ -529,6 +529,43 @@ pub fn local_to_rfc3339(zone: Option<&str>, field: &str, raw: &str) -> Result<St
     Ok(at.with_timezone(&Utc).to_rfc3339())
 }
 
+/// The zone `actor` sees times in: the one chosen on the profile page, else the browser's
+/// (cookie), else none (UTC).
+pub fn viewer_zone(actor: &Actor, headers: &http::HeaderMap) -> Option<String> {
+    actor
+        .user
+        .time_zone
+        .clone()
+        .or_else(|| zone_from_headers(headers))
+}
+
+/// Checks a time-zone name from a form: empty means "the browser's" (`None`); anything else must
+/// be an IANA name (`America/Sao_Paulo`).
+pub fn parse_zone_choice(raw: &str) -> Result<Option<String>, AppError> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    raw.parse::<chrono_tz::Tz>()
+        .map(|zone| Some(zone.name().to_owned()))
+        .map_err(|_| {
+            invalid(
+                "time_zone",
+                format!("`{raw}` is not a time zone name like America/Sao_Paulo"),
+            )
+        })
+}
+
+/// Every time-zone name a user may choose, sorted.
+pub fn zone_names() -> Vec<String> {
+    let mut names: Vec<String> = chrono_tz::TZ_VARIANTS
+        .iter()
+        .map(|zone| zone.name().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// The viewer's IANA time zone from the `berth_tz` cookie the browser sets, if any.
 pub fn zone_from_headers(headers: &http::HeaderMap) -> Option<String> {
     headers

@@ -153,7 +153,8 @@ pub async fn cancel(
     ))
 }
 
-/// The calendar's booking form without JavaScript: local times in the browser's zone (cookie).
+/// The calendar's booking form without JavaScript: local times in the viewer's zone (profile
+/// setting, else the browser's cookie).
 #[derive(Debug, Deserialize)]
 pub struct BookFormPost {
     gpu_id: i64,
@@ -172,7 +173,7 @@ pub async fn book_form(
     headers: axum::http::HeaderMap,
     axum::Form(form): axum::Form<BookFormPost>,
 ) -> axum::response::Redirect {
-    let zone = booking::zone_from_headers(&headers);
+    let zone = booking::viewer_zone(&actor, &headers);
     let back = form
         .return_to
         .clone()

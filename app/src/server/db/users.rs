@@ -64,6 +64,23 @@ pub async fn find_user(db: &impl ConnectionTrait, id: i64) -> Result<Option<User
         .transpose()
 }
 
+/// Sets the time zone `user_id` sees times in (`None`: the browser's). Names are checked by the
+/// caller.
+pub async fn set_time_zone(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    zone: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let updated = user::Entity::update_many()
+        .col_expr(user::Column::TimeZone, Expr::value(zone.map(str::to_owned)))
+        .col_expr(user::Column::UpdatedAt, Expr::value(now))
+        .filter(user::Column::Id.eq(user_id))
+        .exec(db)
+        .await?;
+    Ok(updated.rows_affected == 1)
+}
+
 /// Every user, by e-mail address.
 pub async fn list_users(db: &impl ConnectionTrait) -> Result<Vec<UserSummary>, DbErr> {
     user::Entity::find()
@@ -82,6 +99,7 @@ pub(crate) fn summary(row: user::Model) -> Result<UserSummary, DbErr> {
             .map_err(|err| DbErr::Custom(format!("users.id={}: {err}", row.id)))?,
         id: row.id,
         name: row.name,
+        time_zone: row.time_zone,
         role: if row.is_platform_admin {
             PlatformRole::PlatformAdmin
         } else {

@@ -19,6 +19,8 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// Last change (UTC).
     pub updated_at: DateTimeUtc,
+    /// IANA time zone chosen on the profile page; NULL: the browser's.
+    pub time_zone: Option<String>,
 }
 
 /// Relations of `users`.

@@ -356,6 +356,29 @@ async fn find_a_slot_offers_the_earliest_windows_that_fit(backend: Backend) {
     assert_eq!(offered, end, "right after the booking");
     assert_eq!(offers[0]["gpu_ids"].as_array().unwrap().len(), 2);
 
+    // Take them for ten more days: the first fit is past the search's first one-week stretch.
+    let later = end + chrono::Duration::days(10);
+    let (status, _) = post(
+        &app,
+        &ana,
+        json!({"model": "NVIDIA L40S", "count": 2, "start": end.to_rfc3339(), "end": later.to_rfc3339()}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, offers) = get(
+        &app,
+        &ana,
+        &format!("/api/v1/slots?model=NVIDIA%20L40S&count=2&hours=4&after={after}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{offers}");
+    let offered: DateTime<Utc> = offers[0]["window"]["start"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(offered, later, "found in a later stretch of the horizon");
+
     // By memory: any model with at least 40 GiB, half a GPU, 2 hours: up to 5 offers, earliest first.
     let (status, offers) = get(
         &app,

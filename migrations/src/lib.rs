@@ -11,6 +11,7 @@ mod m20261130_000003_create_users_and_tokens;
 mod m20261130_000004_create_teams;
 mod m20261130_000005_create_reservations;
 mod m20261130_000006_add_user_time_zone;
+mod m20261130_000007_reservation_gpus_window;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -26,6 +27,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000004_create_teams::Migration),
             Box::new(m20261130_000005_create_reservations::Migration),
             Box::new(m20261130_000006_add_user_time_zone::Migration),
+            Box::new(m20261130_000007_reservation_gpus_window::Migration),
         ]
     }
 }

@@ -287,11 +287,10 @@ pub async fn availability(
     }
     let range = Window::new(crate::domain::schedule::slot_floor(from), slot_ceil(to))
         .map_err(window_error)?;
-    let inventory = db::inventory::list_nodes_with_gpus(&state.db).await?;
+    let inventory = db::inventory::list_matching_gpus(&state.db, model, None).await?;
     let gpus: Vec<i64> = inventory
         .iter()
         .flat_map(|node| node.gpus.iter())
-        .filter(|gpu| model.is_none_or(|m| gpu.model == m))
         .map(|gpu| gpu.id)
         .collect();
     let mut busy = busy_blocks(state, actor, &range, &gpus).await?;
@@ -451,26 +450,19 @@ pub async fn calendar(
         })
         .collect();
     let range = Window::new(days[0].start, days[days.len() - 1].end).map_err(window_error)?;
-    let inventory = db::inventory::list_nodes_with_gpus(&state.db).await?;
-    let shown = |gpu: &crate::domain::inventory::GpuListing| {
-        query.model.as_deref().is_none_or(|m| gpu.model == m)
-            && query
-                .min_memory_gib
-                .is_none_or(|gib| gpu.memory.mib() >= u64::from(gib) * 1024)
-    };
+    let inventory = db::inventory::list_matching_gpus(
+        &state.db,
+        query.model.as_deref(),
+        query.min_memory_gib.map(|gib| i64::from(gib) * 1024),
+    )
+    .await?;
     let shown_ids: Vec<i64> = inventory
         .iter()
         .flat_map(|node| node.gpus.iter())
-        .filter(|gpu| shown(gpu))
         .map(|gpu| gpu.id)
         .collect();
     let mut busy = busy_blocks(state, actor, &range, &shown_ids).await?;
-    let mut models: Vec<String> = inventory
-        .iter()
-        .flat_map(|node| node.gpus.iter().map(|gpu| gpu.model.clone()))
-        .collect();
-    models.sort();
-    models.dedup();
+    let models = db::inventory::list_models(&state.db).await?;
     let nodes = inventory
         .into_iter()
         .map(|node| CalendarNode {
@@ -480,7 +472,6 @@ pub async fn calendar(
             gpus: node
                 .gpus
                 .into_iter()
-                .filter(|gpu| shown(gpu))
                 .map(|gpu| {
                     let blocks = busy.remove(&gpu.id).unwrap_or_default();
                     let lanes = assign_lanes(&blocks);
@@ -495,7 +486,6 @@ pub async fn calendar(
                 })
                 .collect(),
         })
-        .filter(|node: &CalendarNode| !node.gpus.is_empty())
         .collect();
     Ok(CalendarView {
         span: query.span,

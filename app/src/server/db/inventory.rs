@@ -6,19 +6,59 @@ use crate::domain::money::Money;
 use crate::server::entity::{gpu, node};
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait,
-    QueryOrder,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr,
+    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 use std::collections::HashMap;
 
 /// Every node, ordered by name, with its GPUs in device-index order.
 #[tracing::instrument(skip_all)]
 pub async fn list_nodes_with_gpus(db: &impl ConnectionTrait) -> Result<Vec<NodeInventory>, DbErr> {
+    nodes_with_gpus_where(db, Condition::all()).await
+}
+
+/// The GPUs of one `model` (if given) with at least `min_memory_mib` (if given), on their nodes
+/// (ordered by name; nodes without such GPUs are left out).
+#[tracing::instrument(skip_all)]
+pub async fn list_matching_gpus(
+    db: &impl ConnectionTrait,
+    model: Option<&str>,
+    min_memory_mib: Option<i64>,
+) -> Result<Vec<NodeInventory>, DbErr> {
+    let mut condition = Condition::all();
+    if let Some(model) = model {
+        condition = condition.add(gpu::Column::Model.eq(model));
+    }
+    if let Some(memory) = min_memory_mib {
+        condition = condition.add(gpu::Column::MemoryMib.gte(memory));
+    }
+    let mut nodes = nodes_with_gpus_where(db, condition).await?;
+    nodes.retain(|node| !node.gpus.is_empty());
+    Ok(nodes)
+}
+
+/// Every GPU model in the inventory, sorted.
+pub async fn list_models(db: &impl ConnectionTrait) -> Result<Vec<String>, DbErr> {
+    gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::Model)
+        .distinct()
+        .order_by_asc(gpu::Column::Model)
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+async fn nodes_with_gpus_where(
+    db: &impl ConnectionTrait,
+    condition: Condition,
+) -> Result<Vec<NodeInventory>, DbErr> {
     let nodes = node::Entity::find()
         .order_by_asc(node::Column::Name)
         .all(db)
         .await?;
     let gpus = gpu::Entity::find()
+        .filter(condition)
         .order_by_asc(gpu::Column::NodeId)
         .order_by_asc(gpu::Column::DeviceIndex)
         .all(db)

@@ -101,6 +101,9 @@ async fn lock_gpus(txn: &DatabaseTransaction, ids: &[i64]) -> Result<(), DbErr> 
     Ok(())
 }
 
+/// (gpu id, reservation id, owner id, start, end, quarters) as [`holds_on`] reads them.
+type HoldRow = (i64, i64, i64, DateTime<Utc>, DateTime<Utc>, i16);
+
 /// A confirmed reservation's hold on one GPU.
 #[derive(Debug, Clone)]
 pub struct Hold {
@@ -116,35 +119,43 @@ pub struct Hold {
     pub quarters: u8,
 }
 
-/// Confirmed reservations holding any of `gpu_ids` during `range`, per GPU. The query starts from
-/// the GPUs (`reservation_gpus` by GPU), so its cost follows the GPUs asked for, not the fleet.
+/// Confirmed reservations holding any of `gpu_ids` during `range`. The query walks the index of
+/// holds by GPU and end time, so its cost follows the GPUs asked for and the holds ending after
+/// the range starts, not the fleet or its history.
 pub async fn holds_on(
     db: &impl ConnectionTrait,
     gpu_ids: &[i64],
     range: &Window,
 ) -> Result<Vec<Hold>, DbErr> {
-    let mut holds = Vec::new();
-    for (held, reservation) in reservation_gpu::Entity::find()
+    let rows: Vec<HoldRow> = reservation_gpu::Entity::find()
+        .select_only()
+        .column(reservation_gpu::Column::GpuId)
+        .column(reservation_gpu::Column::ReservationId)
+        .column(reservation::Column::OwnerId)
+        .column(reservation_gpu::Column::StartAt)
+        .column(reservation_gpu::Column::EndAt)
+        .column(reservation::Column::Quarters)
+        .inner_join(reservation::Entity)
         .filter(reservation_gpu::Column::GpuId.is_in(gpu_ids.to_vec()))
-        .find_also_related(reservation::Entity)
+        .filter(reservation_gpu::Column::EndAt.gt(range.start()))
+        .filter(reservation_gpu::Column::StartAt.lt(range.end()))
         .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::StartAt.lt(range.end()))
-        .filter(reservation::Column::EndAt.gt(range.start()))
+        .into_tuple()
         .all(db)
-        .await?
-    {
-        let Some(reservation) = reservation else {
-            continue;
-        };
-        holds.push(Hold {
-            gpu_id: held.gpu_id,
-            reservation_id: reservation.id,
-            owner_id: reservation.owner_id,
-            window: stored_window(&reservation)?,
-            quarters: u8::try_from(reservation.quarters).unwrap_or(WHOLE_GPU),
-        });
-    }
-    Ok(holds)
+        .await?;
+    rows.into_iter()
+        .map(|(gpu_id, reservation_id, owner_id, start, end, quarters)| {
+            Ok(Hold {
+                gpu_id,
+                reservation_id,
+                owner_id,
+                window: Window::new(start, end).map_err(|err| {
+                    DbErr::Custom(format!("reservations.id={reservation_id}: {err}"))
+                })?,
+                quarters: u8::try_from(quarters).unwrap_or(WHOLE_GPU),
+            })
+        })
+        .collect()
 }
 
 /// What occupies each of `gpu_ids` during `range`: confirmed reservations (with their share) and
@@ -405,6 +416,8 @@ async fn try_book(
     reservation_gpu::Entity::insert_many(chosen.iter().map(|g| reservation_gpu::ActiveModel {
         reservation_id: Set(row.id),
         gpu_id: Set(g.id),
+        start_at: Set(row.start_at),
+        end_at: Set(row.end_at),
     }))
     .exec_without_returning(&txn)
     .await?;
@@ -485,13 +498,13 @@ async fn suggest_for_gpus(
 }
 
 /// The first stretch of the search for free windows. Most searches are answered within it, and
-/// reading a week of bookings costs a fraction of reading the whole horizon.
-const FIRST_SEARCH_SPAN: TimeDelta = TimeDelta::days(7);
+/// reading a day of bookings costs a fraction of reading the whole horizon.
+const FIRST_SEARCH_SPAN: TimeDelta = TimeDelta::days(1);
 
 /// Up to `limit` earliest windows of `length` starting in `[earliest, latest_start]` where
 /// `count` of `candidates` on one node fit `share`, earliest first (one per node).
 ///
-/// The horizon is searched in stretches that double in length, reading only the bookings that
+/// The horizon is searched in stretches that double in length (a day, two, four, …), reading only the bookings that
 /// touch each stretch: a node that has no fit starting in one stretch can only have a later one,
 /// so once `limit` nodes have a fit the rest of the horizon cannot offer anything earlier.
 #[expect(

@@ -12,6 +12,10 @@ pub struct Model {
     /// One of its GPUs.
     #[sea_orm(primary_key, auto_increment = false)]
     pub gpu_id: i64,
+    /// The reservation's start (UTC), copied so holds can be found by GPU and time.
+    pub start_at: DateTimeUtc,
+    /// The reservation's end (UTC, exclusive).
+    pub end_at: DateTimeUtc,
 }
 
 /// Relations of `reservation_gpus`.

@@ -1,0 +1,82 @@
+//! Migrations that change existing data, run on a database that holds some.
+
+use crate::helpers::{Backend, TestDatabase};
+use berth_app::domain::user::{Email, NewUser, PlatformRole, UserName};
+use berth_app::server::db;
+use berth_app::server::demo::demo_fleet;
+use berth_app::server::entity::{gpu, reservation, reservation_gpu};
+use berth_migrations::{Migrator, MigratorTrait};
+use chrono::{TimeZone, Utc};
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, ConnectionTrait, EntityTrait};
+
+async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
+    let database = TestDatabase::create(backend).await;
+    let conn = db::connect(&database.url).await.unwrap();
+    // The schema before holds carried their window.
+    Migrator::up(&conn, Some(6)).await.unwrap();
+    let now = Utc::now();
+    let (node, gpus) = demo_fleet().remove(0);
+    let node_id = db::inventory::insert_node_with_gpus(&conn, &node, &gpus, now)
+        .await
+        .unwrap();
+    let owner = db::users::upsert_user(
+        &conn,
+        &NewUser {
+            email: Email::parse("ana@example.com").unwrap(),
+            name: UserName::parse("Ana").unwrap(),
+            role: PlatformRole::User,
+        },
+        now,
+    )
+    .await
+    .unwrap();
+    let start = Utc.with_ymd_and_hms(2026, 12, 3, 9, 0, 0).unwrap();
+    let end = Utc.with_ymd_and_hms(2026, 12, 3, 17, 30, 0).unwrap();
+    let booked = reservation::ActiveModel {
+        owner_id: Set(owner.id),
+        node_id: Set(node_id),
+        model: Set(gpus[0].model.clone()),
+        quarters: Set(4),
+        start_at: Set(start),
+        end_at: Set(end),
+        status: Set("confirmed".into()),
+        price_minor: Set(1000),
+        created_at: Set(now),
+        cancelled_at: Set(None),
+        cancelled_by: Set(None),
+        ..Default::default()
+    }
+    .insert(&conn)
+    .await
+    .unwrap();
+    let gpu_ids: Vec<i64> = gpu::Entity::find()
+        .all(&conn)
+        .await
+        .unwrap()
+        .iter()
+        .take(2)
+        .map(|g| g.id)
+        .collect();
+    for gpu_id in &gpu_ids {
+        conn.execute_unprepared(&format!(
+            "INSERT INTO reservation_gpus (reservation_id, gpu_id) VALUES ({}, {gpu_id})",
+            booked.id
+        ))
+        .await
+        .unwrap();
+    }
+
+    Migrator::up(&conn, None).await.unwrap();
+    let holds = reservation_gpu::Entity::find().all(&conn).await.unwrap();
+    assert_eq!(holds.len(), 2);
+    for hold in holds {
+        assert_eq!(
+            (hold.start_at, hold.end_at),
+            (start, end),
+            "copied from the reservation"
+        );
+    }
+    let _ = conn.close().await;
+}
+
+crate::on_both_backends!(holds_get_their_reservations_window_when_migrating);

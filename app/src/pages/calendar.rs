@@ -41,7 +41,9 @@ pub fn CalendarPage() -> impl IntoView {
         }
     });
     view! {
-        <Title text=move || t_string!(i18n, calendar_title).to_string() />
+        // A plain string, read once: leptos_meta reads a reactive title after the render, and
+        // under load its signal was sometimes gone by then (a panic that cut the page off).
+        <Title text=t_string!(i18n, calendar_title).to_string() />
         <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
             {move || {
                 calendar

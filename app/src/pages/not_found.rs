@@ -13,7 +13,9 @@ pub fn NotFoundPage() -> impl IntoView {
         response.set_status(http::StatusCode::NOT_FOUND);
     }
     view! {
-        <Title text=move || t_string!(i18n, not_found_title).to_string() />
+        // A plain string, read once: leptos_meta reads a reactive title after the render, and
+        // under load its signal was sometimes gone by then (a panic that cut the page off).
+        <Title text=t_string!(i18n, not_found_title).to_string() />
         <section class="not-found">
             <h1>{t!(i18n, not_found_title)}</h1>
             <p>{t!(i18n, not_found_body)}</p>

@@ -20,7 +20,9 @@ pub fn ProfilePage() -> impl IntoView {
     let i18n = use_i18n();
     let me = Resource::new(|| (), |()| current_user());
     view! {
-        <Title text=move || t_string!(i18n, profile_title).to_string() />
+        // A plain string, read once: leptos_meta reads a reactive title after the render, and
+        // under load its signal was sometimes gone by then (a panic that cut the page off).
+        <Title text=t_string!(i18n, profile_title).to_string() />
         <section class="profile">
             <h1>{t!(i18n, profile_title)}</h1>
             <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>

@@ -22,7 +22,9 @@ pub fn ReservationsPage() -> impl IntoView {
         |_| list_my_reservations(),
     );
     view! {
-        <Title text=move || t_string!(i18n, reservations_title).to_string() />
+        // A plain string, read once: leptos_meta reads a reactive title after the render, and
+        // under load its signal was sometimes gone by then (a panic that cut the page off).
+        <Title text=t_string!(i18n, reservations_title).to_string() />
         <section class="reservations">
             <h1>{t!(i18n, reservations_title)}</h1>
             <p class="lede">{t!(i18n, reservations_intro)}</p>

@@ -29,7 +29,9 @@ pub fn SignInPage() -> impl IntoView {
     };
     let options = Resource::new(|| (), |()| list_sign_in_methods());
     view! {
-        <Title text=move || t_string!(i18n, sign_in_title).to_string() />
+        // A plain string, read once: leptos_meta reads a reactive title after the render, and
+        // under load its signal was sometimes gone by then (a panic that cut the page off).
+        <Title text=t_string!(i18n, sign_in_title).to_string() />
         <section class="sign-in">
             <h1>{t!(i18n, sign_in_title)}</h1>
             {move || failure().map(|failure| view! { <SignInFailurePanel failure /> })}

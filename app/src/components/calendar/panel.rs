@@ -308,6 +308,13 @@ fn FindSlot(view: StoredValue<CalendarView>, book: ServerAction<BookReservation>
     let i18n = use_i18n();
     let find = ServerAction::<FindSlots>::new();
     let models = view.with_value(|v| v.models.clone());
+    // The model the calendar shows first (its filter, usually) is the likeliest question.
+    let shown = view.with_value(|v| {
+        v.nodes
+            .first()
+            .and_then(|node| node.gpus.first())
+            .map(|gpu| gpu.gpu.model.clone())
+    });
     let results = move || {
         find.value().get().map(|result| match result {
             Ok(offers) if offers.is_empty() => view! { <p class="empty">{t!(i18n, find_none)}</p> }.into_any(),
@@ -326,7 +333,13 @@ fn FindSlot(view: StoredValue<CalendarView>, book: ServerAction<BookReservation>
             <ActionForm action=find attr:class="find-form">
                 <label class="field">{t!(i18n, filter_model)}
                     <select name="model">
-                        {models.into_iter().map(|m| view! { <option value=m.clone()>{m.clone()}</option> }).collect_view()}
+                        {models
+                            .into_iter()
+                            .map(|m| {
+                                let selected = shown.as_deref() == Some(m.as_str());
+                                view! { <option value=m.clone() selected=selected>{m.clone()}</option> }
+                            })
+                            .collect_view()}
                     </select>
                 </label>
                 <div class="field-row">

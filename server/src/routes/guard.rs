@@ -9,6 +9,10 @@ use axum::response::{IntoResponse, Redirect, Response};
 use berth_app::error::AppError;
 use berth_app::server::auth::actor::Actor;
 use berth_app::server::state::AppState;
+use tower_sessions::Session;
+
+/// Session key with the day (UTC) the session's inactivity deadline was last pushed back.
+const SEEN_ON: &str = "seen_on";
 
 /// Paths anyone may fetch.
 const PUBLIC_PATHS: [&str; 4] = ["/signin", "/healthz", "/readyz", "/locale"];
@@ -39,7 +43,10 @@ pub async fn require_sign_in(
     }
     let (mut parts, body) = request.into_parts();
     match Actor::from_request_parts(&mut parts, &state).await {
-        Ok(_) => next.run(Request::from_parts(parts, body)).await,
+        Ok(_) => {
+            keep_alive(&parts).await;
+            next.run(Request::from_parts(parts, body)).await
+        }
         Err(AppError::Unauthorized) => {
             let page = parts.uri.path_and_query().map_or("/", |page| page.as_str());
             let encoded: String = url::form_urlencoded::byte_serialize(page.as_bytes()).collect();
@@ -51,6 +58,25 @@ pub async fn require_sign_in(
             tracing::warn!(error = %other, "cannot check the session; the page will say why");
             next.run(Request::from_parts(parts, body)).await
         }
+    }
+}
+
+/// Sessions end after `session_idle_days` without activity. The store only learns of activity
+/// when the session is saved, so a page view saves it once a day (a mark in the session), which
+/// pushes the deadline back without a write on every request.
+async fn keep_alive(parts: &axum::http::request::Parts) {
+    let Some(session) = parts.extensions.get::<Session>() else {
+        return;
+    };
+    let today = chrono::Utc::now().date_naive().to_string();
+    match session.get::<String>(SEEN_ON).await {
+        Ok(Some(day)) if day == today => {}
+        Ok(_) => {
+            if let Err(err) = session.insert(SEEN_ON, today).await {
+                tracing::warn!(error = %err, "cannot mark the session as active");
+            }
+        }
+        Err(err) => tracing::warn!(error = %err, "cannot read the session"),
     }
 }
 

@@ -83,8 +83,56 @@ async fn creating_with_a_taken_id_draws_a_new_one(backend: Backend) {
     app.stop().await;
 }
 
+/// The `expires_at` of the only session row.
+async fn only_expiry(app: &crate::helpers::TestApp) -> chrono::DateTime<chrono::Utc> {
+    use berth_app::server::entity::session;
+    use sea_orm::EntityTrait;
+    let rows = session::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(rows.len(), 1, "one session");
+    rows[0].expires_at
+}
+
+/// Sets the `expires_at` of every session row.
+async fn set_expiry(app: &crate::helpers::TestApp, at: chrono::DateTime<chrono::Utc>) {
+    use berth_app::server::entity::session;
+    use sea_orm::{EntityTrait, sea_query::Expr};
+    session::Entity::update_many()
+        .col_expr(session::Column::ExpiresAt, Expr::value(at))
+        .exec(&app.db)
+        .await
+        .unwrap();
+}
+
+async fn using_the_portal_pushes_the_inactivity_deadline_back_once_a_day(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
+    let now = chrono::Utc::now();
+    // Signed in long ago: an hour of the 7 days left.
+    set_expiry(&app, now + chrono::Duration::hours(1)).await;
+    let (status, _) = app.get_text("/").await;
+    assert_eq!(status, 200);
+    assert!(
+        only_expiry(&app).await > now + chrono::Duration::days(6),
+        "a visit pushes the end back to 7 days from now"
+    );
+
+    // Later the same day: no write for every page.
+    // Whole seconds: PostgreSQL keeps microseconds.
+    let soon = chrono::DurationRound::duration_trunc(
+        now + chrono::Duration::hours(2),
+        chrono::Duration::seconds(1),
+    )
+    .unwrap();
+    set_expiry(&app, soon).await;
+    let (status, _) = app.get_text("/calendar").await;
+    assert_eq!(status, 200);
+    assert_eq!(only_expiry(&app).await, soon, "at most one write a day");
+    app.stop().await;
+}
+
 crate::on_both_backends!(
     sessions_are_created_loaded_updated_and_deleted,
     expired_sessions_are_neither_loaded_nor_kept,
     creating_with_a_taken_id_draws_a_new_one,
+    using_the_portal_pushes_the_inactivity_deadline_back_once_a_day,
 );

@@ -76,43 +76,43 @@ impl Backend {
     }
 }
 
-struct Options {
-    backends: Vec<Backend>,
-    quick: bool,
-    serve: bool,
+/// Which stores to measure (`--backend`).
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Stores {
+    Sqlite,
+    Postgres,
+    Both,
 }
 
-fn options() -> Options {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut backends = vec![Backend::Sqlite, Backend::Postgres];
-    let mut quick = false;
-    let mut serve = false;
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        match arg.as_str() {
-            "--quick" => quick = true,
-            "--serve" => serve = true,
-            "--backend" => {
-                backends = match iter.next().map(String::as_str) {
-                    Some("sqlite") => vec![Backend::Sqlite],
-                    Some("postgres") => vec![Backend::Postgres],
-                    Some("both") => vec![Backend::Sqlite, Backend::Postgres],
-                    other => panic!("--backend sqlite|postgres|both, not {other:?}"),
-                }
-            }
-            // `cargo bench` passes `--bench`; filters are not used.
-            _ => {}
+/// Command-line options (after `cargo bench -p berth-server --bench portal --`).
+#[derive(clap::Parser)]
+struct Options {
+    /// The stores to measure.
+    #[arg(long, value_enum, default_value = "both")]
+    backend: Stores,
+    /// 30 rounds instead of 200, shorter load phases.
+    #[arg(long)]
+    quick: bool,
+    /// Generate the store and serve it on port 3000 until Ctrl-C; measure nothing.
+    #[arg(long)]
+    serve: bool,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+impl Options {
+    fn backends(&self) -> Vec<Backend> {
+        match self.backend {
+            Stores::Sqlite => vec![Backend::Sqlite],
+            Stores::Postgres => vec![Backend::Postgres],
+            Stores::Both => vec![Backend::Sqlite, Backend::Postgres],
         }
-    }
-    Options {
-        backends,
-        quick,
-        serve,
     }
 }
 
 fn main() {
-    let options = options();
+    let options = <Options as clap::Parser>::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_stack_size(8 * 1024 * 1024)
@@ -123,8 +123,8 @@ fn main() {
         NODES * GPUS_PER_NODE,
         std::thread::available_parallelism().map_or(0, usize::from)
     );
-    for backend in &options.backends {
-        runtime.block_on(bench_backend(*backend, options.quick, options.serve));
+    for backend in options.backends() {
+        runtime.block_on(bench_backend(backend, options.quick, options.serve));
     }
 }
 

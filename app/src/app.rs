@@ -3,8 +3,9 @@
 use crate::components::layout::{Footer, Header};
 use crate::i18n::*;
 use crate::pages::{
-    calendar::CalendarPage, inventory::InventoryPage, not_found::NotFoundPage,
-    profile::ProfilePage, reservations::ReservationsPage, sign_in::SignInPage,
+    calendar::CalendarPage, inventory::InventoryPage, maintenance::MaintenancePage,
+    not_found::NotFoundPage, profile::ProfilePage, reservations::ReservationsPage,
+    sign_in::SignInPage,
 };
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
@@ -54,6 +55,11 @@ pub fn App() -> impl IntoView {
                         <Route path=StaticSegment("calendar") view=CalendarPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("reservations") view=ReservationsPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("profile") view=ProfilePage ssr=SsrMode::Async />
+                        <Route
+                            path=(StaticSegment("admin"), StaticSegment("maintenance"))
+                            view=MaintenancePage
+                            ssr=SsrMode::Async
+                        />
                     </Routes>
                 </main>
                 <Footer />

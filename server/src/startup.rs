@@ -4,7 +4,7 @@
 use crate::configuration::{Config, SessionSettings};
 use crate::routes::rate_limit::SignInLimiter;
 use crate::routes::{
-    api, auth, csrf, guard, health, locale, rate_limit, request_log, reservations,
+    api, auth, csrf, guard, health, locale, maintenance, rate_limit, request_log, reservations,
 };
 use axum::Router;
 use axum::routing::{get, post};
@@ -306,6 +306,14 @@ pub fn router(state: AppState, sessions: SessionSettings, limiter: SignInLimiter
         .route(
             "/api/v1/reservations/{id}",
             axum::routing::delete(reservations::cancel),
+        )
+        .route(
+            "/api/v1/maintenance",
+            get(maintenance::list).post(maintenance::create),
+        )
+        .route(
+            "/api/v1/maintenance/{id}",
+            axum::routing::delete(maintenance::end),
         )
         .route("/auth/oidc/{provider}/start", get(auth::oidc_start))
         .route("/auth/oidc/{provider}/callback", get(auth::oidc_callback))

@@ -2,6 +2,7 @@
 //! domain types, calls one `server::` function and returns.
 
 pub mod inventory;
+pub mod maintenance;
 pub mod profile;
 pub mod reservations;
 pub mod session;

@@ -12,6 +12,13 @@ pub fn Header() -> impl IntoView {
     let i18n = use_i18n();
     let location = use_location();
     let current = move |path: &'static str| (location.pathname.get() == path).then_some("page");
+    let user = Resource::new(|| (), |()| current_user());
+    let is_admin = move || {
+        user.get()
+            .and_then(Result::ok)
+            .flatten()
+            .is_some_and(|me| me.highest_role() == HighestRole::PlatformAdmin)
+    };
     view! {
         <a class="skip-link" href="#main">{t!(i18n, skip_to_content)}</a>
         <header class="site-header">
@@ -25,9 +32,24 @@ pub fn Header() -> impl IntoView {
                 <a href="/calendar" aria-current=move || current("/calendar")>{t!(i18n, nav_calendar)}</a>
                 <a href="/reservations" aria-current=move || current("/reservations")>{t!(i18n, nav_reservations)}</a>
                 <a href="/profile" aria-current=move || current("/profile")>{t!(i18n, nav_profile)}</a>
+                <Transition fallback=|| ()>
+                    {move || {
+                        is_admin()
+                            .then(|| {
+                                view! {
+                                    <a
+                                        href="/admin/maintenance"
+                                        aria-current=move || current("/admin/maintenance")
+                                    >
+                                        {t!(i18n, nav_maintenance)}
+                                    </a>
+                                }
+                            })
+                    }}
+                </Transition>
             </nav>
             <LanguageSwitch />
-            <UserMenu />
+            <UserMenu user />
         </header>
     }
 }
@@ -83,9 +105,8 @@ fn LanguageSwitch() -> impl IntoView {
 
 /// Who is signed in, with their role and a sign-out button; or a link to sign in.
 #[component]
-fn UserMenu() -> impl IntoView {
+fn UserMenu(user: Resource<Result<Option<SignedInUser>, crate::error::AppError>>) -> impl IntoView {
     let i18n = use_i18n();
-    let user = Resource::new(|| (), |()| current_user());
     view! {
         <div class="user-menu">
             <Transition fallback=|| ()>

@@ -4,6 +4,7 @@
 pub mod calendar;
 pub mod gpu;
 pub mod inventory;
+pub mod maintenance;
 pub mod money;
 pub mod reservation;
 pub mod schedule;

@@ -2,6 +2,7 @@
 
 pub mod calendar;
 pub mod inventory;
+pub mod maintenance;
 pub mod not_found;
 pub mod profile;
 pub mod reservations;

@@ -6,4 +6,5 @@ pub mod booking;
 pub mod db;
 pub mod demo;
 pub mod entity;
+pub mod maintenance;
 pub mod state;

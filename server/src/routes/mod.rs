@@ -8,6 +8,7 @@ pub mod csrf;
 pub mod guard;
 pub mod health;
 pub mod locale;
+pub mod maintenance;
 pub mod rate_limit;
 pub mod request_log;
 pub mod reservations;

@@ -8,6 +8,7 @@ mod health;
 mod helpers;
 mod inventory;
 mod locale;
+mod maintenance;
 mod migrations;
 mod oidc;
 mod oidc_provider;

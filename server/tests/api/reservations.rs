@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 /// A user with an API token.
-async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -> String {
+pub(crate) async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -> String {
     let now = Utc::now();
     let user = db::users::upsert_user(
         &app.db,
@@ -40,7 +40,7 @@ async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -> String {
 }
 
 /// Tomorrow at `hour`:`minute` UTC.
-fn tomorrow(hour: u32, minute: u32) -> DateTime<Utc> {
+pub(crate) fn tomorrow(hour: u32, minute: u32) -> DateTime<Utc> {
     (Utc::now() + TimeDelta::days(1))
         .with_hour(hour)
         .and_then(|t| t.with_minute(minute))
@@ -50,7 +50,7 @@ fn tomorrow(hour: u32, minute: u32) -> DateTime<Utc> {
 }
 
 /// GPU ids by (model, device order).
-async fn gpus_of(app: &TestApp, model: &str) -> Vec<i64> {
+pub(crate) async fn gpus_of(app: &TestApp, model: &str) -> Vec<i64> {
     let mut rows = gpu::Entity::find()
         .filter(gpu::Column::Model.eq(model))
         .filter(gpu::Column::Status.eq("active"))
@@ -61,7 +61,7 @@ async fn gpus_of(app: &TestApp, model: &str) -> Vec<i64> {
     rows.into_iter().map(|g| g.id).collect()
 }
 
-async fn post(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn post(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
     let response = crate::helpers::client()
         .post(app.url("/api/v1/reservations"))
         .bearer_auth(token)
@@ -73,7 +73,7 @@ async fn post(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
-async fn get(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
+pub(crate) async fn get(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
     let response = crate::helpers::client()
         .get(app.url(path))
         .bearer_auth(token)

@@ -85,7 +85,7 @@ async fn gpus_where(
 
 /// PostgreSQL: locks the GPUs' rows in id order until the transaction ends. SQLite: the
 /// transaction already holds the write lock.
-async fn lock_gpus(txn: &DatabaseTransaction, ids: &[i64]) -> Result<(), DbErr> {
+pub(crate) async fn lock_gpus(txn: &DatabaseTransaction, ids: &[i64]) -> Result<(), DbErr> {
     if txn.get_database_backend() != DbBackend::Postgres || ids.is_empty() {
         return Ok(());
     }

@@ -1,0 +1,156 @@
+//! Maintenance windows for the admin page (the JSON API under `/api/v1/maintenance` uses the
+//! same service layer, `server::maintenance`).
+
+use crate::domain::calendar::ZoneOffsets;
+use crate::domain::maintenance::MaintenanceWindow;
+use crate::error::AppError;
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// A GPU the admin can choose.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuChoice {
+    /// Database id.
+    pub id: i64,
+    /// `node-a #3`.
+    pub label: String,
+    /// Its model.
+    pub model: String,
+}
+
+/// A node with its GPUs, for the GPU picker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeChoice {
+    /// Database id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its GPUs by device index.
+    pub gpus: Vec<GpuChoice>,
+}
+
+/// What the maintenance page shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MaintenancePage {
+    /// Current and upcoming windows, soonest first.
+    pub list: Vec<MaintenanceWindow>,
+    /// Every node and GPU.
+    pub nodes: Vec<NodeChoice>,
+    /// The viewer's time zone over the windows' times.
+    pub zone: ZoneOffsets,
+    /// The server's clock when the page was read (upcoming or under way).
+    pub now: chrono::DateTime<chrono::Utc>,
+}
+
+/// The page's data (platform admins).
+#[server(endpoint = "get_maintenance_page")]
+pub async fn get_maintenance_page() -> Result<MaintenancePage, AppError> {
+    use crate::server::{auth::actor::require_actor, booking, db, maintenance, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            actor.require_platform_admin()?;
+            let state = state::app_state()?;
+            let now = chrono::Utc::now();
+            let list = maintenance::list(&state, &actor, now).await?;
+            let nodes = db::inventory::list_nodes_with_gpus(&state.db)
+                .await?
+                .into_iter()
+                .map(|node| NodeChoice {
+                    gpus: node
+                        .gpus
+                        .into_iter()
+                        .map(|gpu| GpuChoice {
+                            label: format!("{} #{}", node.name, gpu.device_index),
+                            id: gpu.id,
+                            model: gpu.model,
+                        })
+                        .collect(),
+                    id: node.id,
+                    name: node.name,
+                })
+                .collect();
+            let to = list
+                .iter()
+                .map(|m| m.window.end())
+                .max()
+                .unwrap_or(now)
+                .max(now + chrono::TimeDelta::days(crate::domain::maintenance::MAX_AHEAD_DAYS));
+            Ok(MaintenancePage {
+                zone: booking::zone_named(request_zone(&actor).as_deref(), now, to),
+                list,
+                nodes,
+                now,
+            })
+        }
+        .await,
+    )
+}
+
+#[cfg(feature = "ssr")]
+fn request_zone(actor: &crate::server::auth::actor::Actor) -> Option<String> {
+    match use_context::<http::request::Parts>() {
+        Some(parts) => crate::server::booking::viewer_zone(actor, &parts.headers),
+        None => actor.user.time_zone.clone(),
+    }
+}
+
+/// Takes `target` out of booking: `gpu:ID` for one GPU, `node:ID` for every GPU of a node; from
+/// `start` to `end` (`datetime-local` values in the viewer's time zone), with a `reason`.
+#[server(endpoint = "set_maintenance")]
+pub async fn set_maintenance(
+    target: String,
+    start: String,
+    end: String,
+    reason: String,
+) -> Result<Vec<MaintenanceWindow>, AppError> {
+    use crate::server::maintenance::MaintenanceForm;
+    use crate::server::{auth::actor::require_actor, booking, db, maintenance, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            actor.require_platform_admin()?;
+            let state = state::app_state()?;
+            let invalid_target = || AppError::Validation {
+                field: "target".into(),
+                message: "choose a GPU or a node".into(),
+            };
+            let gpu_ids = match target.split_once(':') {
+                Some(("gpu", id)) => vec![id.parse::<i64>().map_err(|_| invalid_target())?],
+                Some(("node", id)) => {
+                    let node_id = id.parse::<i64>().map_err(|_| invalid_target())?;
+                    let node = db::inventory::list_nodes_with_gpus(&state.db)
+                        .await?
+                        .into_iter()
+                        .find(|node| node.id == node_id)
+                        .ok_or_else(invalid_target)?;
+                    node.gpus.iter().map(|gpu| gpu.id).collect()
+                }
+                _ => return Err(invalid_target()),
+            };
+            let zone = request_zone(&actor);
+            let form = MaintenanceForm {
+                gpu_ids,
+                start: booking::local_to_rfc3339(zone.as_deref(), "start", &start)?,
+                end: booking::local_to_rfc3339(zone.as_deref(), "end", &end)?,
+                reason,
+            };
+            maintenance::create(&state, &actor, &form, chrono::Utc::now()).await
+        }
+        .await,
+    )
+}
+
+/// Ends maintenance window `id` early.
+#[server(endpoint = "end_maintenance")]
+pub async fn end_maintenance(id: i64) -> Result<MaintenanceWindow, AppError> {
+    use crate::server::{auth::actor::require_actor, maintenance, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            maintenance::end(&state, &actor, id, chrono::Utc::now()).await
+        }
+        .await,
+    )
+}

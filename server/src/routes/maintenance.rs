@@ -1,0 +1,51 @@
+//! Maintenance windows in the JSON API: list (everyone signed in), set and end early (platform
+//! admins). Errors as in the rest of `/api/v1`.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use berth_app::domain::maintenance::MaintenanceWindow;
+use berth_app::error::AppError;
+use berth_app::server::auth::actor::Actor;
+use berth_app::server::maintenance::{self, MaintenanceForm};
+use berth_app::server::state::AppState;
+
+/// `GET /api/v1/maintenance`: current and upcoming windows, soonest first.
+pub async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+) -> Result<Json<Vec<MaintenanceWindow>>, AppError> {
+    Ok(Json(
+        maintenance::list(&state, &actor, chrono::Utc::now()).await?,
+    ))
+}
+
+/// `POST /api/v1/maintenance` with `{"gpu_ids": [..], "start", "end", "reason"}`: 201 with one
+/// window per GPU; 409 when reservations are in the way; 422 on invalid input.
+pub async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    body: Result<Json<MaintenanceForm>, JsonRejection>,
+) -> Result<(StatusCode, Json<Vec<MaintenanceWindow>>), AppError> {
+    // The role first: a user without it learns nothing from validation messages.
+    actor.require_platform_admin()?;
+    let Json(form) = body.map_err(|rejection| AppError::Validation {
+        field: "body".into(),
+        message: rejection.body_text(),
+    })?;
+    let created = maintenance::create(&state, &actor, &form, chrono::Utc::now()).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// `DELETE /api/v1/maintenance/{id}`: ends a window early (an upcoming one is removed, an
+/// ongoing one ends at the next quarter hour).
+pub async fn end(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<Json<MaintenanceWindow>, AppError> {
+    Ok(Json(
+        maintenance::end(&state, &actor, id, chrono::Utc::now()).await?,
+    ))
+}

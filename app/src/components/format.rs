@@ -1,26 +1,35 @@
-//! Locale-aware display of money, memory and dates, through the translation files so that each
-//! language formats numbers its own way ("$1,234.50" / "US$ 1.234,50").
+//! Locale-aware display of money, memory, hours and dates. The symbols come from the translation
+//! files (`decimal_separator`, `group_separator`, `month_N`, `date_medium`), the digit placing from
+//! `domain::numbers`; each follows an in-place language switch.
 
 use crate::domain::gpu::GpuMemory;
 use crate::domain::money::{Currency, DecimalAmount, Money};
+use crate::domain::numbers::{NumberStyle, format_amount, format_hours, group_digits};
 use crate::i18n::*;
 use chrono::{DateTime, Datelike, Utc};
 use leptos::prelude::*;
-use leptos_i18n::reexports::fixed_decimal::Decimal;
-use leptos_i18n::reexports::icu::datetime::input::Date;
+use leptos_i18n::I18nContext;
+
+/// Runs `f` with the current language's number style.
+pub fn with_number_style<R>(i18n: I18nContext<Locale>, f: impl FnOnce(NumberStyle<'_>) -> R) -> R {
+    let decimal = t_string!(i18n, decimal_separator).to_string();
+    let group = t_string!(i18n, group_separator).to_string();
+    f(NumberStyle {
+        decimal: &decimal,
+        group: &group,
+    })
+}
 
 /// An amount with its currency symbol, digits grouped for the current language.
 #[component]
 pub fn MoneyText(amount: Money, currency: Currency) -> impl IntoView {
     let i18n = use_i18n();
-    let (minor, exponent) = DecimalAmount::new(amount, &currency).scaled();
+    let decimal = DecimalAmount::new(amount, &currency);
     let symbol = currency.symbol().to_owned();
-    let amount = move || {
-        let mut decimal = Decimal::from(minor);
-        decimal.multiply_pow10(exponent);
-        decimal
-    };
-    t!(i18n, money, symbol = move || symbol.clone(), amount)
+    move || {
+        let amount = with_number_style(i18n, |style| format_amount(decimal, style));
+        t_string!(i18n, money, symbol = symbol.clone(), amount = amount).to_string()
+    }
 }
 
 /// A price per hour.
@@ -39,14 +48,43 @@ pub fn HourlyPrice(amount: Money, currency: Currency) -> impl IntoView {
 pub fn MemoryText(memory: GpuMemory) -> impl IntoView {
     let i18n = use_i18n();
     let gb = memory.marketing_gb();
-    t!(i18n, memory_gb, gb = move || gb)
+    move || {
+        let gb = with_number_style(i18n, |style| group_digits(gb, style));
+        t_string!(i18n, memory_gb, gb = gb).to_string()
+    }
 }
 
-/// The calendar date of a UTC instant, as an ICU date for the formatters.
-pub fn icu_date(at: DateTime<Utc>) -> Date<leptos_i18n::reexports::icu::calendar::Iso> {
+/// A length of time in hours ("1.5 h").
+pub fn hours_text(i18n: I18nContext<Locale>, minutes: i64) -> String {
+    let hours = with_number_style(i18n, |style| format_hours(minutes, style));
+    t_string!(i18n, panel_hours, hours = hours).to_string()
+}
+
+/// The calendar date of a UTC instant in the current language ("Nov 30, 2026",
+/// "30 de nov. de 2026").
+pub fn date_text(i18n: I18nContext<Locale>, at: DateTime<Utc>) -> String {
     let day = at.date_naive();
-    let month = u8::try_from(day.month()).unwrap_or(1);
-    let day_of_month = u8::try_from(day.day()).unwrap_or(1);
-    Date::try_new_iso(day.year(), month, day_of_month)
-        .unwrap_or_else(|_| Date::try_new_iso(1970, 1, 1).expect("1970-01-01 is a valid date"))
+    let month = match day.month() {
+        1 => t_string!(i18n, month_1),
+        2 => t_string!(i18n, month_2),
+        3 => t_string!(i18n, month_3),
+        4 => t_string!(i18n, month_4),
+        5 => t_string!(i18n, month_5),
+        6 => t_string!(i18n, month_6),
+        7 => t_string!(i18n, month_7),
+        8 => t_string!(i18n, month_8),
+        9 => t_string!(i18n, month_9),
+        10 => t_string!(i18n, month_10),
+        11 => t_string!(i18n, month_11),
+        _ => t_string!(i18n, month_12),
+    }
+    .to_string();
+    t_string!(
+        i18n,
+        date_medium,
+        month = month,
+        day = day.day(),
+        year = day.year()
+    )
+    .to_string()
 }

@@ -6,6 +6,7 @@ pub mod gpu;
 pub mod inventory;
 pub mod maintenance;
 pub mod money;
+pub mod numbers;
 pub mod reservation;
 pub mod schedule;
 pub mod sign_in;

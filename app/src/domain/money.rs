@@ -119,13 +119,24 @@ impl DecimalAmount {
         }
     }
 
-    /// The signed amount in minor units and the power of ten that scales it to major units
-    /// (for locale-aware number formatters).
-    pub fn scaled(self) -> (i128, i16) {
-        let scale = 10_i128.pow(u32::from(self.exponent));
-        let minor = i128::from(self.whole) * scale + i128::from(self.fraction);
-        let signed = if self.negative { -minor } else { minor };
-        (signed, -i16::from(self.exponent))
+    /// Below zero.
+    pub fn is_negative(self) -> bool {
+        self.negative
+    }
+
+    /// The whole units, without sign.
+    pub fn whole(self) -> u64 {
+        self.whole
+    }
+
+    /// The fraction in minor units, without sign.
+    pub fn fraction(self) -> u64 {
+        self.fraction
+    }
+
+    /// Decimal places.
+    pub fn exponent(self) -> u8 {
+        self.exponent
     }
 }
 
@@ -188,10 +199,12 @@ mod tests {
     }
 
     #[test]
-    fn scaled_amounts_are_exact() {
+    fn amounts_split_into_sign_whole_and_fraction() {
+        let amount = DecimalAmount::new(Money::from_minor(-123_456), &usd());
+        assert!(amount.is_negative());
         assert_eq!(
-            DecimalAmount::new(Money::from_minor(-250), &usd()).scaled(),
-            (-250, -2)
+            (amount.whole(), amount.fraction(), amount.exponent()),
+            (1234, 56, 2)
         );
     }
 

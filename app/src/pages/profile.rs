@@ -6,7 +6,7 @@ use crate::api::profile::{
 };
 use crate::api::session::current_user;
 use crate::components::error::ErrorPanel;
-use crate::components::format::icu_date;
+use crate::components::format::date_text;
 use crate::components::layout::RoleText;
 use crate::domain::team::TeamRole;
 use crate::domain::user::ApiTokenInfo;
@@ -240,16 +240,16 @@ fn TokenTable(list: Vec<ApiTokenInfo>, revoke: ServerAction<RevokeApiToken>) -> 
                     {list
                         .into_iter()
                         .map(|token| {
-                            let created = icu_date(token.created_at);
-                            let last_used = token.last_used_at.map(icu_date);
+                            let created = token.created_at;
+                            let last_used = token.last_used_at;
                             let label_name = token.name.clone();
                             view! {
                                 <tr>
                                     <td>{token.name.clone()}</td>
-                                    <td>{t!(i18n, date_medium, date = move || created)}</td>
+                                    <td>{move || date_text(i18n, created)}</td>
                                     <td>
                                         {match last_used {
-                                            Some(date) => t!(i18n, date_medium, date = move || date).into_any(),
+                                            Some(date) => (move || date_text(i18n, date)).into_any(),
                                             None => t!(i18n, tokens_never_used).into_any(),
                                         }}
                                     </td>

@@ -93,7 +93,7 @@ pub fn BookingPanel(
             let (from, to) = view.with_value(|v| {
                 (local_date_time(v, start).format("%Y-%m-%d %H:%M").to_string(), local_date_time(v, end).format("%Y-%m-%d %H:%M").to_string())
             });
-            let hours = (end - start).num_minutes() as f64 / 60.0;
+            let minutes = (end - start).num_minutes();
             let quarters = if gpu.shareable { share.get().quarters() } else { 4 };
             let price = Window::new(start, end)
                 .map(|w| price_minor(gpu.hourly_price.minor(), quarters, &w))
@@ -107,7 +107,7 @@ pub fn BookingPanel(
                     <dt>{t!(i18n, panel_window)}</dt>
                     <dd>{format!("{from} – {to}")}</dd>
                     <dt>{t!(i18n, panel_length)}</dt>
-                    <dd>{t!(i18n, panel_hours, hours = move || hours)}</dd>
+                    <dd>{move || crate::components::format::hours_text(i18n, minutes)}</dd>
                     <dt>{t!(i18n, panel_share)}</dt>
                     <dd>
                         {if shareable {

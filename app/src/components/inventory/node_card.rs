@@ -1,6 +1,6 @@
 //! One node with the table of its GPUs.
 
-use crate::components::format::{HourlyPrice, MemoryText, icu_date};
+use crate::components::format::{HourlyPrice, MemoryText, date_text};
 use crate::domain::gpu::GpuStatus;
 use crate::domain::inventory::{GpuListing, NodeInventory};
 use crate::domain::money::Currency;
@@ -28,7 +28,7 @@ pub fn NodeCard(node: NodeInventory, currency: Currency) -> impl IntoView {
                 <span class="node-meta">
                     <span class="node-host">{node.hostname}</span>
                     <span>{t!(i18n, node_gpu_count, count = move || gpu_count)}</span>
-                    <span>{t!(i18n, node_added, date = move || icu_date(added))}</span>
+                    <span>{move || t_string!(i18n, node_added, date = date_text(i18n, added)).to_string()}</span>
                 </span>
             </header>
             <div class="table-scroll">

@@ -312,7 +312,11 @@ async fn busy_blocks(
 ) -> Result<std::collections::HashMap<i64, Vec<BusyBlock>>, AppError> {
     let mut busy: std::collections::HashMap<i64, Vec<BusyBlock>> =
         gpus.iter().map(|id| (*id, Vec::new())).collect();
-    for hold in db::reservations::holds_on(&state.db, gpus, range).await? {
+    let (holds, maintenance) = tokio::try_join!(
+        db::reservations::holds_on(&state.db, gpus, range),
+        db::reservations::maintenance_overlapping(&state.db, range),
+    )?;
+    for hold in holds {
         let mine = hold.owner_id == actor.user.id;
         if let Some(blocks) = busy.get_mut(&hold.gpu_id) {
             blocks.push(BusyBlock {
@@ -328,7 +332,7 @@ async fn busy_blocks(
             });
         }
     }
-    for (gpu_id, window, _) in db::reservations::maintenance_overlapping(&state.db, range).await? {
+    for (gpu_id, window, _) in maintenance {
         if let Some(blocks) = busy.get_mut(&gpu_id) {
             blocks.push(BusyBlock {
                 start: window.start(),
@@ -461,8 +465,13 @@ pub async fn calendar(
         .flat_map(|node| node.gpus.iter())
         .map(|gpu| gpu.id)
         .collect();
-    let mut busy = busy_blocks(state, actor, &range, &shown_ids).await?;
-    let models = db::inventory::list_models(&state.db).await?;
+    // Two independent reads on two pooled connections at once.
+    let (mut busy, models) =
+        tokio::try_join!(busy_blocks(state, actor, &range, &shown_ids), async {
+            db::inventory::list_models(&state.db)
+                .await
+                .map_err(AppError::from)
+        },)?;
     let nodes = inventory
         .into_iter()
         .map(|node| CalendarNode {

@@ -198,46 +198,49 @@ fn GpuRow(
     let gpu_id = gpu.gpu.id;
     let bookable = gpu.gpu.status.is_bookable();
     let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
-    let blocks = gpu
-        .blocks
-        .iter()
-        .map(|placed| {
-            let block = placed.block.clone();
-            let (left, width, from, to) = view.with_value(|v| {
-                let left = v.fraction(block.start);
-                (left, v.fraction(block.end) - left, local_time(v, block.start), local_time(v, block.end))
-            });
-            let quarters = block.quarters.min(WHOLE_GPU);
-            let top = f64::from(placed.lane) / f64::from(WHOLE_GPU);
-            let height = f64::from(quarters) / f64::from(WHOLE_GPU);
-            let kind = match block.kind {
-                BlockKind::Mine => "mine",
-                BlockKind::Booked => "booked",
-                BlockKind::Maintenance => "maintenance",
-            };
-            let share = match quarters {
-                1 => "¼",
-                2 => "½",
-                _ => "",
-            };
-            let label = move || match block.kind {
-                BlockKind::Mine => t_string!(i18n, calendar_mine).to_string(),
-                BlockKind::Booked => t_string!(i18n, calendar_booked).to_string(),
-                BlockKind::Maintenance => t_string!(i18n, calendar_maintenance).to_string(),
-            };
-            let title = move || format!("{} {share} · {from}–{to}", label());
-            view! {
-                <div
-                    class=format!("cal-block kind-{kind}{}", if quarters < WHOLE_GPU { " partial" } else { "" })
-                    style=format!("left:{};width:{};top:{};height:{}", pct(left), pct(width), pct(top), pct(height))
-                    title=title.clone()
-                    data-kind=kind
-                >
-                    <span class="cal-block-label">{move || format!("{share} {}", label()).trim().to_owned()}</span>
-                </div>
-            }
+    // One reactive closure for all of a row's blocks (not two per block): it re-renders the row's
+    // blocks when the language changes, and costs little to create for 64 rows × a week.
+    let placed = StoredValue::new(gpu.blocks.clone());
+    let blocks = move || {
+        let mine = t_string!(i18n, calendar_mine).to_string();
+        let booked = t_string!(i18n, calendar_booked).to_string();
+        let maintenance = t_string!(i18n, calendar_maintenance).to_string();
+        placed.with_value(|placed| {
+            placed
+                .iter()
+                .map(|placed| {
+                    let block = &placed.block;
+                    let (left, width, from, to) = view.with_value(|v| {
+                        let left = v.fraction(block.start);
+                        (left, v.fraction(block.end) - left, local_time(v, block.start), local_time(v, block.end))
+                    });
+                    let quarters = block.quarters.min(WHOLE_GPU);
+                    let top = f64::from(placed.lane) / f64::from(WHOLE_GPU);
+                    let height = f64::from(quarters) / f64::from(WHOLE_GPU);
+                    let (kind, label) = match block.kind {
+                        BlockKind::Mine => ("mine", &mine),
+                        BlockKind::Booked => ("booked", &booked),
+                        BlockKind::Maintenance => ("maintenance", &maintenance),
+                    };
+                    let share = match quarters {
+                        1 => "¼ ",
+                        2 => "½ ",
+                        _ => "",
+                    };
+                    view! {
+                        <div
+                            class=if quarters < WHOLE_GPU { format!("cal-block kind-{kind} partial") } else { format!("cal-block kind-{kind}") }
+                            style=format!("left:{};width:{};top:{};height:{}", pct(left), pct(width), pct(top), pct(height))
+                            title=format!("{share}{label} · {from}–{to}")
+                            data-kind=kind
+                        >
+                            <span class="cal-block-label">{format!("{share}{label}")}</span>
+                        </div>
+                    }
+                })
+                .collect_view()
         })
-        .collect_view();
+    };
     let selected = move || {
         selection.get().filter(|s| s.gpu_id == gpu_id).map(|s| {
             let (start, end) = s.window(cell);

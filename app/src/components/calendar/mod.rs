@@ -46,7 +46,9 @@ pub fn cell_floor(view: &CalendarView, at: DateTime<Utc>) -> DateTime<Utc> {
 
 /// `HH:MM` of an instant in the viewer's zone.
 pub fn local_time(view: &CalendarView, at: DateTime<Utc>) -> String {
-    view.zone.local(at).format("%H:%M").to_string()
+    use chrono::Timelike;
+    let local = view.zone.local(at);
+    format!("{:02}:{:02}", local.hour(), local.minute())
 }
 
 /// `YYYY-MM-DD HH:MM` of an instant in the viewer's zone.

@@ -54,24 +54,18 @@ async fn gpus_where(
     db: &impl ConnectionTrait,
     filter: sea_orm::Condition,
 ) -> Result<Vec<BookableGpu>, DbErr> {
-    let rows = gpu::Entity::find()
+    // One query: each GPU with its node's name.
+    let rows: Vec<(gpu::Model, Option<node::Model>)> = gpu::Entity::find()
+        .find_also_related(node::Entity)
         .filter(filter)
         .order_by_asc(gpu::Column::NodeId)
         .order_by_asc(gpu::Column::DeviceIndex)
         .all(db)
         .await?;
-    let node_ids: Vec<i64> = rows.iter().map(|row| row.node_id).collect();
-    let names: HashMap<i64, String> = node::Entity::find()
-        .filter(node::Column::Id.is_in(node_ids))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|n| (n.id, n.name))
-        .collect();
     Ok(rows
         .into_iter()
-        .map(|row| BookableGpu {
-            node_name: names.get(&row.node_id).cloned().unwrap_or_default(),
+        .map(|(row, node)| BookableGpu {
+            node_name: node.map(|n| n.name).unwrap_or_default(),
             id: row.id,
             node_id: row.node_id,
             device_index: row.device_index,
@@ -165,20 +159,23 @@ pub async fn occupancies(
     gpu_ids: &[i64],
     range: &Window,
 ) -> Result<HashMap<i64, Vec<Occupancy>>, DbErr> {
+    // Both reads at once (on a transaction they queue on its connection).
+    let (holds, maintenance) = tokio::try_join!(
+        holds_on(db, gpu_ids, range),
+        maintenance_window::Entity::find()
+            .filter(maintenance_window::Column::GpuId.is_in(gpu_ids.to_vec()))
+            .filter(maintenance_window::Column::StartAt.lt(range.end()))
+            .filter(maintenance_window::Column::EndAt.gt(range.start()))
+            .all(db),
+    )?;
     let mut busy: HashMap<i64, Vec<Occupancy>> = HashMap::new();
-    for hold in holds_on(db, gpu_ids, range).await? {
+    for hold in holds {
         busy.entry(hold.gpu_id).or_default().push(Occupancy {
             window: hold.window,
             quarters: hold.quarters,
         });
     }
-    for window in maintenance_window::Entity::find()
-        .filter(maintenance_window::Column::GpuId.is_in(gpu_ids.to_vec()))
-        .filter(maintenance_window::Column::StartAt.lt(range.end()))
-        .filter(maintenance_window::Column::EndAt.gt(range.start()))
-        .all(db)
-        .await?
-    {
+    for window in maintenance {
         let stored = Window::new(window.start_at, window.end_at)
             .map_err(|err| DbErr::Custom(format!("maintenance_windows.id={}: {err}", window.id)))?;
         busy.entry(window.gpu_id).or_default().push(Occupancy {

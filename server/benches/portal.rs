@@ -731,8 +731,14 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
         .expect("sequence");
     }
     txn.commit().await.expect("commit");
-    // Fresh statistics, as a long-running store has them.
-    conn.execute_unprepared("ANALYZE").await.expect("analyze");
+    // Fresh statistics (and on PostgreSQL a visibility map), as autovacuum keeps them in a
+    // long-running store.
+    let maintenance = if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        "VACUUM ANALYZE"
+    } else {
+        "ANALYZE"
+    };
+    conn.execute_unprepared(maintenance).await.expect("analyze");
     store
 }
 

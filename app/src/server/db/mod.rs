@@ -34,7 +34,12 @@ pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
                 .foreign_keys(true)
-        });
+        })
+        // Plan each statement for its actual values. With the default, PostgreSQL switches a
+        // prepared statement to a generic plan after five runs, and for "holds of these 64 GPUs
+        // in this week" (an IN list of parameters) the generic plan hashes the whole
+        // reservations table: 8-11 ms instead of about 2 ms planned for the values at hand.
+        .map_sqlx_postgres_opts(|pg| pg.options([("plan_cache_mode", "force_custom_plan")]));
     let db = Database::connect(options).await?;
     db.ping().await?;
     Ok(db)

@@ -95,8 +95,12 @@ pub(crate) async fn lock_gpus(txn: &DatabaseTransaction, ids: &[i64]) -> Result<
     Ok(())
 }
 
-/// (gpu id, reservation id, owner id, start, end, quarters) as [`holds_on`] reads them.
-type HoldRow = (i64, i64, i64, DateTime<Utc>, DateTime<Utc>, i16);
+/// (gpu id, reservation id, start, end): a row of the holds index.
+type HoldRow = (i64, i64, DateTime<Utc>, DateTime<Utc>);
+
+/// Reservation ids per statement when reading the reservations of many holds (well under the
+/// bound-parameter limits of both stores).
+const IDS_PER_STATEMENT: usize = 5000;
 
 /// A confirmed reservation's hold on one GPU.
 #[derive(Debug, Clone)]
@@ -113,9 +117,11 @@ pub struct Hold {
     pub quarters: u8,
 }
 
-/// Confirmed reservations holding any of `gpu_ids` during `range`. The query walks the index of
-/// holds by GPU and end time, so its cost follows the GPUs asked for and the holds ending after
-/// the range starts, not the fleet or its history.
+/// Confirmed reservations holding any of `gpu_ids` during `range`. The first query walks only the
+/// index of holds by GPU and end time, so its cost follows the GPUs asked for and the holds
+/// ending after the range starts, not the fleet or its history; the second reads the owners and
+/// shares of those reservations by primary key. (As one join, PostgreSQL's planner hashed the
+/// whole reservations table: 10 ms instead of 1 ms for a week of 64 GPUs.)
 pub async fn holds_on(
     db: &impl ConnectionTrait,
     gpu_ids: &[i64],
@@ -125,29 +131,52 @@ pub async fn holds_on(
         .select_only()
         .column(reservation_gpu::Column::GpuId)
         .column(reservation_gpu::Column::ReservationId)
-        .column(reservation::Column::OwnerId)
         .column(reservation_gpu::Column::StartAt)
         .column(reservation_gpu::Column::EndAt)
-        .column(reservation::Column::Quarters)
-        .inner_join(reservation::Entity)
         .filter(reservation_gpu::Column::GpuId.is_in(gpu_ids.to_vec()))
         .filter(reservation_gpu::Column::EndAt.gt(range.start()))
         .filter(reservation_gpu::Column::StartAt.lt(range.end()))
-        .filter(reservation::Column::Status.eq("confirmed"))
         .into_tuple()
         .all(db)
         .await?;
+    let mut ids: Vec<i64> = rows.iter().map(|row| row.1).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    // Owner and quarters of the confirmed ones; cancelled reservations drop out here.
+    let mut confirmed: HashMap<i64, (i64, i16)> = HashMap::with_capacity(ids.len());
+    for chunk in ids.chunks(IDS_PER_STATEMENT) {
+        let found: Vec<(i64, i64, i16)> = reservation::Entity::find()
+            .select_only()
+            .column(reservation::Column::Id)
+            .column(reservation::Column::OwnerId)
+            .column(reservation::Column::Quarters)
+            .filter(reservation::Column::Id.is_in(chunk.to_vec()))
+            .filter(reservation::Column::Status.eq("confirmed"))
+            .into_tuple()
+            .all(db)
+            .await?;
+        confirmed.extend(
+            found
+                .into_iter()
+                .map(|(id, owner, quarters)| (id, (owner, quarters))),
+        );
+    }
     rows.into_iter()
-        .map(|(gpu_id, reservation_id, owner_id, start, end, quarters)| {
-            Ok(Hold {
-                gpu_id,
-                reservation_id,
-                owner_id,
-                window: Window::new(start, end).map_err(|err| {
-                    DbErr::Custom(format!("reservations.id={reservation_id}: {err}"))
-                })?,
-                quarters: u8::try_from(quarters).unwrap_or(WHOLE_GPU),
-            })
+        .filter_map(|(gpu_id, reservation_id, start, end)| {
+            let (owner_id, quarters) = *confirmed.get(&reservation_id)?;
+            Some(
+                Window::new(start, end)
+                    .map(|window| Hold {
+                        gpu_id,
+                        reservation_id,
+                        owner_id,
+                        window,
+                        quarters: u8::try_from(quarters).unwrap_or(WHOLE_GPU),
+                    })
+                    .map_err(|err| {
+                        DbErr::Custom(format!("reservations.id={reservation_id}: {err}"))
+                    }),
+            )
         })
         .collect()
 }

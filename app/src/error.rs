@@ -11,12 +11,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum AppError {
     /// Input failed validation; `field` names the input.
-    #[error("{field}: {message}")]
+    #[error("{field}: {problem}")]
     Validation {
         /// The offending input.
         field: String,
         /// What is wrong with it.
-        message: String,
+        problem: crate::domain::problem::Problem,
     },
     /// No valid session or token.
     #[error("sign-in required")]
@@ -29,7 +29,7 @@ pub enum AppError {
     NotFound(String),
     /// The request clashes with the current state.
     #[error("conflict: {0}")]
-    Conflict(String),
+    Conflict(crate::domain::problem::Problem),
     /// A booking lost: what is taken when, and the nearest window that fits instead.
     #[error("conflict: {0}")]
     Clash(Box<crate::domain::reservation::Clash>),
@@ -56,6 +56,14 @@ impl FromServerFnError for AppError {
 }
 
 impl AppError {
+    /// Invalid input in `field`.
+    pub fn invalid(field: &str, problem: crate::domain::problem::Problem) -> Self {
+        AppError::Validation {
+            field: field.into(),
+            problem,
+        }
+    }
+
     /// Logs `cause` with its chain and returns [`AppError::Internal`], which tells the client
     /// nothing more.
     #[cfg(feature = "ssr")]
@@ -124,7 +132,11 @@ impl axum::response::IntoResponse for AppError {
         };
         let mut body = serde_json::json!({ "error": kind, "message": self.to_string() });
         match &self {
-            AppError::Validation { field, .. } => body["field"] = serde_json::json!(field),
+            AppError::Validation { field, problem } => {
+                body["field"] = serde_json::json!(field);
+                body["code"] = serde_json::json!(problem.code());
+            }
+            AppError::Conflict(problem) => body["code"] = serde_json::json!(problem.code()),
             AppError::Clash(clash) => {
                 body["clash"] = serde_json::to_value(clash).unwrap_or_default();
             }

@@ -35,7 +35,12 @@ test("a platform admin sets maintenance on a GPU, sees it listed, and removes it
   await page.getByLabel("End", { exact: true }).fill(localInput(36, 10));
   await page.getByLabel("Reason", { exact: true }).fill("backwards");
   await page.getByRole("button", { name: "Set maintenance" }).click();
-  await expect(page.getByRole("alert")).toContainText("end");
+  await expect(page.getByRole("alert")).toContainText("The end must be after the start.");
+  // Server-side problems are data, shown in the reader's language.
+  await page.getByRole("button", { name: "Português (Brasil)" }).click();
+  await expect(page.getByRole("alert")).toContainText("O fim deve ser depois do início.");
+  await page.getByRole("button", { name: "English" }).click();
+  await expect(page.getByRole("alert")).toContainText("The end must be after the start.");
 
   await row.getByRole("button", { name: /End maintenance window/ }).click();
   await expect(page.getByRole("status")).toContainText("ended");

@@ -111,10 +111,8 @@ pub async fn set_maintenance(
             let actor = require_actor().await?;
             actor.require_platform_admin()?;
             let state = state::app_state()?;
-            let invalid_target = || AppError::Validation {
-                field: "target".into(),
-                message: "choose a GPU or a node".into(),
-            };
+            let invalid_target =
+                || AppError::invalid("target", crate::domain::problem::Problem::NoTarget);
             let gpu_ids = match target.split_once(':') {
                 Some(("gpu", id)) => vec![id.parse::<i64>().map_err(|_| invalid_target())?],
                 Some(("node", id)) => {

@@ -28,9 +28,12 @@ pub async fn create_api_token(name: String) -> Result<CreatedApiToken, AppError>
     state::with_status(
         async {
             let actor = require_actor().await?;
-            let name = TokenName::parse(&name).map_err(|err| AppError::Validation {
-                field: "name".into(),
-                message: err.to_string(),
+            let name = TokenName::parse(&name).map_err(|err| {
+                let max = match err {
+                    crate::domain::user::UserInputError::Name { max } => max,
+                    crate::domain::user::UserInputError::Email(_) => 100,
+                };
+                AppError::invalid("name", crate::domain::problem::Problem::Name { max })
             })?;
             let state = state::app_state()?;
             let (token, hash) = tokens::generate();

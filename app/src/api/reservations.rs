@@ -26,16 +26,17 @@ pub async fn get_calendar(
         async {
             let actor = require_actor().await?;
             let state = state::app_state()?;
-            let start =
-                match start.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-                    Some(raw) => Some(raw.parse::<chrono::NaiveDate>().map_err(|_| {
-                        AppError::Validation {
-                            field: "start".into(),
-                            message: format!("`{raw}` is not a date like 2026-12-01"),
-                        }
-                    })?),
-                    None => None,
-                };
+            let start = match start.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+                Some(raw) => Some(raw.parse::<chrono::NaiveDate>().map_err(|_| {
+                    AppError::invalid(
+                        "start",
+                        crate::domain::problem::Problem::NotADate {
+                            raw: raw.to_owned(),
+                        },
+                    )
+                })?),
+                None => None,
+            };
             let query = booking::CalendarQuery {
                 start,
                 span: Span::parse(span.as_deref()),

@@ -1,5 +1,6 @@
 //! Shows an [`AppError`] to the user in their language.
 
+use crate::domain::problem::{Problem, list_ids};
 use crate::error::AppError;
 use crate::i18n::*;
 use leptos::prelude::*;
@@ -9,11 +10,11 @@ use leptos::prelude::*;
 pub fn ErrorPanel(error: AppError) -> impl IntoView {
     let i18n = use_i18n();
     let message = move || match &error {
-        AppError::Validation { field, message } => format!("{field}: {message}"),
+        AppError::Validation { problem, .. } => problem_text(i18n, problem),
         AppError::Unauthorized => t_string!(i18n, error_unauthorized).to_string(),
         AppError::Forbidden => t_string!(i18n, error_forbidden).to_string(),
         AppError::NotFound(_) => t_string!(i18n, error_not_found).to_string(),
-        AppError::Conflict(detail) => detail.clone(),
+        AppError::Conflict(problem) => problem_text(i18n, problem),
         AppError::Clash(clash) => clash.to_string(),
         AppError::TooManyRequests(seconds) => {
             t_string!(i18n, error_too_many_requests, seconds = *seconds).to_string()
@@ -27,5 +28,71 @@ pub fn ErrorPanel(error: AppError) -> impl IntoView {
             <h2>{t!(i18n, error_title)}</h2>
             <p>{message}</p>
         </div>
+    }
+}
+
+/// `problem` in the current language.
+pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -> String {
+    match problem.clone() {
+        Problem::EndNotAfterStart => t_string!(i18n, problem_end_not_after_start).to_string(),
+        Problem::OffGrid { .. } => t_string!(i18n, problem_off_grid).to_string(),
+        Problem::TooShort { minutes } => t_string!(i18n, problem_too_short, minutes).to_string(),
+        Problem::TooLong { days } => t_string!(i18n, problem_too_long, days).to_string(),
+        Problem::InThePast => t_string!(i18n, problem_in_the_past).to_string(),
+        Problem::TooFarAhead { days } => t_string!(i18n, problem_too_far_ahead, days).to_string(),
+        Problem::BeyondHorizon { weeks } => {
+            t_string!(i18n, problem_beyond_horizon, weeks).to_string()
+        }
+        Problem::AlreadyOver => t_string!(i18n, problem_already_over).to_string(),
+        Problem::NotATime { raw } => t_string!(i18n, problem_not_a_time, raw).to_string(),
+        Problem::NotADateTime { raw } => t_string!(i18n, problem_not_a_date_time, raw).to_string(),
+        Problem::NotADate { raw } => t_string!(i18n, problem_not_a_date, raw).to_string(),
+        Problem::NoSuchLocalTime { raw, zone } => {
+            t_string!(i18n, problem_no_such_local_time, raw, zone).to_string()
+        }
+        Problem::UnknownZone { raw } => t_string!(i18n, problem_unknown_zone, raw).to_string(),
+        Problem::BadShare => t_string!(i18n, problem_bad_share).to_string(),
+        Problem::NotShareable { gpu } => t_string!(i18n, problem_not_shareable, gpu).to_string(),
+        Problem::NoGpu => t_string!(i18n, problem_no_gpu).to_string(),
+        Problem::GpuTwice => t_string!(i18n, problem_gpu_twice).to_string(),
+        Problem::TooManyGpus { max } => t_string!(i18n, problem_too_many_gpus, max).to_string(),
+        Problem::NoSuchGpu { id } => t_string!(i18n, problem_no_such_gpu, id).to_string(),
+        Problem::MixedGpus => t_string!(i18n, problem_mixed_gpus).to_string(),
+        Problem::GpusOrModel => t_string!(i18n, problem_gpus_or_model).to_string(),
+        Problem::NoModel => t_string!(i18n, problem_no_model).to_string(),
+        Problem::NoGpuOfModel { model } => {
+            t_string!(i18n, problem_no_gpu_of_model, model).to_string()
+        }
+        Problem::CountRange { max } => t_string!(i18n, problem_count_range, max).to_string(),
+        Problem::BadLength { days } => t_string!(i18n, problem_bad_length, days).to_string(),
+        Problem::ToNotAfterFrom => t_string!(i18n, problem_to_not_after_from).to_string(),
+        Problem::Reason { max } => t_string!(i18n, problem_reason, max).to_string(),
+        Problem::Name { max } => t_string!(i18n, problem_name, max).to_string(),
+        Problem::NoTarget => t_string!(i18n, problem_no_target).to_string(),
+        Problem::UnknownAccount { raw } => {
+            t_string!(i18n, problem_unknown_account, raw).to_string()
+        }
+        Problem::Unreadable { detail } => t_string!(i18n, problem_unreadable, detail).to_string(),
+        Problem::GpuUnavailable { gpu, status } => {
+            let status = match status.as_str() {
+                "maintenance" => t_string!(i18n, status_maintenance).to_string(),
+                "retired" => t_string!(i18n, status_retired).to_string(),
+                _ => status,
+            }
+            .to_lowercase();
+            t_string!(i18n, problem_gpu_unavailable, gpu, status).to_string()
+        }
+        Problem::FullyBooked => t_string!(i18n, problem_fully_booked).to_string(),
+        Problem::AlreadyCancelled { id } => {
+            t_string!(i18n, problem_already_cancelled, id).to_string()
+        }
+        Problem::AlreadyStarted { id } => t_string!(i18n, problem_already_started, id).to_string(),
+        Problem::MaintenanceOver { id } => {
+            t_string!(i18n, problem_maintenance_over, id).to_string()
+        }
+        Problem::ReservationsInTheWay { ids } => {
+            let ids = list_ids(&ids);
+            t_string!(i18n, problem_reservations_in_the_way, ids).to_string()
+        }
     }
 }

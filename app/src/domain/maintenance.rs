@@ -80,6 +80,24 @@ pub enum MaintenanceError {
 }
 
 impl MaintenanceError {
+    /// The error as a [`Problem`](crate::domain::problem::Problem) to show or send.
+    pub fn problem(&self) -> crate::domain::problem::Problem {
+        use crate::domain::problem::Problem;
+        match self {
+            MaintenanceError::Window(err) => err.problem(),
+            MaintenanceError::AlreadyOver => Problem::AlreadyOver,
+            MaintenanceError::TooLong => Problem::TooLong {
+                days: MAX_LENGTH_DAYS,
+            },
+            MaintenanceError::TooFarAhead => Problem::TooFarAhead {
+                days: MAX_AHEAD_DAYS,
+            },
+            MaintenanceError::Reason => Problem::Reason {
+                max: MAX_REASON_CHARS,
+            },
+        }
+    }
+
     /// The input field the error is about.
     pub fn field(&self) -> &'static str {
         match self {

@@ -7,6 +7,7 @@ pub mod inventory;
 pub mod maintenance;
 pub mod money;
 pub mod numbers;
+pub mod problem;
 pub mod reservation;
 pub mod schedule;
 pub mod sign_in;

@@ -99,6 +99,23 @@ pub enum WindowError {
 }
 
 impl WindowError {
+    /// The error as a [`Problem`](crate::domain::problem::Problem) to show or send.
+    pub fn problem(&self) -> crate::domain::problem::Problem {
+        use crate::domain::problem::Problem;
+        match self {
+            WindowError::EndNotAfterStart => Problem::EndNotAfterStart,
+            WindowError::OffGrid { field } => Problem::OffGrid {
+                field: (*field).to_owned(),
+            },
+            WindowError::TooShort => Problem::TooShort {
+                minutes: SLOT_MINUTES,
+            },
+            WindowError::TooLong { max_days } => Problem::TooLong { days: *max_days },
+            WindowError::InThePast => Problem::InThePast,
+            WindowError::BeyondHorizon { weeks } => Problem::BeyondHorizon { weeks: *weeks },
+        }
+    }
+
     /// The input field the error is about.
     pub fn field(&self) -> &'static str {
         match self {

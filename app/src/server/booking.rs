@@ -1,6 +1,7 @@
 //! The booking service shared by the server functions (pages) and the JSON API: parses raw input
 //! into domain types with field-level errors, checks who may do what, and calls `db::reservations`.
 
+use crate::domain::problem::Problem;
 use crate::domain::reservation::{
     BlockKind, BusyBlock, GpuAvailability, NewReservation, Reservation, SlotOffer, Target,
 };
@@ -37,7 +38,7 @@ impl ShareInput {
             ShareInput::Number(_) => None,
             ShareInput::Text(text) => Share::parse(text),
         };
-        share.ok_or_else(|| invalid("share", "the share must be 1, 0.5 or 0.25 of a GPU"))
+        share.ok_or_else(|| invalid("share", Problem::BadShare))
     }
 }
 
@@ -62,11 +63,8 @@ pub struct BookingForm {
     pub end: String,
 }
 
-fn invalid(field: &str, message: impl Into<String>) -> AppError {
-    AppError::Validation {
-        field: field.into(),
-        message: message.into(),
-    }
+fn invalid(field: &str, problem: Problem) -> AppError {
+    AppError::invalid(field, problem)
 }
 
 /// Parses an RFC 3339 timestamp of field `field`.
@@ -76,13 +74,15 @@ pub fn parse_time(field: &str, raw: &str) -> Result<DateTime<Utc>, AppError> {
         .map_err(|_| {
             invalid(
                 field,
-                format!("`{raw}` is not an RFC 3339 time such as 2026-12-01T09:00:00Z"),
+                Problem::NotATime {
+                    raw: raw.to_owned(),
+                },
             )
         })
 }
 
 fn window_error(err: WindowError) -> AppError {
-    invalid(err.field(), err.to_string())
+    invalid(err.field(), err.problem())
 }
 
 /// Validates a booking form at `now`.
@@ -106,15 +106,17 @@ pub fn parse_booking(
             unique.sort_unstable();
             unique.dedup();
             if unique.is_empty() {
-                return Err(invalid("gpu_ids", "name at least one GPU"));
+                return Err(invalid("gpu_ids", Problem::NoGpu));
             }
             if unique.len() != ids.len() {
-                return Err(invalid("gpu_ids", "a GPU is named twice"));
+                return Err(invalid("gpu_ids", Problem::GpuTwice));
             }
             if unique.len() > MAX_GPUS_PER_RESERVATION {
                 return Err(invalid(
                     "gpu_ids",
-                    format!("at most {MAX_GPUS_PER_RESERVATION} GPUs per reservation"),
+                    Problem::TooManyGpus {
+                        max: MAX_GPUS_PER_RESERVATION,
+                    },
                 ));
             }
             Target::Gpus(unique)
@@ -122,14 +124,16 @@ pub fn parse_booking(
         (None, Some(model)) => {
             let model = model.trim();
             if model.is_empty() {
-                return Err(invalid("model", "name a GPU model"));
+                return Err(invalid("model", Problem::NoModel));
             }
             let count = form.count.unwrap_or(1);
             if count == 0 || usize::try_from(count).unwrap_or(usize::MAX) > MAX_GPUS_PER_RESERVATION
             {
                 return Err(invalid(
                     "count",
-                    format!("between 1 and {MAX_GPUS_PER_RESERVATION} GPUs"),
+                    Problem::CountRange {
+                        max: MAX_GPUS_PER_RESERVATION,
+                    },
                 ));
             }
             Target::Model {
@@ -138,10 +142,7 @@ pub fn parse_booking(
             }
         }
         _ => {
-            return Err(invalid(
-                "gpu_ids",
-                "give either gpu_ids, or model (and count), but not both",
-            ));
+            return Err(invalid("gpu_ids", Problem::GpusOrModel));
         }
     };
     Ok(NewReservation {
@@ -222,17 +223,18 @@ pub async fn find_slots(
     if !in_range || whole_minutes % 15 != 0 {
         return Err(invalid(
             "hours",
-            format!(
-                "the length must be a multiple of a quarter hour, at most {} days",
-                state.portal.booking.max_length.num_days()
-            ),
+            Problem::BadLength {
+                days: state.portal.booking.max_length.num_days(),
+            },
         ));
     }
     let count = form.count.unwrap_or(1);
     if count == 0 || usize::try_from(count).unwrap_or(usize::MAX) > MAX_GPUS_PER_RESERVATION {
         return Err(invalid(
             "count",
-            format!("between 1 and {MAX_GPUS_PER_RESERVATION} GPUs"),
+            Problem::CountRange {
+                max: MAX_GPUS_PER_RESERVATION,
+            },
         ));
     }
     let share = match &form.share {
@@ -277,12 +279,14 @@ pub async fn availability(
     model: Option<&str>,
 ) -> Result<Vec<GpuAvailability>, AppError> {
     if to <= from {
-        return Err(invalid("to", "`to` must be after `from`"));
+        return Err(invalid("to", Problem::ToNotAfterFrom));
     }
     if to - from > TimeDelta::days(MAX_AVAILABILITY_DAYS) {
         return Err(invalid(
             "to",
-            format!("at most {MAX_AVAILABILITY_DAYS} days at once"),
+            Problem::TooLong {
+                days: MAX_AVAILABILITY_DAYS,
+            },
         ));
     }
     let range = Window::new(crate::domain::schedule::slot_floor(from), slot_ceil(to))
@@ -518,11 +522,21 @@ pub fn local_to_rfc3339(zone: Option<&str>, field: &str, raw: &str) -> Result<St
     let zone: chrono_tz::Tz = zone.and_then(|z| z.parse().ok()).unwrap_or(chrono_tz::UTC);
     let local = chrono::NaiveDateTime::parse_from_str(raw.trim(), "%Y-%m-%dT%H:%M")
         .or_else(|_| chrono::NaiveDateTime::parse_from_str(raw.trim(), "%Y-%m-%dT%H:%M:%S"))
-        .map_err(|_| invalid(field, format!("`{raw}` is not a date and time")))?;
+        .map_err(|_| {
+            invalid(
+                field,
+                Problem::NotADateTime {
+                    raw: raw.to_owned(),
+                },
+            )
+        })?;
     let at = zone.from_local_datetime(&local).earliest().ok_or_else(|| {
         invalid(
             field,
-            format!("{raw} does not exist in {zone} (clock change)"),
+            Problem::NoSuchLocalTime {
+                raw: raw.to_owned(),
+                zone: zone.name().to_owned(),
+            },
         )
     })?;
     Ok(at.with_timezone(&Utc).to_rfc3339())
@@ -550,7 +564,9 @@ pub fn parse_zone_choice(raw: &str) -> Result<Option<String>, AppError> {
         .map_err(|_| {
             invalid(
                 "time_zone",
-                format!("`{raw}` is not a time zone name like America/Sao_Paulo"),
+                Problem::UnknownZone {
+                    raw: raw.to_owned(),
+                },
             )
         })
 }

@@ -3,6 +3,7 @@
 //! `db::maintenance`.
 
 use crate::domain::maintenance::{MaintenanceWindow, NewMaintenance};
+use crate::domain::problem::Problem;
 use crate::error::AppError;
 use crate::server::auth::actor::Actor;
 use crate::server::booking::parse_time;
@@ -27,11 +28,8 @@ pub struct MaintenanceForm {
     pub reason: String,
 }
 
-fn invalid(field: &str, message: impl Into<String>) -> AppError {
-    AppError::Validation {
-        field: field.into(),
-        message: message.into(),
-    }
+fn invalid(field: &str, problem: Problem) -> AppError {
+    AppError::invalid(field, problem)
 }
 
 /// Sets maintenance for a platform admin.
@@ -46,17 +44,19 @@ pub async fn create(
     let start = parse_time("start", &form.start)?;
     let end = parse_time("end", &form.end)?;
     let request = NewMaintenance::parse(start, end, &form.reason, now)
-        .map_err(|err| invalid(err.field(), err.to_string()))?;
+        .map_err(|err| invalid(err.field(), err.problem()))?;
     let mut ids = form.gpu_ids.clone();
     ids.sort_unstable();
     ids.dedup();
     if ids.is_empty() {
-        return Err(invalid("gpu_ids", "choose at least one GPU"));
+        return Err(invalid("gpu_ids", Problem::NoGpu));
     }
     if ids.len() > MAX_GPUS_PER_REQUEST {
         return Err(invalid(
             "gpu_ids",
-            format!("at most {MAX_GPUS_PER_REQUEST} GPUs at a time"),
+            Problem::TooManyGpus {
+                max: MAX_GPUS_PER_REQUEST,
+            },
         ));
     }
     let created = db::maintenance::create(&state.db, &ids, &request, actor.user.id, now).await?;

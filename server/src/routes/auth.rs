@@ -131,12 +131,13 @@ pub async fn dev_sign_in(
     if !state.portal.dev_sign_in {
         return Err(AppError::NotFound("dev sign-in is disabled".into()));
     }
-    let account = DemoAccount::parse(&form.role).ok_or_else(|| AppError::Validation {
-        field: "role".into(),
-        message: format!(
-            "unknown demo account `{}`: use user, team_admin or platform_admin",
-            form.role
-        ),
+    let account = DemoAccount::parse(&form.role).ok_or_else(|| {
+        AppError::invalid(
+            "role",
+            berth_app::domain::problem::Problem::UnknownAccount {
+                raw: form.role.clone(),
+            },
+        )
     })?;
     let user = demo::demo_account(&state.db, account, chrono::Utc::now()).await?;
     sign_in(&session, &state, user.id).await?;

@@ -7,6 +7,7 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use berth_app::domain::inventory::GpuListing;
+use berth_app::domain::problem::Problem;
 use berth_app::domain::reservation::{GpuAvailability, Reservation, SlotOffer};
 use berth_app::error::AppError;
 use berth_app::server::auth::actor::Actor;
@@ -63,10 +64,12 @@ pub async fn list_gpus(
 }
 
 fn query_error(rejection: QueryRejection) -> AppError {
-    AppError::Validation {
-        field: "query".into(),
-        message: rejection.body_text(),
-    }
+    AppError::invalid(
+        "query",
+        Problem::Unreadable {
+            detail: rejection.body_text(),
+        },
+    )
 }
 
 /// `?from=&to=&model=`
@@ -109,9 +112,13 @@ pub async fn create(
     actor: Actor,
     body: Result<Json<BookingForm>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Reservation>), AppError> {
-    let Json(form) = body.map_err(|rejection| AppError::Validation {
-        field: "body".into(),
-        message: rejection.body_text(),
+    let Json(form) = body.map_err(|rejection| {
+        AppError::invalid(
+            "body",
+            Problem::Unreadable {
+                detail: rejection.body_text(),
+            },
+        )
     })?;
     let reservation = booking::create(&state, &actor, &form, chrono::Utc::now()).await?;
     Ok((StatusCode::CREATED, Json(reservation)))

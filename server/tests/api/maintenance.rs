@@ -102,6 +102,7 @@ async fn admins_set_and_end_maintenance_and_bookings_respect_it(backend: Backend
     )
     .await;
     assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["code"], "reservations_in_the_way", "{refused}");
     assert!(
         refused["message"]
             .as_str()
@@ -207,6 +208,10 @@ async fn bad_maintenance_input_gets_422_with_the_field_and_writes_nothing(backen
         let (status, answer) = set(&app, &root, request.clone()).await;
         assert_eq!(status, 422, "{request} → {answer}");
         assert_eq!(answer["field"], field, "{request} → {answer}");
+        assert!(
+            answer["code"].as_str().is_some_and(|code| !code.is_empty()),
+            "{answer}"
+        );
     }
     assert_eq!(window_count(&app).await, before, "nothing written");
     app.stop().await;

@@ -3,6 +3,7 @@
 //! the same transaction, so a booking and a maintenance window can never both win a slot.
 
 use crate::domain::maintenance::{EndEarly, MaintenanceWindow, NewMaintenance, end_early};
+use crate::domain::problem::Problem;
 use crate::domain::schedule::Window;
 use crate::error::AppError;
 use crate::server::db::begin_write;
@@ -37,10 +38,10 @@ pub async fn create(
         .all(&txn)
         .await?;
     if let Some(missing) = gpu_ids.iter().find(|id| !found.contains(id)) {
-        return Err(AppError::Validation {
-            field: "gpu_ids".into(),
-            message: format!("there is no GPU with id {missing}"),
-        });
+        return Err(AppError::invalid(
+            "gpu_ids",
+            Problem::NoSuchGpu { id: *missing },
+        ));
     }
     lock_gpus(&txn, gpu_ids).await?;
     let mut in_the_way: Vec<i64> = holds_on(&txn, gpu_ids, &request.window)
@@ -51,14 +52,9 @@ pub async fn create(
     if !in_the_way.is_empty() {
         in_the_way.sort_unstable();
         in_the_way.dedup();
-        let list = in_the_way
-            .iter()
-            .map(|id| format!("#{id}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(AppError::Conflict(format!(
-            "reservations {list} hold these GPUs during the window; cancel them first"
-        )));
+        return Err(AppError::Conflict(Problem::ReservationsInTheWay {
+            ids: in_the_way,
+        }));
     }
     let mut ids = Vec::with_capacity(gpu_ids.len());
     for gpu_id in gpu_ids {
@@ -126,9 +122,7 @@ pub async fn end(
             active.update(&txn).await?;
         }
         EndEarly::AlreadyOver => {
-            return Err(AppError::Conflict(format!(
-                "maintenance window {id} is already over"
-            )));
+            return Err(AppError::Conflict(Problem::MaintenanceOver { id }));
         }
     }
     txn.commit().await?;

@@ -8,6 +8,7 @@
 //! `gpu_slot_load` table counts the quarters booked per GPU and 15-minute slot, and its CHECK
 //! refuses more than a whole GPU whatever the application does.
 
+use crate::domain::problem::Problem;
 use crate::domain::reservation::{
     Clash, NewReservation, Reservation, ReservationStatus, SlotOffer, Target,
 };
@@ -267,7 +268,7 @@ async fn tokio_sleep_ms(ms: u64) {
 fn capacity_or(err: DbErr) -> AppError {
     if err.to_string().contains("ck_gpu_slot_load_capacity") {
         tracing::error!(error = %err, "capacity guard refused a booking the check let through");
-        AppError::Conflict("the GPU is fully booked for part of this window".into())
+        AppError::Conflict(Problem::FullyBooked)
     } else {
         AppError::from(err)
     }
@@ -290,11 +291,8 @@ impl From<AppError> for BookError {
     }
 }
 
-fn invalid(field: &str, message: impl Into<String>) -> BookError {
-    BookError::App(AppError::Validation {
-        field: field.into(),
-        message: message.into(),
-    })
+fn invalid(field: &str, problem: Problem) -> BookError {
+    BookError::App(AppError::invalid(field, problem))
 }
 
 async fn try_book(
@@ -310,36 +308,26 @@ async fn try_book(
         Target::Gpus(ids) => {
             let gpus = gpus_where(&txn, gpu::Column::Id.is_in(ids.clone()).into()).await?;
             if let Some(missing) = ids.iter().find(|id| !gpus.iter().any(|g| g.id == **id)) {
-                return Err(invalid(
-                    "gpu_ids",
-                    format!("there is no GPU with id {missing}"),
-                ));
+                return Err(invalid("gpu_ids", Problem::NoSuchGpu { id: *missing }));
             }
             let first = &gpus[0];
             if gpus
                 .iter()
                 .any(|g| g.node_id != first.node_id || g.model != first.model)
             {
-                return Err(invalid(
-                    "gpu_ids",
-                    "the GPUs of one reservation must be of one model on one node",
-                ));
+                return Err(invalid("gpu_ids", Problem::MixedGpus));
             }
             if let Some(g) = gpus.iter().find(|g| g.status != "active") {
-                return Err(AppError::Conflict(format!(
-                    "{} cannot be booked: it is {}",
-                    g.label(),
-                    g.status
-                ))
+                return Err(AppError::Conflict(Problem::GpuUnavailable {
+                    gpu: g.label(),
+                    status: g.status.clone(),
+                })
                 .into());
             }
             if request.share != Share::Whole
                 && let Some(g) = gpus.iter().find(|g| !g.shareable)
             {
-                return Err(invalid(
-                    "share",
-                    format!("{} is not shareable: book it whole", g.label()),
-                ));
+                return Err(invalid("share", Problem::NotShareable { gpu: g.label() }));
             }
             let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
             lock_gpus(&txn, &ids).await?;
@@ -365,7 +353,9 @@ async fn try_book(
             if candidates.is_empty() {
                 return Err(invalid(
                     "model",
-                    format!("no bookable GPU of model `{model}` (shareable, if a share is asked)"),
+                    Problem::NoGpuOfModel {
+                        model: model.clone(),
+                    },
                 ));
             }
             let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
@@ -748,14 +738,10 @@ pub async fn cancel(
         .filter(|row| actor_is_admin || row.owner_id == actor_id)
         .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
     if row.status == "cancelled" {
-        return Err(AppError::Conflict(format!(
-            "reservation {id} is already cancelled"
-        )));
+        return Err(AppError::Conflict(Problem::AlreadyCancelled { id }));
     }
     if now >= row.start_at {
-        return Err(AppError::Conflict(format!(
-            "reservation {id} has already started and can no longer be cancelled"
-        )));
+        return Err(AppError::Conflict(Problem::AlreadyStarted { id }));
     }
     let held: Vec<i64> = reservation_gpu::Entity::find()
         .filter(reservation_gpu::Column::ReservationId.eq(id))
@@ -774,9 +760,7 @@ pub async fn cancel(
         .exec(&txn)
         .await?;
     if updated.rows_affected != 1 {
-        return Err(AppError::Conflict(format!(
-            "reservation {id} is already cancelled"
-        )));
+        return Err(AppError::Conflict(Problem::AlreadyCancelled { id }));
     }
     let mut update = Query::update();
     update

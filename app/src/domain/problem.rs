@@ -1,0 +1,240 @@
+//! What is wrong with a request, as data: the API writes it in English (`message`) with a stable
+//! `code`; the pages show it in the reader's language through the translation files.
+
+use serde::{Deserialize, Serialize};
+
+/// A reason a request was refused (invalid input, or a clash with the current state).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "code", rename_all = "snake_case")]
+pub enum Problem {
+    /// The end is not after the start.
+    #[error("the end must be after the start")]
+    EndNotAfterStart,
+    /// A time is not on a quarter hour.
+    #[error("{field} must be on a quarter hour (:00, :15, :30 or :45)")]
+    OffGrid {
+        /// `start` or `end`.
+        field: String,
+    },
+    /// Shorter than one slot.
+    #[error("a booking lasts at least {minutes} minutes")]
+    TooShort {
+        /// The minimum.
+        minutes: i64,
+    },
+    /// Longer than allowed.
+    #[error("at most {days} days long")]
+    TooLong {
+        /// The limit.
+        days: i64,
+    },
+    /// Starts before the current slot.
+    #[error("the start is in the past")]
+    InThePast,
+    /// Starts further ahead than allowed.
+    #[error("at most {days} days ahead")]
+    TooFarAhead {
+        /// The limit.
+        days: i64,
+    },
+    /// Starts beyond the booking horizon.
+    #[error("bookings open at most {weeks} weeks ahead")]
+    BeyondHorizon {
+        /// The horizon.
+        weeks: i64,
+    },
+    /// Already over.
+    #[error("the window is already over")]
+    AlreadyOver,
+    /// Not an RFC 3339 timestamp.
+    #[error("`{raw}` is not a time such as 2026-12-01T09:00:00Z")]
+    NotATime {
+        /// What was sent.
+        raw: String,
+    },
+    /// Not a local date and time (`2026-12-01T09:00`).
+    #[error("`{raw}` is not a date and time")]
+    NotADateTime {
+        /// What was sent.
+        raw: String,
+    },
+    /// Not a date (`2026-12-01`).
+    #[error("`{raw}` is not a date such as 2026-12-01")]
+    NotADate {
+        /// What was sent.
+        raw: String,
+    },
+    /// A local time skipped by a clock change.
+    #[error("{raw} does not exist in {zone} (clock change)")]
+    NoSuchLocalTime {
+        /// What was sent.
+        raw: String,
+        /// The zone.
+        zone: String,
+    },
+    /// Not a time-zone name.
+    #[error("`{raw}` is not a time zone name such as America/Sao_Paulo")]
+    UnknownZone {
+        /// What was sent.
+        raw: String,
+    },
+    /// Not one of the shares.
+    #[error("the share must be 1, 0.5 or 0.25 of a GPU")]
+    BadShare,
+    /// A fraction of a GPU that is not shareable.
+    #[error("{gpu} is not shareable: book it whole")]
+    NotShareable {
+        /// The GPU.
+        gpu: String,
+    },
+    /// No GPU chosen.
+    #[error("choose at least one GPU")]
+    NoGpu,
+    /// The same GPU twice.
+    #[error("a GPU is named twice")]
+    GpuTwice,
+    /// Too many GPUs at once.
+    #[error("at most {max} GPUs at a time")]
+    TooManyGpus {
+        /// The limit.
+        max: usize,
+    },
+    /// No such GPU.
+    #[error("there is no GPU with id {id}")]
+    NoSuchGpu {
+        /// The id sent.
+        id: i64,
+    },
+    /// GPUs of different nodes or models in one reservation.
+    #[error("the GPUs of one reservation must be of one model on one node")]
+    MixedGpus,
+    /// Both or neither of `gpu_ids` and `model`.
+    #[error("give either gpu_ids, or model (and count), but not both")]
+    GpusOrModel,
+    /// No model named.
+    #[error("name a GPU model")]
+    NoModel,
+    /// No bookable GPU of the model.
+    #[error("no bookable GPU of model `{model}` (shareable, if a share is asked)")]
+    NoGpuOfModel {
+        /// The model.
+        model: String,
+    },
+    /// A count out of range.
+    #[error("between 1 and {max} GPUs")]
+    CountRange {
+        /// The limit.
+        max: usize,
+    },
+    /// A length that is not whole quarter hours within the limit.
+    #[error("the length must be a multiple of a quarter hour, at most {days} days")]
+    BadLength {
+        /// The limit.
+        days: i64,
+    },
+    /// `to` not after `from`.
+    #[error("`to` must be after `from`")]
+    ToNotAfterFrom,
+    /// A reason of the wrong length.
+    #[error("give a reason of 1 to {max} characters")]
+    Reason {
+        /// The limit.
+        max: usize,
+    },
+    /// A name of the wrong length.
+    #[error("a name needs 1 to {max} characters")]
+    Name {
+        /// The limit.
+        max: usize,
+    },
+    /// No GPU or node chosen for maintenance.
+    #[error("choose a GPU or a node")]
+    NoTarget,
+    /// Not one of the demo accounts.
+    #[error("unknown demo account `{raw}`: use user, team_admin or platform_admin")]
+    UnknownAccount {
+        /// What was sent.
+        raw: String,
+    },
+    /// A body or query that could not be read.
+    #[error("the request could not be read: {detail}")]
+    Unreadable {
+        /// The parser's words.
+        detail: String,
+    },
+    /// The GPU cannot be booked in its state.
+    #[error("{gpu} cannot be booked: it is {status}")]
+    GpuUnavailable {
+        /// The GPU.
+        gpu: String,
+        /// `maintenance` or `retired`.
+        status: String,
+    },
+    /// The database's capacity guard refused.
+    #[error("the GPU is fully booked for part of this window")]
+    FullyBooked,
+    /// Cancelled already.
+    #[error("reservation {id} is already cancelled")]
+    AlreadyCancelled {
+        /// The reservation.
+        id: i64,
+    },
+    /// Started already.
+    #[error("reservation {id} has already started and can no longer be cancelled")]
+    AlreadyStarted {
+        /// The reservation.
+        id: i64,
+    },
+    /// Maintenance over already.
+    #[error("maintenance window {id} is already over")]
+    MaintenanceOver {
+        /// The window.
+        id: i64,
+    },
+    /// Reservations hold the GPUs during a requested maintenance window.
+    #[error("reservations {} hold these GPUs during the window; cancel them first", list_ids(.ids))]
+    ReservationsInTheWay {
+        /// The reservations.
+        ids: Vec<i64>,
+    },
+}
+
+/// `#1, #2`.
+pub fn list_ids(ids: &[i64]) -> String {
+    ids.iter()
+        .map(|id| format!("#{id}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Problem {
+    /// The stable code the API sends (`end_not_after_start`).
+    #[cfg(feature = "ssr")]
+    pub fn code(&self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|value| {
+                value
+                    .get("code")
+                    .and_then(|c| c.as_str().map(str::to_owned))
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(feature = "ssr")]
+    fn english_text_and_codes() {
+        let problem = Problem::ReservationsInTheWay { ids: vec![3, 7] };
+        assert_eq!(
+            problem.to_string(),
+            "reservations #3, #7 hold these GPUs during the window; cancel them first"
+        );
+        assert_eq!(problem.code(), "reservations_in_the_way");
+        assert_eq!(Problem::EndNotAfterStart.code(), "end_not_after_start");
+    }
+}

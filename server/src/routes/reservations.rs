@@ -1,6 +1,6 @@
 //! The reservations part of the JSON API: GPUs, availability, find a slot, book, list, cancel.
 //! Authenticated like the rest of `/api/v1` (bearer token or session cookie); errors are
-//! `{"error", "message", "field"?, "clash"?}` with 401/403/404/409/422.
+//! `{"error", "message", "code"?, "field"?, "clash"?}` with 401/403/404/409/422.
 
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};

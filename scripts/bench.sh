@@ -7,11 +7,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ensure_rust_tools
 ensure_wasm_opt
 
-say "Release front end (WASM + JS + CSS)"
-cargo leptos build --release --frontend-only
-for file in target/site/pkg/berth.wasm target/site/pkg/berth.js target/site/pkg/berth.css; do
-  printf '%-28s %8d bytes, gzip -9: %8d bytes\n' "$file" "$(stat -c %s "$file")" "$(gzip -9 -c "$file" | wc -c)"
-done
+say "Release front end (WASM + JS + CSS), split by page"
+cargo leptos build --release --frontend-only --split
+node scripts/wasm-sizes.mjs target/site/pkg
 
 say "Portal benchmark (release build)"
 cargo bench -p berth-server --bench portal -- "$@"

@@ -8,7 +8,7 @@ ensure_rust_tools
 ensure_wasm_opt
 
 say "Building Berth (release)"
-cargo leptos build --release
+cargo leptos build --release --split
 
 say "Starting Berth"
 exec "$ROOT/target/release/berth" serve "$@"

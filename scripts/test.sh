@@ -58,7 +58,7 @@ say "clippy: browser build (hydrate, wasm32)"
 cargo clippy --locked -p berth-app -p berth-frontend --target wasm32-unknown-unknown -- -D warnings
 
 say "Building the front end (WASM + CSS)"
-cargo leptos build --frontend-only
+cargo leptos build --frontend-only --split
 
 say "Playwright in Chromium"
 rm -rf end2end/.data end2end/test-results

@@ -10,8 +10,9 @@ use crate::pages::{
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
 use leptos_router::{
-    SsrMode, StaticSegment,
+    Lazy, LazyRoute, SsrMode, StaticSegment,
     components::{Route, Router, Routes},
+    lazy_route,
 };
 
 /// The HTML document around [`App`], rendered on the server.
@@ -50,14 +51,14 @@ pub fn App() -> impl IntoView {
                 <main id="main" tabindex="-1">
                     <Routes fallback=NotFoundPage>
                         // Async: the server sends the finished page, so it reads without JavaScript.
-                        <Route path=StaticSegment("") view=InventoryPage ssr=SsrMode::Async />
-                        <Route path=StaticSegment("signin") view=SignInPage ssr=SsrMode::Async />
-                        <Route path=StaticSegment("calendar") view=CalendarPage ssr=SsrMode::Async />
-                        <Route path=StaticSegment("reservations") view=ReservationsPage ssr=SsrMode::Async />
-                        <Route path=StaticSegment("profile") view=ProfilePage ssr=SsrMode::Async />
+                        <Route path=StaticSegment("") view={Lazy::<InventoryRoute>::new()} ssr=SsrMode::Async />
+                        <Route path=StaticSegment("signin") view={Lazy::<SignInRoute>::new()} ssr=SsrMode::Async />
+                        <Route path=StaticSegment("calendar") view={Lazy::<CalendarRoute>::new()} ssr=SsrMode::Async />
+                        <Route path=StaticSegment("reservations") view={Lazy::<ReservationsRoute>::new()} ssr=SsrMode::Async />
+                        <Route path=StaticSegment("profile") view={Lazy::<ProfileRoute>::new()} ssr=SsrMode::Async />
                         <Route
                             path=(StaticSegment("admin"), StaticSegment("maintenance"))
-                            view=MaintenancePage
+                            view={Lazy::<MaintenanceRoute>::new()}
                             ssr=SsrMode::Async
                         />
                     </Routes>
@@ -65,5 +66,98 @@ pub fn App() -> impl IntoView {
                 <Footer />
             </Router>
         </I18nContextProvider>
+    }
+}
+
+// Each page's view code is split into its own WASM chunk (`cargo leptos build --split`): a page
+// loads the shared runtime and its own code, not every page's.
+
+/// The GPU inventory. Loaded on demand.
+#[derive(Debug, Clone, Copy)]
+pub struct InventoryRoute;
+
+#[lazy_route]
+impl LazyRoute for InventoryRoute {
+    fn data() -> Self {
+        InventoryRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <InventoryPage /> }.into_any()
+    }
+}
+
+/// Sign-in. Loaded on demand.
+#[derive(Debug, Clone, Copy)]
+pub struct SignInRoute;
+
+#[lazy_route]
+impl LazyRoute for SignInRoute {
+    fn data() -> Self {
+        SignInRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <SignInPage /> }.into_any()
+    }
+}
+
+/// The calendar. Loaded on demand.
+#[derive(Debug, Clone, Copy)]
+pub struct CalendarRoute;
+
+#[lazy_route]
+impl LazyRoute for CalendarRoute {
+    fn data() -> Self {
+        CalendarRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <CalendarPage /> }.into_any()
+    }
+}
+
+/// My reservations. Loaded on demand.
+#[derive(Debug, Clone, Copy)]
+pub struct ReservationsRoute;
+
+#[lazy_route]
+impl LazyRoute for ReservationsRoute {
+    fn data() -> Self {
+        ReservationsRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <ReservationsPage /> }.into_any()
+    }
+}
+
+/// The profile. Loaded on demand.
+#[derive(Debug, Clone, Copy)]
+pub struct ProfileRoute;
+
+#[lazy_route]
+impl LazyRoute for ProfileRoute {
+    fn data() -> Self {
+        ProfileRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <ProfilePage /> }.into_any()
+    }
+}
+
+/// Maintenance (platform admins). Loaded on demand.
+#[derive(Debug, Clone, Copy)]
+pub struct MaintenanceRoute;
+
+#[lazy_route]
+impl LazyRoute for MaintenanceRoute {
+    fn data() -> Self {
+        MaintenanceRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <MaintenancePage /> }.into_any()
     }
 }

@@ -7,5 +7,6 @@
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(berth_app::App);
+    // Lazy: each page's code arrives in its own chunk before that page hydrates.
+    leptos::mount::hydrate_lazy(berth_app::App);
 }

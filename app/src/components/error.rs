@@ -91,8 +91,9 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_maintenance_over, id).to_string()
         }
         Problem::ReservationsInTheWay { ids } => {
+            let count = ids.len();
             let ids = list_ids(&ids);
-            t_string!(i18n, problem_reservations_in_the_way, ids).to_string()
+            t_string!(i18n, problem_reservations_in_the_way, count, ids).to_string()
         }
     }
 }

@@ -192,11 +192,25 @@ pub enum Problem {
         id: i64,
     },
     /// Reservations hold the GPUs during a requested maintenance window.
-    #[error("reservations {} hold these GPUs during the window; cancel them first", list_ids(.ids))]
+    #[error("{}", in_the_way(.ids))]
     ReservationsInTheWay {
         /// The reservations.
         ids: Vec<i64>,
     },
+}
+
+fn in_the_way(ids: &[i64]) -> String {
+    if ids.len() == 1 {
+        format!(
+            "reservation {} holds these GPUs during the window; cancel it first",
+            list_ids(ids)
+        )
+    } else {
+        format!(
+            "reservations {} hold these GPUs during the window; cancel them first",
+            list_ids(ids)
+        )
+    }
 }
 
 /// `#1, #2`.
@@ -235,6 +249,10 @@ mod tests {
             "reservations #3, #7 hold these GPUs during the window; cancel them first"
         );
         assert_eq!(problem.code(), "reservations_in_the_way");
+        assert_eq!(
+            Problem::ReservationsInTheWay { ids: vec![3] }.to_string(),
+            "reservation #3 holds these GPUs during the window; cancel it first"
+        );
         assert_eq!(Problem::EndNotAfterStart.code(), "end_not_after_start");
     }
 }

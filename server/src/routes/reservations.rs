@@ -204,8 +204,9 @@ pub async fn book_form(
     let target = match result {
         Ok(reservation) => format!("{back}{separator}booked={}", reservation.id),
         Err(error) => {
-            let message: String =
-                url::form_urlencoded::byte_serialize(error.to_string().as_bytes()).collect();
+            // The error as data, so the page can show it in the reader's language.
+            let data = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
+            let message: String = url::form_urlencoded::byte_serialize(data.as_bytes()).collect();
             format!("{back}{separator}error={message}")
         }
     };

@@ -99,12 +99,21 @@ async fn the_plain_form_books_and_reports_conflicts(backend: Backend) {
         .unwrap();
     let location = again.headers()["location"].to_str().unwrap().to_owned();
     assert!(location.contains("&error="), "{location}");
-    assert!(location.contains("already+booked"), "{location}");
+    assert!(
+        location.contains("Clash"),
+        "the error travels as data: {location}"
+    );
     let (_, page) = app.get_text(&location).await;
     assert!(
-        page.contains("already booked"),
+        page.contains("Already taken"),
         "the page shows the conflict"
     );
+    assert!(
+        page.contains("The nearest window that fits"),
+        "with the suggestion"
+    );
+    let page = app.get_in_language(&location, "pt-BR").await;
+    assert!(page.contains("Já está ocupada"), "in Portuguese too");
     assert_eq!(reservation::Entity::find().count(&app.db).await.unwrap(), 1);
     app.stop().await;
 }

@@ -134,9 +134,16 @@ pub fn BookingPanel(
         if let Some(id) = q.get("booked") {
             Some(view! { <p class="notice notice-ok" role="status">{t!(i18n, panel_booked_id, id = move || id.clone())}</p> }.into_any())
         } else {
-            q.get("error").map(|message| {
-                view! { <div class="error-panel" role="alert"><p>{message}</p></div> }.into_any()
-            })
+            // From the plain form (`POST /calendar/book`): the error as JSON data.
+            q.get("error")
+                .map(|raw| match serde_json::from_str::<AppError>(&raw) {
+                    Ok(AppError::Clash(clash)) => {
+                        view! { <ClashPanel clash=*clash view book /> }.into_any()
+                    }
+                    Ok(error) => view! { <ErrorPanel error /> }.into_any(),
+                    Err(_) => view! { <div class="error-panel" role="alert"><p>{raw}</p></div> }
+                        .into_any(),
+                })
         }
     };
     let outcome = move || {

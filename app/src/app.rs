@@ -71,93 +71,36 @@ pub fn App() -> impl IntoView {
 
 // Each page's view code is split into its own WASM chunk (`cargo leptos build --split`): a page
 // loads the shared runtime and its own code, not every page's.
+macro_rules! lazy_page {
+    ($(#[doc = $doc:expr] $route:ident => $page:ident,)*) => {$(
+        #[doc = $doc]
+        #[derive(Debug, Clone, Copy)]
+        pub struct $route;
 
-/// The GPU inventory. Loaded on demand.
-#[derive(Debug, Clone, Copy)]
-pub struct InventoryRoute;
+        #[lazy_route]
+        impl LazyRoute for $route {
+            fn data() -> Self {
+                $route
+            }
 
-#[lazy_route]
-impl LazyRoute for InventoryRoute {
-    fn data() -> Self {
-        InventoryRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <InventoryPage /> }.into_any()
-    }
+            fn view(_this: Self) -> AnyView {
+                view! { <$page /> }.into_any()
+            }
+        }
+    )*};
 }
 
-/// Sign-in. Loaded on demand.
-#[derive(Debug, Clone, Copy)]
-pub struct SignInRoute;
-
-#[lazy_route]
-impl LazyRoute for SignInRoute {
-    fn data() -> Self {
-        SignInRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <SignInPage /> }.into_any()
-    }
-}
-
-/// The calendar. Loaded on demand.
-#[derive(Debug, Clone, Copy)]
-pub struct CalendarRoute;
-
-#[lazy_route]
-impl LazyRoute for CalendarRoute {
-    fn data() -> Self {
-        CalendarRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <CalendarPage /> }.into_any()
-    }
-}
-
-/// My reservations. Loaded on demand.
-#[derive(Debug, Clone, Copy)]
-pub struct ReservationsRoute;
-
-#[lazy_route]
-impl LazyRoute for ReservationsRoute {
-    fn data() -> Self {
-        ReservationsRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <ReservationsPage /> }.into_any()
-    }
-}
-
-/// The profile. Loaded on demand.
-#[derive(Debug, Clone, Copy)]
-pub struct ProfileRoute;
-
-#[lazy_route]
-impl LazyRoute for ProfileRoute {
-    fn data() -> Self {
-        ProfileRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <ProfilePage /> }.into_any()
-    }
-}
-
-/// Maintenance (platform admins). Loaded on demand.
-#[derive(Debug, Clone, Copy)]
-pub struct MaintenanceRoute;
-
-#[lazy_route]
-impl LazyRoute for MaintenanceRoute {
-    fn data() -> Self {
-        MaintenanceRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <MaintenancePage /> }.into_any()
-    }
+lazy_page! {
+    /// The GPU inventory, loaded on demand.
+    InventoryRoute => InventoryPage,
+    /// Sign-in, loaded on demand.
+    SignInRoute => SignInPage,
+    /// The calendar, loaded on demand.
+    CalendarRoute => CalendarPage,
+    /// My reservations, loaded on demand.
+    ReservationsRoute => ReservationsPage,
+    /// The profile, loaded on demand.
+    ProfileRoute => ProfilePage,
+    /// Maintenance (platform admins), loaded on demand.
+    MaintenanceRoute => MaintenancePage,
 }

@@ -6,7 +6,6 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use berth_app::domain::maintenance::MaintenanceWindow;
-use berth_app::domain::problem::Problem;
 use berth_app::error::AppError;
 use berth_app::server::auth::actor::Actor;
 use berth_app::server::maintenance::{self, MaintenanceForm};
@@ -31,14 +30,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<Vec<MaintenanceWindow>>), AppError> {
     // The role first: a user without it learns nothing from validation messages.
     actor.require_platform_admin()?;
-    let Json(form) = body.map_err(|rejection| {
-        AppError::invalid(
-            "body",
-            Problem::Unreadable {
-                detail: rejection.body_text(),
-            },
-        )
-    })?;
+    let Json(form) = body.map_err(crate::routes::reservations::body_error)?;
     let created = maintenance::create(&state, &actor, &form, chrono::Utc::now()).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }

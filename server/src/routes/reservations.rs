@@ -72,6 +72,16 @@ fn query_error(rejection: QueryRejection) -> AppError {
     )
 }
 
+/// A JSON body that could not be read, as a 422 on `body`.
+pub fn body_error(rejection: JsonRejection) -> AppError {
+    AppError::invalid(
+        "body",
+        Problem::Unreadable {
+            detail: rejection.body_text(),
+        },
+    )
+}
+
 /// `?from=&to=&model=`
 #[derive(Debug, Deserialize)]
 pub struct AvailabilityQuery {
@@ -112,14 +122,7 @@ pub async fn create(
     actor: Actor,
     body: Result<Json<BookingForm>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Reservation>), AppError> {
-    let Json(form) = body.map_err(|rejection| {
-        AppError::invalid(
-            "body",
-            Problem::Unreadable {
-                detail: rejection.body_text(),
-            },
-        )
-    })?;
+    let Json(form) = body.map_err(body_error)?;
     let reservation = booking::create(&state, &actor, &form, chrono::Utc::now()).await?;
     Ok((StatusCode::CREATED, Json(reservation)))
 }

@@ -3,7 +3,7 @@
 //! both race; bad input gets 422 with the field and writes nothing.
 
 use crate::helpers::{Backend, TestApp, spawn_app};
-use crate::reservations::{get, gpus_of, post, tomorrow, user_token};
+use crate::reservations::{get, gpus_of, post, post_json, tomorrow, user_token};
 use berth_app::domain::schedule::slot_floor;
 use berth_app::domain::user::PlatformRole;
 use berth_app::server::entity::{maintenance_window, reservation, reservation_gpu};
@@ -12,15 +12,21 @@ use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
 async fn set(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
-    let response = crate::helpers::client()
-        .post(app.url("/api/v1/maintenance"))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    post_json(app, token, "/api/v1/maintenance", &body).await
+}
+
+/// `POST url` on a task of its own: its status.
+fn spawn_post(url: String, token: String, body: Value) -> tokio::task::JoinHandle<u16> {
+    tokio::spawn(async move {
+        crate::helpers::client()
+            .post(url)
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+            .unwrap()
+    })
 }
 
 async fn end(app: &TestApp, token: &str, id: i64) -> (u16, Value) {
@@ -236,33 +242,23 @@ async fn bookings_and_maintenance_racing_never_both_win(backend: Backend) {
         for (i, token) in tokens.iter().enumerate() {
             let start = tomorrow(8, 0) + TimeDelta::minutes(30 * i64::try_from(i).unwrap());
             let request = json!({"gpu_ids": [gpu], "start": start.to_rfc3339(), "end": (start + TimeDelta::hours(1)).to_rfc3339()});
-            let (app_url, token) = (app.url("/api/v1/reservations"), token.clone());
-            tasks.push(tokio::spawn(async move {
-                crate::helpers::client()
-                    .post(app_url)
-                    .bearer_auth(token)
-                    .json(&request)
-                    .send()
-                    .await
-                    .map(|r| r.status().as_u16())
-            }));
+            tasks.push(spawn_post(
+                app.url("/api/v1/reservations"),
+                token.clone(),
+                request,
+            ));
             if i == round % tokens.len() {
                 let request = body(&[*gpu], tomorrow(8, 0), tomorrow(11, 0), "race");
-                let (app_url, token) = (app.url("/api/v1/maintenance"), root.clone());
-                tasks.push(tokio::spawn(async move {
-                    crate::helpers::client()
-                        .post(app_url)
-                        .bearer_auth(token)
-                        .json(&request)
-                        .send()
-                        .await
-                        .map(|r| r.status().as_u16())
-                }));
+                tasks.push(spawn_post(
+                    app.url("/api/v1/maintenance"),
+                    root.clone(),
+                    request,
+                ));
             }
         }
     }
     for task in tasks {
-        let status = task.await.unwrap().unwrap();
+        let status = task.await.unwrap();
         assert!(status == 201 || status == 409, "status {status}");
     }
     let windows = maintenance_window::Entity::find()

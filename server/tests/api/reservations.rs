@@ -61,16 +61,26 @@ pub(crate) async fn gpus_of(app: &TestApp, model: &str) -> Vec<i64> {
     rows.into_iter().map(|g| g.id).collect()
 }
 
-pub(crate) async fn post(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
+/// `POST path` with a JSON body and a bearer token: the status and the JSON answer.
+pub(crate) async fn post_json(
+    app: &TestApp,
+    token: &str,
+    path: &str,
+    body: &Value,
+) -> (u16, Value) {
     let response = crate::helpers::client()
-        .post(app.url("/api/v1/reservations"))
+        .post(app.url(path))
         .bearer_auth(token)
-        .json(&body)
+        .json(body)
         .send()
         .await
         .unwrap();
     let status = response.status().as_u16();
     (status, response.json().await.unwrap_or(Value::Null))
+}
+
+pub(crate) async fn post(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
+    post_json(app, token, "/api/v1/reservations", &body).await
 }
 
 pub(crate) async fn get(app: &TestApp, token: &str, path: &str) -> (u16, Value) {

@@ -45,6 +45,7 @@ pub struct MaintenancePage {
 /// The page's data (platform admins).
 #[server(endpoint = "get_maintenance_page")]
 pub async fn get_maintenance_page() -> Result<MaintenancePage, AppError> {
+    use crate::api::reservations::request_zone;
     use crate::server::{auth::actor::require_actor, booking, db, maintenance, state};
     state::with_status(
         async {
@@ -70,14 +71,12 @@ pub async fn get_maintenance_page() -> Result<MaintenancePage, AppError> {
                     name: node.name,
                 })
                 .collect();
-            let to = list
-                .iter()
-                .map(|m| m.window.end())
-                .max()
-                .unwrap_or(now)
-                .max(now + chrono::TimeDelta::days(crate::domain::maintenance::MAX_AHEAD_DAYS));
+            // The zone's offsets over the times shown (the form's times are converted on the
+            // server, with the full zone).
+            let from = list.iter().map(|m| m.window.start()).min().unwrap_or(now);
+            let to = list.iter().map(|m| m.window.end()).max().unwrap_or(now);
             Ok(MaintenancePage {
-                zone: booking::zone_named(request_zone(&actor).as_deref(), now, to),
+                zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
                 list,
                 nodes,
                 now,
@@ -85,14 +84,6 @@ pub async fn get_maintenance_page() -> Result<MaintenancePage, AppError> {
         }
         .await,
     )
-}
-
-#[cfg(feature = "ssr")]
-fn request_zone(actor: &crate::server::auth::actor::Actor) -> Option<String> {
-    match use_context::<http::request::Parts>() {
-        Some(parts) => crate::server::booking::viewer_zone(actor, &parts.headers),
-        None => actor.user.time_zone.clone(),
-    }
 }
 
 /// Takes `target` out of booking: `gpu:ID` for one GPU, `node:ID` for every GPU of a node; from
@@ -104,6 +95,7 @@ pub async fn set_maintenance(
     end: String,
     reason: String,
 ) -> Result<Vec<MaintenanceWindow>, AppError> {
+    use crate::api::reservations::request_zone;
     use crate::server::maintenance::MaintenanceForm;
     use crate::server::{auth::actor::require_actor, booking, db, maintenance, state};
     state::with_status(

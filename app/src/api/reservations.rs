@@ -53,7 +53,7 @@ pub async fn get_calendar(
 /// The zone the caller sees times in: their profile setting, else the request's `berth_tz`
 /// cookie.
 #[cfg(feature = "ssr")]
-fn request_zone(actor: &crate::server::auth::actor::Actor) -> Option<String> {
+pub(crate) fn request_zone(actor: &crate::server::auth::actor::Actor) -> Option<String> {
     let parts = use_context::<http::request::Parts>();
     match parts {
         Some(parts) => crate::server::booking::viewer_zone(actor, &parts.headers),

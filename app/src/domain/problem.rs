@@ -223,7 +223,6 @@ pub fn list_ids(ids: &[i64]) -> String {
 
 impl Problem {
     /// The stable code the API sends (`end_not_after_start`).
-    #[cfg(feature = "ssr")]
     pub fn code(&self) -> String {
         serde_json::to_value(self)
             .ok()
@@ -241,7 +240,6 @@ mod tests {
     use super::*;
 
     #[test]
-    #[cfg(feature = "ssr")]
     fn english_text_and_codes() {
         let problem = Problem::ReservationsInTheWay { ids: vec![3, 7] };
         assert_eq!(

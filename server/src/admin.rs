@@ -94,3 +94,35 @@ pub async fn revoke_token(config: &Config, id: i64) -> Result<(), AdminError> {
         Err(AdminError::NoSuchToken(id))
     }
 }
+
+/// Creates node `name` if needed and issues a token for its agent; returns the node's id and the
+/// token (shown once).
+pub async fn add_node(config: &Config, name: &str) -> Result<(i64, String), AdminError> {
+    let (conn, _) = open_and_migrate(config).await?;
+    let issued = berth_app::server::telemetry::issue_node_token(&conn, name, Utc::now())
+        .await
+        .map_err(|err| AdminError::Input(err.to_string()));
+    let _ = conn.close().await;
+    issued
+}
+
+/// Revokes every token of node `name`; returns how many were live.
+pub async fn revoke_node_tokens(config: &Config, name: &str) -> Result<u64, AdminError> {
+    let (conn, _) = open_and_migrate(config).await?;
+    let node = db::telemetry::node_states(&conn)
+        .await?
+        .into_iter()
+        .find(|node| node.name == name)
+        .ok_or_else(|| AdminError::Input(format!("no node named {name}")))?;
+    let revoked = db::telemetry::revoke_node_tokens(&conn, node.node_id, Utc::now()).await?;
+    let _ = conn.close().await;
+    Ok(revoked)
+}
+
+/// Every node's agent state.
+pub async fn list_nodes(config: &Config) -> Result<Vec<db::telemetry::NodeAgentState>, AdminError> {
+    let (conn, _) = open_and_migrate(config).await?;
+    let nodes = db::telemetry::node_states(&conn).await?;
+    let _ = conn.close().await;
+    Ok(nodes)
+}

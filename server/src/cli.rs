@@ -38,6 +38,52 @@ pub enum Command {
     /// Manage personal API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Manage GPU nodes and their agents' tokens.
+    #[command(subcommand)]
+    Node(NodeCommand),
+    /// Run the node agent on a GPU host: register its GPUs with the portal and report their
+    /// values every interval, until SIGTERM or Ctrl-C.
+    Agent(AgentArgs),
+}
+
+/// `berth node …`
+#[derive(Debug, Subcommand)]
+pub enum NodeCommand {
+    /// Add a node (if new) and print a token for its agent (shown only this once).
+    Add {
+        /// The node's name, unique in the portal.
+        name: String,
+    },
+    /// List nodes with their agents' state.
+    List,
+    /// Revoke every token of a node.
+    Revoke {
+        /// The node's name.
+        name: String,
+    },
+}
+
+/// `berth agent …`
+#[derive(Debug, clap::Args)]
+pub struct AgentArgs {
+    /// The portal's address, e.g. https://berth.example.org.
+    #[arg(long, env = "BERTH_AGENT_PORTAL")]
+    pub portal: String,
+    /// The node's token from `berth node add`.
+    #[arg(long, env = "BERTH_AGENT_TOKEN", hide_env_values = true)]
+    pub token: String,
+    /// Seconds between samples.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub interval: u64,
+    /// Path of libnvidia-ml.so to load (default: the system's libnvidia-ml.so.1).
+    #[arg(long, env = "BERTH_AGENT_NVML_LIBRARY", value_name = "FILE")]
+    pub nvml_library: Option<PathBuf>,
+    /// Report eight simulated GPUs instead of reading NVML (labelled simulated in the portal).
+    #[arg(long)]
+    pub simulate: bool,
+    /// Most samples kept while the portal is unreachable (oldest dropped first).
+    #[arg(long, default_value_t = 100_000)]
+    pub buffer: usize,
 }
 
 /// `berth user …`
@@ -102,6 +148,8 @@ pub fn main() -> ExitCode {
             Command::Migrate => migrate(config).await.map_err(boxed),
             Command::User(command) => user(&config, command).await.map_err(boxed),
             Command::Token(command) => token(&config, command).await.map_err(boxed),
+            Command::Node(command) => node(&config, command).await.map_err(boxed),
+            Command::Agent(args) => run_agent(args).await.map_err(boxed),
         }
     });
     match result {
@@ -137,6 +185,68 @@ async fn token(config: &Config, command: TokenCommand) -> Result<(), AdminError>
         }
     }
     Ok(())
+}
+
+async fn node(config: &Config, command: NodeCommand) -> Result<(), AdminError> {
+    match command {
+        NodeCommand::Add { name } => {
+            let (id, token) = admin::add_node(config, &name).await?;
+            eprintln!(
+                "berth: node {name} (id {id}) is ready; run `berth agent --portal URL --token TOKEN` \
+                 on it with this token, shown only once:"
+            );
+            println!("{token}");
+        }
+        NodeCommand::List => {
+            let now = chrono::Utc::now();
+            for node in admin::list_nodes(config).await? {
+                let source = node.source.map_or("no agent", |s| s.as_str());
+                let state = match node.last_seen {
+                    None => "never reported".to_owned(),
+                    Some(seen)
+                        if berth_app::domain::telemetry::is_stale(
+                            Some(seen),
+                            node.interval_seconds,
+                            now,
+                        ) =>
+                    {
+                        format!("silent since {}", seen.to_rfc3339())
+                    }
+                    Some(seen) => format!("reporting (last {})", seen.to_rfc3339()),
+                };
+                println!("{}\t{}\t{source}\t{state}", node.node_id, node.name);
+            }
+        }
+        NodeCommand::Revoke { name } => {
+            let revoked = admin::revoke_node_tokens(config, &name).await?;
+            eprintln!("berth: {revoked} token(s) of node {name} revoked");
+        }
+    }
+    Ok(())
+}
+
+async fn run_agent(args: AgentArgs) -> Result<(), String> {
+    use crate::agent::{self, AgentOptions, nvml::NvmlSource, simulated::SimulatedSource};
+    let options = AgentOptions {
+        interval: std::time::Duration::from_secs(args.interval),
+        max_buffered_samples: args.buffer.max(1),
+        ..AgentOptions::default()
+    };
+    let source: Box<dyn agent::source::TelemetrySource> = if args.simulate {
+        Box::new(SimulatedSource::demo_host(&options.hostname))
+    } else {
+        Box::new(
+            NvmlSource::open(args.nvml_library.as_deref()).map_err(|err| {
+                format!("{err} (install the NVIDIA driver, pass --nvml-library, or use --simulate)")
+            })?,
+        )
+    };
+    let transport = agent::transport::HttpTransport::new(&args.portal, &args.token)?;
+    tracing::info!(portal = %args.portal, interval_s = args.interval, "berth agent starting");
+    agent::start(source, std::sync::Arc::new(transport), options)
+        .run_until(startup::shutdown_signal())
+        .await
+        .map_err(|err| err.to_string())
 }
 
 /// One tab-separated line: id, e-mail, name, role.

@@ -61,6 +61,50 @@ pub struct RawSettings {
     pub max_booking_days: u32,
     /// How many weeks ahead a booking may start.
     pub booking_horizon_weeks: u32,
+    /// Hours raw GPU samples are kept.
+    pub raw_samples_hours: u32,
+    /// Days one-minute rollups and GPU events are kept.
+    pub rollup_days: u32,
+    /// Hourly price (minor units) of a GPU a node agent reports for the first time.
+    pub new_gpu_price_minor: i64,
+    /// The agent inside `berth serve`: `auto` (NVML for this host if present; demo nodes
+    /// simulated), `nvml` (NVML required), `simulated` (demo nodes only) or `off`.
+    pub local_agent: LocalAgentMode,
+    /// Seconds between samples of the agent inside `berth serve`.
+    pub agent_interval_seconds: u32,
+    /// Path of `libnvidia-ml.so` for the agent inside `berth serve` (default: the system's).
+    pub nvml_library: Option<PathBuf>,
+    /// Seconds between runs of the telemetry rollup-and-prune job.
+    pub telemetry_job_seconds: u32,
+    /// If set, `GET /metrics` requires `Authorization: Bearer <this>`.
+    pub metrics_token: Option<String>,
+}
+
+/// The agent inside `berth serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LocalAgentMode {
+    /// NVML for this host when it loads; demo nodes simulated.
+    Auto,
+    /// NVML for this host; fail to start without it. Demo nodes simulated.
+    Nvml,
+    /// Demo nodes simulated; this host not read.
+    Simulated,
+    /// No local agent.
+    Off,
+}
+
+/// The agent inside `berth serve` and the telemetry job.
+#[derive(Debug, Clone)]
+pub struct LocalAgentSettings {
+    /// Which sources run.
+    pub mode: LocalAgentMode,
+    /// Time between samples.
+    pub interval: std::time::Duration,
+    /// `libnvidia-ml.so` to load instead of the system's.
+    pub nvml_library: Option<PathBuf>,
+    /// Time between rollup-and-prune runs.
+    pub job_every: std::time::Duration,
 }
 
 /// Addresses as a TOML list or one comma-separated string (`BERTH_ADMIN_EMAILS=a@x.org,b@y.org`).
@@ -143,6 +187,14 @@ impl Default for RawSettings {
             demo_bookings: None,
             max_booking_days: 14,
             booking_horizon_weeks: 8,
+            raw_samples_hours: 24,
+            rollup_days: 30,
+            new_gpu_price_minor: 200,
+            local_agent: LocalAgentMode::Auto,
+            agent_interval_seconds: 5,
+            nvml_library: None,
+            telemetry_job_seconds: 60,
+            metrics_token: None,
         }
     }
 }
@@ -234,6 +286,10 @@ pub struct Config {
     pub oidc: Vec<OidcProviderSettings>,
     /// Sign-in rate limit.
     pub rate_limit: RateLimitSettings,
+    /// The agent inside `berth serve` and the telemetry job.
+    pub local_agent: LocalAgentSettings,
+    /// Bearer token `GET /metrics` requires, if any.
+    pub metrics_token: Option<String>,
 }
 
 /// A setting that cannot be used. Each message names the setting and the problem.
@@ -310,11 +366,19 @@ impl Config {
             }
             None => {}
         }
-        // `BERTH_CONFIG` names the file (a command-line option); `BERTH_TEST_*` belong to the
-        // test suite. Every other `BERTH_*` variable must be a setting.
+        // `BERTH_CONFIG` names the file and `BERTH_AGENT_PORTAL` / `_TOKEN` / `_NVML_LIBRARY`
+        // are `berth agent` options (command-line options); `BERTH_FAKE_NVML_CONFIG` belongs to
+        // the fake NVML library and `BERTH_TEST_*` to the test suite. Every other `BERTH_*`
+        // variable must be a setting.
         // `__` separates nesting: `BERTH_OIDC__CORP__CLIENT_SECRET` sets `oidc.corp.client_secret`.
         let env = Env::prefixed("BERTH_")
-            .ignore(&["config"])
+            .ignore(&[
+                "config",
+                "agent_portal",
+                "agent_token",
+                "agent_nvml_library",
+                "fake_nvml_config",
+            ])
             .split("__")
             .filter(|key| !key.as_str().to_ascii_lowercase().starts_with("test_"));
         let raw: RawSettings = figment
@@ -358,6 +422,18 @@ impl Config {
                 "booking_horizon_weeks (BERTH_BOOKING_HORIZON_WEEKS) must be between 1 and 104",
             ));
         }
+        if !(1..=24 * 30).contains(&raw.raw_samples_hours)
+            || !(1..=3660).contains(&raw.rollup_days)
+            || !(1..=3600).contains(&raw.agent_interval_seconds)
+            || !(1..=3600).contains(&raw.telemetry_job_seconds)
+            || raw.new_gpu_price_minor < 0
+        {
+            return Err(ConfigError::BookingLimit(
+                "telemetry settings: raw_samples_hours 1-720, rollup_days 1-3660, \
+                 agent_interval_seconds 1-3600, telemetry_job_seconds 1-3600, \
+                 new_gpu_price_minor at least 0",
+            ));
+        }
         if raw.sign_in_rate_per_minute == 0 {
             return Err(ConfigError::RateLimit);
         }
@@ -391,6 +467,11 @@ impl Config {
                     horizon: chrono::TimeDelta::weeks(i64::from(raw.booking_horizon_weeks)),
                 },
                 admin_emails,
+                telemetry: berth_app::server::state::TelemetrySettings {
+                    raw_keep: chrono::TimeDelta::hours(i64::from(raw.raw_samples_hours)),
+                    rollup_keep: chrono::TimeDelta::days(i64::from(raw.rollup_days)),
+                    new_gpu_price_minor: raw.new_gpu_price_minor,
+                },
             },
             site_root: raw.site_root,
             sessions: SessionSettings {
@@ -402,6 +483,13 @@ impl Config {
                 per_minute: raw.sign_in_rate_per_minute,
                 trust_forwarded_for: raw.trust_forwarded_for,
             },
+            local_agent: LocalAgentSettings {
+                mode: raw.local_agent,
+                interval: std::time::Duration::from_secs(u64::from(raw.agent_interval_seconds)),
+                nvml_library: raw.nvml_library,
+                job_every: std::time::Duration::from_secs(u64::from(raw.telemetry_job_seconds)),
+            },
+            metrics_token: raw.metrics_token.filter(|t| !t.trim().is_empty()),
         })
     }
 }

@@ -6,8 +6,10 @@
 #![recursion_limit = "256"]
 
 pub mod admin;
+pub mod agent;
 pub mod cli;
 pub mod configuration;
+pub mod metrics;
 pub mod routes;
 pub mod startup;
 pub mod telemetry;

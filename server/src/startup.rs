@@ -4,9 +4,11 @@
 use crate::configuration::{Config, SessionSettings};
 use crate::routes::rate_limit::SignInLimiter;
 use crate::routes::{
-    api, auth, csrf, guard, health, locale, maintenance, rate_limit, request_log, reservations,
+    agent, api, auth, csrf, guard, health, locale, maintenance, rate_limit, request_log,
+    reservations, telemetry,
 };
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use berth_app::server::auth::oidc::OidcProviders;
 use berth_app::server::db::sessions::DbSessionStore;
@@ -73,6 +75,9 @@ pub enum StartupError {
     /// The OpenID Connect client could not be set up.
     #[error("{0}")]
     Oidc(String),
+    /// The local agent could not start.
+    #[error("{0}")]
+    Agent(String),
     /// The server stopped with an I/O error.
     #[error("server error: {0}")]
     Serve(std::io::Error),
@@ -85,6 +90,8 @@ pub struct Application {
     addr: SocketAddr,
     db: DatabaseConnection,
     limiter: SignInLimiter,
+    local_agent: crate::configuration::LocalAgentSettings,
+    telemetry: berth_app::server::state::TelemetrySettings,
 }
 
 impl std::fmt::Debug for Application {
@@ -173,7 +180,12 @@ impl Application {
         let per_minute = std::num::NonZeroU32::new(config.rate_limit.per_minute)
             .unwrap_or(std::num::NonZeroU32::MIN);
         let limiter = SignInLimiter::new(per_minute, config.rate_limit.trust_forwarded_for);
-        let router = router(state, config.sessions, limiter.clone());
+        let router = router(
+            state.clone(),
+            config.sessions,
+            limiter.clone(),
+            crate::metrics::MetricsToken(config.metrics_token.clone()),
+        );
         tracing::info!(
             http.addr = %addr,
             db.url = %config.database.redacted_url(),
@@ -185,6 +197,8 @@ impl Application {
             addr,
             db,
             limiter,
+            local_agent: config.local_agent.clone(),
+            telemetry: config.portal.telemetry.clone(),
         })
     }
 
@@ -214,6 +228,15 @@ impl Application {
                 tokio::time::sleep(SESSION_SWEEP_INTERVAL).await;
             }
         });
+        let agents = crate::agent::local::start(&self.db, &self.telemetry, &self.local_agent)
+            .await
+            .map_err(StartupError::Agent)?;
+        let job = crate::agent::local::spawn_job(
+            self.db.clone(),
+            self.telemetry.clone(),
+            self.local_agent.job_every,
+            Arc::new(berth_app::server::clock::SystemClock),
+        );
         // The peer address feeds the sign-in rate limit.
         let service = self
             .router
@@ -222,6 +245,10 @@ impl Application {
             .with_graceful_shutdown(shutdown)
             .await;
         sweeper.abort();
+        job.abort();
+        for agent in agents {
+            let _ = agent.stop().await;
+        }
         served.map_err(StartupError::Serve)?;
         tracing::info!("server stopped");
         if let Err(err) = self.db.close().await {
@@ -278,7 +305,12 @@ fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
 
 /// The whole HTTP surface: ops endpoints, the language form, the JSON API, server functions, pages
 /// and static files, with cross-site protection, compression and request logging.
-pub fn router(state: AppState, sessions: SessionSettings, limiter: SignInLimiter) -> Router {
+pub fn router(
+    state: AppState,
+    sessions: SessionSettings,
+    limiter: SignInLimiter,
+    metrics_token: crate::metrics::MetricsToken,
+) -> Router {
     let routes = route_list();
     let shell_options = state.leptos_options.clone();
     let session_layer = SessionManagerLayer::new(DbSessionStore::new(state.db.clone()))
@@ -315,6 +347,20 @@ pub fn router(state: AppState, sessions: SessionSettings, limiter: SignInLimiter
             "/api/v1/maintenance/{id}",
             axum::routing::delete(maintenance::end),
         )
+        .route("/api/v1/gpus/{id}/telemetry", get(telemetry::history))
+        .route("/api/v1/gpus/{id}/events", get(telemetry::events))
+        .route(
+            "/api/v1/agent/register",
+            post(agent::register).layer(DefaultBodyLimit::max(agent::MAX_BODY_BYTES)),
+        )
+        .route(
+            "/api/v1/agent/report",
+            post(agent::report).layer(DefaultBodyLimit::max(agent::MAX_BODY_BYTES)),
+        )
+        .route(
+            "/metrics",
+            get(crate::metrics::metrics).layer(axum::Extension(metrics_token)),
+        )
         .route("/auth/oidc/{provider}/start", get(auth::oidc_start))
         .route("/auth/oidc/{provider}/callback", get(auth::oidc_callback))
         .route("/calendar/book", post(reservations::book_form))
@@ -337,6 +383,7 @@ pub fn router(state: AppState, sessions: SessionSettings, limiter: SignInLimiter
         .layer(axum::middleware::from_fn(csrf::reject_cross_site))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(request_log::log_request))
+        .layer(axum::middleware::from_fn(crate::metrics::track_requests))
         .with_state(state)
 }
 

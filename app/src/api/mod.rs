@@ -6,3 +6,4 @@ pub mod maintenance;
 pub mod profile;
 pub mod reservations;
 pub mod session;
+pub mod telemetry;

@@ -90,6 +90,19 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         Problem::MaintenanceOver { id } => {
             t_string!(i18n, problem_maintenance_over, id).to_string()
         }
+        Problem::OutOfRange { min, max } => {
+            t_string!(i18n, problem_out_of_range, min, max).to_string()
+        }
+        Problem::TooMany { max } => t_string!(i18n, problem_too_many, max).to_string(),
+        Problem::BadUuid => t_string!(i18n, problem_bad_uuid).to_string(),
+        Problem::OutsideWindow { hours } => {
+            t_string!(i18n, problem_outside_window, hours).to_string()
+        }
+        Problem::BadEventKind => t_string!(i18n, problem_bad_event_kind).to_string(),
+        Problem::UnregisteredGpu { uuid } => {
+            t_string!(i18n, problem_unregistered_gpu, uuid).to_string()
+        }
+        Problem::RangeTooLong { days } => t_string!(i18n, problem_range_too_long, days).to_string(),
         Problem::ReservationsInTheWay { ids } => {
             let count = ids.len();
             let ids = list_ids(&ids);

@@ -12,4 +12,5 @@ pub mod reservation;
 pub mod schedule;
 pub mod sign_in;
 pub mod team;
+pub mod telemetry;
 pub mod user;

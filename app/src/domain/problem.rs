@@ -191,6 +191,44 @@ pub enum Problem {
         /// The window.
         id: i64,
     },
+    /// A number outside its range.
+    #[error("must be between {min} and {max}")]
+    OutOfRange {
+        /// Smallest allowed.
+        min: i64,
+        /// Largest allowed.
+        max: i64,
+    },
+    /// A list that is too long.
+    #[error("at most {max} items")]
+    TooMany {
+        /// The limit.
+        max: usize,
+    },
+    /// Not a GPU UUID.
+    #[error("not a GPU UUID (letters, digits and - _ : . only, at most 96)")]
+    BadUuid,
+    /// A time outside the accepted window.
+    #[error("the time must lie within the last {hours} hours and not in the future")]
+    OutsideWindow {
+        /// The window.
+        hours: i64,
+    },
+    /// An event kind agents may not send.
+    #[error("agents report only `xid` and `throttle` events")]
+    BadEventKind,
+    /// A GPU the node has not registered.
+    #[error("no GPU {uuid} is registered for this node; register it first")]
+    UnregisteredGpu {
+        /// The UUID sent.
+        uuid: String,
+    },
+    /// A time range that is too long.
+    #[error("the range may span at most {days} days")]
+    RangeTooLong {
+        /// The limit.
+        days: i64,
+    },
     /// Reservations hold the GPUs during a requested maintenance window.
     #[error("{}", in_the_way(.ids))]
     ReservationsInTheWay {

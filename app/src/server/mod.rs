@@ -3,8 +3,10 @@
 
 pub mod auth;
 pub mod booking;
+pub mod clock;
 pub mod db;
 pub mod demo;
 pub mod entity;
 pub mod maintenance;
 pub mod state;
+pub mod telemetry;

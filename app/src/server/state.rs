@@ -22,6 +22,29 @@ pub struct PortalConfig {
     pub session_idle_days: u32,
     /// Users with these addresses become platform admins when they sign in (`BERTH_ADMIN_EMAILS`).
     pub admin_emails: Vec<Email>,
+    /// Telemetry retention and new-GPU defaults.
+    pub telemetry: TelemetrySettings,
+}
+
+/// How long telemetry is kept, and what GPUs found by an agent start with.
+#[derive(Debug, Clone)]
+pub struct TelemetrySettings {
+    /// Raw samples are kept this long (`raw_samples_hours`, default 24 h).
+    pub raw_keep: chrono::TimeDelta,
+    /// One-minute rollups and events are kept this long (`rollup_days`, default 30 days).
+    pub rollup_keep: chrono::TimeDelta,
+    /// Hourly price of a GPU an agent reports for the first time, in minor units.
+    pub new_gpu_price_minor: i64,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        Self {
+            raw_keep: chrono::TimeDelta::hours(24),
+            rollup_keep: chrono::TimeDelta::days(30),
+            new_gpu_price_minor: 200,
+        }
+    }
 }
 
 /// Everything a handler or server function may use. Created per app instance, never global, so

@@ -15,7 +15,7 @@ use tower_sessions::Session;
 const SEEN_ON: &str = "seen_on";
 
 /// Paths anyone may fetch.
-const PUBLIC_PATHS: [&str; 4] = ["/signin", "/healthz", "/readyz", "/locale"];
+const PUBLIC_PATHS: [&str; 5] = ["/signin", "/healthz", "/readyz", "/locale", "/metrics"];
 /// Path prefixes that are not pages or check the caller themselves.
 const PUBLIC_PREFIXES: [&str; 3] = ["/auth/", "/api/", "/pkg/"];
 

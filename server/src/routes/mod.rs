@@ -2,6 +2,7 @@
 //! JSON API) and the middleware around everything (sign-in guard, rate limit, cross-site
 //! protection, request log).
 
+pub mod agent;
 pub mod api;
 pub mod auth;
 pub mod csrf;
@@ -12,3 +13,4 @@ pub mod maintenance;
 pub mod rate_limit;
 pub mod request_log;
 pub mod reservations;
+pub mod telemetry;

@@ -137,6 +137,10 @@ pub fn test_settings(db: &TestDatabase) -> RawSettings {
         demo_bookings: Some(false),
         log: "warn".to_owned(),
         site_root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/site"),
+        // Telemetry tests start agents themselves.
+        local_agent: berth_server::configuration::LocalAgentMode::Off,
+        // The rollup test drives the job itself, on its own clock.
+        telemetry_job_seconds: 3600,
         ..RawSettings::default()
     }
 }

@@ -16,4 +16,5 @@ mod profile;
 mod reservations;
 mod sessions;
 mod sign_in;
+mod telemetry;
 mod tokens;

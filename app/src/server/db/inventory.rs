@@ -81,6 +81,16 @@ async fn nodes_with_gpus_where(
         .collect())
 }
 
+/// The node a GPU sits in.
+pub async fn gpu_node(db: &impl ConnectionTrait, gpu_id: i64) -> Result<Option<i64>, DbErr> {
+    gpu::Entity::find_by_id(gpu_id)
+        .select_only()
+        .column(gpu::Column::NodeId)
+        .into_tuple()
+        .one(db)
+        .await
+}
+
 /// Number of nodes.
 pub async fn count_nodes(db: &impl ConnectionTrait) -> Result<u64, DbErr> {
     node::Entity::find().count(db).await

@@ -7,6 +7,7 @@ pub mod maintenance;
 pub mod reservations;
 pub mod sessions;
 pub mod teams;
+pub mod telemetry;
 pub mod users;
 
 use berth_migrations::{Migrator, MigratorTrait};

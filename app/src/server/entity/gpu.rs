@@ -29,6 +29,10 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// Last change (UTC).
     pub updated_at: DateTimeUtc,
+    /// PCI bus id its agent reported.
+    pub pci_bus_id: Option<String>,
+    /// When its node's agent stopped reporting it (UTC); flagged, never deleted.
+    pub vanished_at: Option<DateTimeUtc>,
 }
 
 /// Relations of `gpus`.

@@ -2,12 +2,18 @@
 
 pub mod api_token;
 pub mod gpu;
+pub mod gpu_event;
+pub mod gpu_live;
+pub mod gpu_rollup;
+pub mod gpu_sample;
 pub mod identity;
 pub mod maintenance_window;
 pub mod node;
+pub mod node_token;
 pub mod reservation;
 pub mod reservation_gpu;
 pub mod session;
 pub mod team;
 pub mod team_member;
+pub mod telemetry_state;
 pub mod user;

@@ -17,6 +17,14 @@ pub struct Model {
     pub is_demo: bool,
     /// Creation time (UTC).
     pub created_at: DateTimeUtc,
+    /// `nvml` or `simulated`: where its agent's values come from (none before the first report).
+    pub agent_source: Option<String>,
+    /// NVIDIA driver version its agent reported.
+    pub driver_version: Option<String>,
+    /// Last time its agent reported (UTC).
+    pub last_seen_at: Option<DateTimeUtc>,
+    /// Seconds between its agent's samples.
+    pub report_interval_s: Option<i32>,
 }
 
 /// Relations of `nodes`.

@@ -1,0 +1,346 @@
+//! The node agent: reads a [`TelemetrySource`] on a thread of its own and pushes what it reads
+//! to the portal through a [`Transport`].
+//!
+//! - The inventory is registered at start and re-synced every [`AgentOptions::inventory_every`]
+//!   (new GPUs appear, vanished ones get flagged on the portal).
+//! - Samples are taken every [`AgentOptions::interval`]; XID events and throttle changes are
+//!   sent at once.
+//! - While the portal is unreachable, reports wait in a bounded buffer (oldest samples dropped
+//!   first when it is full) and delivery is retried with exponential backoff; when the portal is
+//!   back the buffer is sent oldest first.
+
+pub mod local;
+pub mod nvml;
+pub mod simulated;
+pub mod source;
+pub mod transport;
+
+use berth_app::domain::telemetry::{
+    EventKind, GpuSample, Registration, Report, ReportedEvent, throttle_changed,
+};
+use source::TelemetrySource;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use transport::{PushError, Transport};
+
+/// How an agent behaves.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Time between samples.
+    pub interval: Duration,
+    /// Time between inventory re-syncs.
+    pub inventory_every: Duration,
+    /// Most samples kept while the portal is unreachable.
+    pub max_buffered_samples: usize,
+    /// Most samples per report.
+    pub batch_samples: usize,
+    /// First retry delay; doubles up to `max_backoff`.
+    pub min_backoff: Duration,
+    /// Longest retry delay.
+    pub max_backoff: Duration,
+    /// The host's name as registered.
+    pub hostname: String,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(5),
+            inventory_every: Duration::from_secs(60),
+            max_buffered_samples: 100_000,
+            batch_samples: 2_000,
+            min_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(60),
+            hostname: gethostname::gethostname().to_string_lossy().into_owned(),
+        }
+    }
+}
+
+/// What the reading thread hands to the pusher.
+#[derive(Debug)]
+enum Reading {
+    Inventory(Registration),
+    Samples(Vec<GpuSample>),
+    Event(ReportedEvent),
+}
+
+/// Why an agent stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The token was refused before anything was delivered.
+    #[error(
+        "the portal refused the node token ({0}); check --token, or issue a new one with `berth node add NAME`"
+    )]
+    Unauthorized(String),
+    /// The source failed at start.
+    #[error("{0}")]
+    Source(String),
+}
+
+/// A running agent; stops when dropped or when [`RunningAgent::stop`] is called.
+#[derive(Debug)]
+pub struct RunningAgent {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<Result<(), AgentError>>,
+}
+
+impl RunningAgent {
+    /// Stops reading, delivers what it can within a moment, and waits for the pusher.
+    pub async fn stop(self) -> Result<(), AgentError> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task.await.unwrap_or(Ok(()))
+    }
+
+    /// Runs until `shutdown` completes (then stops as [`RunningAgent::stop`] does) or the
+    /// agent ends by itself (a refused token).
+    pub async fn run_until(
+        mut self,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> Result<(), AgentError> {
+        tokio::select! {
+            ended = &mut self.task => ended.unwrap_or(Ok(())),
+            () = shutdown => self.stop().await,
+        }
+    }
+}
+
+/// Starts an agent: a reading thread for `source` and a pushing task for `transport`.
+pub fn start(
+    source: Box<dyn TelemetrySource>,
+    transport: Arc<dyn Transport>,
+    options: AgentOptions,
+) -> RunningAgent {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (sender, receiver) = mpsc::channel(256);
+    let reader_stop = stop.clone();
+    let reader_options = options.clone();
+    std::thread::Builder::new()
+        .name("berth-agent-reader".into())
+        .spawn(move || read_loop(source, &sender, &reader_options, &reader_stop))
+        .ok();
+    let task = tokio::spawn(push_loop(receiver, transport, options, stop.clone()));
+    RunningAgent { stop, task }
+}
+
+fn read_loop(
+    mut source: Box<dyn TelemetrySource>,
+    sender: &mpsc::Sender<Reading>,
+    options: &AgentOptions,
+    stop: &AtomicBool,
+) {
+    let mut next_inventory = Instant::now();
+    let mut next_sample = Instant::now();
+    let mut throttle: HashMap<String, u64> = HashMap::new();
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= next_inventory {
+            next_inventory = now + options.inventory_every;
+            match source.gpus() {
+                Ok(gpus) => {
+                    let registration = Registration {
+                        hostname: options.hostname.clone(),
+                        driver_version: source.driver_version(),
+                        source: source.kind(),
+                        interval_seconds: u32::try_from(options.interval.as_secs().max(1))
+                            .unwrap_or(u32::MAX),
+                        gpus,
+                    };
+                    if sender
+                        .blocking_send(Reading::Inventory(registration))
+                        .is_err()
+                    {
+                        return;
+                    }
+                }
+                Err(err) => tracing::warn!(error = %err, "reading the GPU inventory"),
+            }
+        }
+        if now >= next_sample {
+            next_sample += options.interval;
+            if next_sample < now {
+                next_sample = now + options.interval;
+            }
+            match source.sample(chrono::Utc::now()) {
+                Ok(samples) => {
+                    for sample in &samples {
+                        let after = sample.readings.throttle_reasons;
+                        let before = throttle.get(&sample.uuid).copied();
+                        if throttle_changed(before, after) {
+                            let event = ReportedEvent {
+                                uuid: sample.uuid.clone(),
+                                at: sample.at,
+                                kind: EventKind::Throttle,
+                                code: after.and_then(|mask| i64::try_from(mask).ok()),
+                            };
+                            if sender.blocking_send(Reading::Event(event)).is_err() {
+                                return;
+                            }
+                        }
+                        if let Some(mask) = after {
+                            throttle.insert(sample.uuid.clone(), mask);
+                        }
+                    }
+                    if sender.blocking_send(Reading::Samples(samples)).is_err() {
+                        return;
+                    }
+                }
+                Err(err) => tracing::warn!(error = %err, "reading GPU values"),
+            }
+        }
+        // Wait for an event until the next sample is due (in short steps, to notice `stop`).
+        let wait = next_sample
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(500));
+        if let Some(event) = source.wait_event(wait)
+            && sender.blocking_send(Reading::Event(event)).is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Reports waiting for delivery, oldest first.
+#[derive(Debug, Default)]
+struct Buffer {
+    samples: VecDeque<GpuSample>,
+    events: VecDeque<ReportedEvent>,
+    dropped: u64,
+}
+
+impl Buffer {
+    fn push_samples(&mut self, samples: Vec<GpuSample>, max: usize) {
+        self.samples.extend(samples);
+        while self.samples.len() > max {
+            self.samples.pop_front();
+            self.dropped += 1;
+        }
+    }
+
+    fn next_report(&self, batch: usize) -> Report {
+        Report {
+            samples: self.samples.iter().take(batch).cloned().collect(),
+            events: self.events.iter().take(1_000).cloned().collect(),
+        }
+    }
+
+    fn delivered(&mut self, report: &Report) {
+        self.samples.drain(..report.samples.len());
+        self.events.drain(..report.events.len());
+    }
+
+    fn is_empty(&self) -> bool {
+        self.samples.is_empty() && self.events.is_empty()
+    }
+}
+
+async fn push_loop(
+    mut receiver: mpsc::Receiver<Reading>,
+    transport: Arc<dyn Transport>,
+    options: AgentOptions,
+    stop: Arc<AtomicBool>,
+) -> Result<(), AgentError> {
+    let mut buffer = Buffer::default();
+    let mut registration: Option<Registration> = None;
+    let mut registered = false;
+    let mut ever_delivered = false;
+    let mut backoff = options.min_backoff;
+    let mut retry_at: Option<tokio::time::Instant> = None;
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        let message = if stopping {
+            receiver.try_recv().ok()
+        } else {
+            let sleep_until = retry_at
+                .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_millis(500));
+            tokio::select! {
+                message = receiver.recv() => match message {
+                    Some(message) => Some(message),
+                    None => return Ok(()),
+                },
+                () = tokio::time::sleep_until(sleep_until) => None,
+            }
+        };
+        let last_round = stopping && message.is_none();
+        match message {
+            Some(Reading::Inventory(new)) => {
+                registered = registered && registration.as_ref() == Some(&new);
+                registration = Some(new);
+            }
+            Some(Reading::Samples(samples)) => {
+                buffer.push_samples(samples, options.max_buffered_samples);
+            }
+            Some(Reading::Event(event)) => buffer.events.push_back(event),
+            None => {}
+        }
+        if buffer.dropped > 0 {
+            tracing::warn!(
+                agent.dropped_samples = buffer.dropped,
+                "the buffer is full: dropped the oldest samples"
+            );
+            buffer.dropped = 0;
+        }
+        if !last_round && retry_at.is_some_and(|at| tokio::time::Instant::now() < at) {
+            continue;
+        }
+        retry_at = None;
+        // Deliver: register first, then everything buffered, oldest first.
+        let result = async {
+            if !registered && let Some(registration) = &registration {
+                transport.register(registration).await?;
+                registered = true;
+            }
+            if !registered {
+                return Ok(());
+            }
+            while !buffer.is_empty() {
+                let report = buffer.next_report(options.batch_samples);
+                match transport.report(&report).await {
+                    Ok(()) => buffer.delivered(&report),
+                    Err(PushError::Rejected(reason)) => {
+                        // Retrying would be refused again: drop it, and register again in case
+                        // the portal lost track of a GPU.
+                        tracing::error!(%reason, samples = report.samples.len(), "report refused; dropped");
+                        buffer.delivered(&report);
+                        registered = false;
+                        break;
+                    }
+                    Err(other) => return Err(other),
+                }
+            }
+            Ok::<(), PushError>(())
+        }
+        .await;
+        if last_round {
+            // One last attempt on the way out; what it could not deliver is lost.
+            return Ok(());
+        }
+        match result {
+            Ok(()) => {
+                if registered && !ever_delivered {
+                    tracing::info!("agent connected to the portal");
+                }
+                ever_delivered |= registered;
+                backoff = options.min_backoff;
+            }
+            Err(PushError::Unauthorized(reason)) if !ever_delivered => {
+                return Err(AgentError::Unauthorized(reason));
+            }
+            Err(err) => {
+                let jitter = rand::random_range(0.8..1.2);
+                let delay = backoff.mul_f64(jitter);
+                tracing::warn!(
+                    error = %err,
+                    retry_in_ms = delay.as_millis() as u64,
+                    buffered_samples = buffer.samples.len(),
+                    "cannot deliver to the portal; will retry"
+                );
+                retry_at = Some(tokio::time::Instant::now() + delay);
+                backoff = std::cmp::min(backoff * 2, options.max_backoff);
+                registered = registered && !matches!(err, PushError::Unauthorized(_));
+            }
+        }
+    }
+}

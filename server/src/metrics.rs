@@ -1,0 +1,318 @@
+//! `GET /metrics`: Prometheus (OpenMetrics text) exposition of GPU telemetry under
+//! dcgm-exporter's names, plus the portal's own request and job metrics.
+//!
+//! GPU values come from the database at each scrape, so every replica answers alike. GPUs of a
+//! node whose agent is silent are left out (their series go absent, which alerts can watch);
+//! `berth_node_up` says which nodes report.
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use berth_app::domain::telemetry::SourceKind;
+use berth_app::error::AppError;
+use berth_app::server::db;
+use berth_app::server::state::AppState;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: String,
+    route: String,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    method: String,
+    route: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct JobLabels {
+    job: String,
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct JobName {
+    job: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+}
+
+/// The portal's own metrics (process-wide).
+struct PortalMetrics {
+    requests: Family<RequestLabels, Counter>,
+    request_seconds: HistogramFamily<RouteLabels>,
+    job_runs: Family<JobLabels, Counter>,
+    job_seconds: HistogramFamily<JobName>,
+    samples: Counter,
+}
+
+static METRICS: LazyLock<PortalMetrics> = LazyLock::new(|| PortalMetrics {
+    requests: Family::default(),
+    request_seconds: Family::new_with_constructor(latency_histogram),
+    job_runs: Family::default(),
+    job_seconds: Family::new_with_constructor(latency_histogram),
+    samples: Counter::default(),
+});
+
+/// Counts samples stored from agents.
+pub fn samples_ingested(count: u64) {
+    METRICS.samples.inc_by(count);
+}
+
+/// Records one run of a background job.
+pub fn job_run(job: &str, ok: bool, seconds: f64) {
+    METRICS
+        .job_runs
+        .get_or_create(&JobLabels {
+            job: job.to_owned(),
+            outcome: if ok { "ok" } else { "error" }.to_owned(),
+        })
+        .inc();
+    METRICS
+        .job_seconds
+        .get_or_create(&JobName {
+            job: job.to_owned(),
+        })
+        .observe(seconds);
+}
+
+/// Middleware: counts requests by method, route and status, and times them.
+pub async fn track_requests(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().as_str().to_owned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let response = next.run(request).await;
+    METRICS
+        .requests
+        .get_or_create(&RequestLabels {
+            method: method.clone(),
+            route: route.clone(),
+            status: response.status().as_u16(),
+        })
+        .inc();
+    METRICS
+        .request_seconds
+        .get_or_create(&RouteLabels { method, route })
+        .observe(started.elapsed().as_secs_f64());
+    response
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GpuLabels {
+    gpu: String,
+    #[prometheus(flatten)]
+    ids: GpuIds,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[allow(non_snake_case)]
+struct GpuIds {
+    UUID: String,
+    modelName: String,
+    Hostname: String,
+    node: String,
+    berth_gpu_id: String,
+    simulated: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeLabels {
+    node: String,
+    source: String,
+}
+
+type GaugeFamily<L> = Family<L, Gauge<f64, AtomicU64>>;
+
+/// The bearer token `/metrics` requires (`metrics_token`), if any.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsToken(pub Option<String>);
+
+/// `GET /metrics`.
+pub async fn metrics(
+    State(state): State<AppState>,
+    axum::Extension(MetricsToken(required)): axum::Extension<MetricsToken>,
+    headers: axum::http::HeaderMap,
+) -> Result<Response, AppError> {
+    if let Some(required) = required {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        if given != Some(required.as_str()) {
+            return Err(AppError::Unauthorized);
+        }
+    }
+    let now = chrono::Utc::now();
+    let fleet = berth_app::server::telemetry::live_fleet(&state.db, now).await?;
+    let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
+    let xids = db::telemetry::last_xids(&state.db).await?;
+
+    let mut registry = Registry::default();
+    let gauges: Vec<(&str, &str, GaugeFamily<GpuLabels>)> = [
+        ("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %)"),
+        ("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %)"),
+        ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB)"),
+        ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB)"),
+        ("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C)"),
+        ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W)"),
+        (
+            "DCGM_FI_DEV_POWER_MGMT_LIMIT",
+            "Enforced power limit (in W)",
+        ),
+        ("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz)"),
+        (
+            "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+            "Current clock throttle reasons (bit mask)",
+        ),
+        (
+            "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL",
+            "Volatile single-bit (corrected) ECC errors",
+        ),
+        (
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+            "Volatile double-bit (uncorrected) ECC errors",
+        ),
+        (
+            "DCGM_FI_DEV_XID_ERRORS",
+            "Value of the last XID error encountered",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, help)| (name, help, GaugeFamily::<GpuLabels>::default()))
+    .collect();
+    let node_up = GaugeFamily::<NodeLabels>::default();
+    let node_age = GaugeFamily::<NodeLabels>::default();
+
+    let live: HashMap<i64, _> = fleet.gpus.iter().map(|g| (g.gpu_id, g)).collect();
+    for node in &nodes {
+        let Some(agent) = fleet.nodes.iter().find(|n| n.node_id == node.id) else {
+            continue;
+        };
+        let Some(source) = agent.source else { continue };
+        let labels = NodeLabels {
+            node: node.name.clone(),
+            source: source.as_str().to_owned(),
+        };
+        node_up
+            .get_or_create(&labels)
+            .set(if agent.stale { 0.0 } else { 1.0 });
+        if let Some(seen) = agent.last_seen {
+            node_age
+                .get_or_create(&labels)
+                .set((now - seen).num_milliseconds() as f64 / 1000.0);
+        }
+        if agent.stale {
+            continue;
+        }
+        for gpu in &node.gpus {
+            let Some(reading) = live.get(&gpu.id) else {
+                continue;
+            };
+            if fleet.vanished.contains(&gpu.id) {
+                continue;
+            }
+            let labels = GpuLabels {
+                gpu: gpu.device_index.to_string(),
+                ids: GpuIds {
+                    UUID: gpu.uuid.clone(),
+                    modelName: gpu.model.clone(),
+                    Hostname: node.hostname.clone(),
+                    node: node.name.clone(),
+                    berth_gpu_id: gpu.id.to_string(),
+                    simulated: (source == SourceKind::Simulated).to_string(),
+                },
+            };
+            let r = &reading.readings;
+            let total = gpu.memory.mib() as f64;
+            let values = [
+                r.gpu_util.map(f64::from),
+                r.mem_util.map(f64::from),
+                r.memory_used_mib.map(|v| v as f64),
+                r.memory_used_mib.map(|v| (total - v as f64).max(0.0)),
+                r.temperature_c.map(f64::from),
+                r.power_mw.map(|v| f64::from(v) / 1000.0),
+                r.power_limit_mw.map(|v| f64::from(v) / 1000.0),
+                r.sm_clock_mhz.map(f64::from),
+                r.throttle_reasons.map(|v| v as f64),
+                r.ecc_corrected.map(|v| v as f64),
+                r.ecc_uncorrected.map(|v| v as f64),
+                Some(xids.get(&gpu.id).copied().unwrap_or(0) as f64),
+            ];
+            for ((_, _, family), value) in gauges.iter().zip(values) {
+                if let Some(value) = value {
+                    family.get_or_create(&labels).set(value);
+                }
+            }
+        }
+    }
+    for (name, help, family) in gauges {
+        registry.register(name, help, family);
+    }
+    registry.register(
+        "berth_node_up",
+        "1 when the node's agent reported recently, 0 when it is silent.",
+        node_up,
+    );
+    registry.register(
+        "berth_node_last_report_age_seconds",
+        "Seconds since the node's agent last reported.",
+        node_age,
+    );
+    registry.register(
+        "berth_http_requests",
+        "HTTP requests by method, route and status.",
+        METRICS.requests.clone(),
+    );
+    registry.register(
+        "berth_http_request_duration_seconds",
+        "HTTP request latency by method and route.",
+        METRICS.request_seconds.clone(),
+    );
+    registry.register(
+        "berth_job_runs",
+        "Background job runs by job and outcome.",
+        METRICS.job_runs.clone(),
+    );
+    registry.register(
+        "berth_job_duration_seconds",
+        "Background job run time.",
+        METRICS.job_seconds.clone(),
+    );
+    registry.register(
+        "berth_telemetry_samples_ingested",
+        "GPU samples stored from node agents.",
+        METRICS.samples.clone(),
+    );
+
+    let mut text = String::new();
+    encode(&mut text, &registry).map_err(|_| AppError::Internal)?;
+    let mut response = (StatusCode::OK, Body::from(text)).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    Ok(response)
+}

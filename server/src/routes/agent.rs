@@ -1,0 +1,127 @@
+//! What node agents call, with `Authorization: Bearer <node token>`: register the host's GPUs
+//! and report samples and events. A token reports only for its own node's GPUs (403 otherwise);
+//! a report is stored whole or not at all.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequestParts, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use berth_app::domain::telemetry::{Registration, Report};
+use berth_app::error::AppError;
+use berth_app::server::auth::actor::bearer_token;
+use berth_app::server::state::AppState;
+use berth_app::server::telemetry::{self, ReportOutcome};
+use serde::Serialize;
+
+/// Largest request body an agent may send (a full report is about 1.5 MB).
+pub const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// An agent request's failure: the service's error, or a body over [`MAX_BODY_BYTES`] (413).
+#[derive(Debug)]
+pub enum AgentRejection {
+    /// Refused by the service (401, 403, 422, …).
+    App(AppError),
+    /// The body is too large.
+    TooLarge,
+}
+
+impl From<AppError> for AgentRejection {
+    fn from(err: AppError) -> Self {
+        Self::App(err)
+    }
+}
+
+impl From<JsonRejection> for AgentRejection {
+    fn from(rejection: JsonRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Self::TooLarge
+        } else {
+            Self::App(crate::routes::reservations::body_error(rejection))
+        }
+    }
+}
+
+impl IntoResponse for AgentRejection {
+    fn into_response(self) -> Response {
+        match self {
+            Self::App(err) => err.into_response(),
+            Self::TooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Json(serde_json::json!({
+                    "error": "too_large",
+                    "message": format!("the body may be at most {MAX_BODY_BYTES} bytes; send fewer samples per report"),
+                })),
+            )
+                .into_response(),
+        }
+    }
+}
+
+/// The node whose token authenticated the request.
+#[derive(Debug, Clone, Copy)]
+pub struct NodeCaller(pub i64);
+
+impl FromRequestParts<AppState> for NodeCaller {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let node = telemetry::authenticate_node(&state.db, bearer_token(parts)).await?;
+        tracing::Span::current().record("node.id", node);
+        Ok(Self(node))
+    }
+}
+
+/// What a registration changed.
+#[derive(Debug, Serialize)]
+pub struct Registered {
+    node_id: i64,
+    added: usize,
+    vanished: usize,
+    returned: usize,
+}
+
+/// `POST /api/v1/agent/register` with a [`Registration`].
+#[tracing::instrument(skip_all, fields(node.id))]
+pub async fn register(
+    State(state): State<AppState>,
+    NodeCaller(node_id): NodeCaller,
+    body: Result<Json<Registration>, JsonRejection>,
+) -> Result<Json<Registered>, AgentRejection> {
+    let Json(registration) = body?;
+    let outcome = telemetry::register(
+        &state.db,
+        &state.portal.telemetry,
+        node_id,
+        &registration,
+        chrono::Utc::now(),
+    )
+    .await?;
+    Ok(Json(Registered {
+        node_id,
+        added: outcome.added,
+        vanished: outcome.vanished,
+        returned: outcome.returned,
+    }))
+}
+
+/// `POST /api/v1/agent/report` with a [`Report`].
+#[tracing::instrument(skip_all, fields(node.id))]
+pub async fn report(
+    State(state): State<AppState>,
+    NodeCaller(node_id): NodeCaller,
+    body: Result<Json<Report>, JsonRejection>,
+) -> Result<Json<ReportOutcome>, AgentRejection> {
+    let Json(report) = body?;
+    let outcome = telemetry::report(
+        &state.db,
+        &state.portal.telemetry,
+        node_id,
+        &report,
+        chrono::Utc::now(),
+    )
+    .await?;
+    crate::metrics::samples_ingested(outcome.samples);
+    Ok(Json(outcome))
+}

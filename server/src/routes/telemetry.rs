@@ -1,0 +1,74 @@
+//! GPU history in the JSON API: `GET /api/v1/gpus/{id}/telemetry?from=&to=` and
+//! `GET /api/v1/gpus/{id}/events?from=&to=&limit=` (RFC 3339 times; default: the last hour of
+//! samples, the last 30 days of events).
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use berth_app::domain::problem::Problem;
+use berth_app::domain::telemetry::{GpuEvent, GpuHistory};
+use berth_app::error::AppError;
+use berth_app::server::auth::actor::Actor;
+use berth_app::server::state::AppState;
+use berth_app::server::telemetry;
+use chrono::{DateTime, Duration, Utc};
+use serde::Deserialize;
+
+/// `?from=&to=&limit=`
+#[derive(Debug, Deserialize)]
+pub struct RangeQuery {
+    from: Option<String>,
+    to: Option<String>,
+    limit: Option<u64>,
+}
+
+fn parse_time(field: &str, raw: Option<&str>) -> Result<Option<DateTime<Utc>>, AppError> {
+    raw.map(|raw| {
+        DateTime::parse_from_rfc3339(raw.trim())
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|_| {
+                AppError::invalid(
+                    field,
+                    Problem::NotADateTime {
+                        raw: raw.to_owned(),
+                    },
+                )
+            })
+    })
+    .transpose()
+}
+
+fn range(
+    query: &RangeQuery,
+    default_span: Duration,
+) -> Result<(DateTime<Utc>, DateTime<Utc>), AppError> {
+    let to = parse_time("to", query.to.as_deref())?.unwrap_or_else(Utc::now);
+    let from = parse_time("from", query.from.as_deref())?.unwrap_or(to - default_span);
+    Ok((from, to))
+}
+
+/// `GET /api/v1/gpus/{id}/telemetry`: raw samples for ranges up to 6 h within the raw window,
+/// one-minute rollups (min / avg / max) otherwise; at most 31 days.
+pub async fn history(
+    State(state): State<AppState>,
+    _actor: Actor,
+    Path(id): Path<i64>,
+    Query(query): Query<RangeQuery>,
+) -> Result<Json<GpuHistory>, AppError> {
+    let (from, to) = range(&query, Duration::hours(1))?;
+    Ok(Json(
+        telemetry::history(&state.db, &state.portal.telemetry, id, from, to, Utc::now()).await?,
+    ))
+}
+
+/// `GET /api/v1/gpus/{id}/events`: newest first, at most `limit` (default 100, up to 1000).
+pub async fn events(
+    State(state): State<AppState>,
+    _actor: Actor,
+    Path(id): Path<i64>,
+    Query(query): Query<RangeQuery>,
+) -> Result<Json<Vec<GpuEvent>>, AppError> {
+    let (from, to) = range(&query, Duration::days(30))?;
+    Ok(Json(
+        telemetry::events(&state.db, id, from, to, query.limit.unwrap_or(100)).await?,
+    ))
+}

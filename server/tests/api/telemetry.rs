@@ -1,0 +1,628 @@
+//! GPU telemetry end to end: a fake `libnvidia-ml.so` (the `berth-fake-nvml` crate) read by the
+//! real `berth agent` through nvml-wrapper, reported to the portal, and seen in the JSON API,
+//! `/metrics` and the GPU page; node tokens and bad payloads; an agent that outlives a portal
+//! outage; rollups and pruning on an injected clock; inventory sync.
+
+use crate::helpers::{
+    Backend, TestApp, TestDatabase, client, spawn_app, spawn_with, spawn_with_listener,
+    test_settings,
+};
+use crate::reservations::{get, user_token};
+use berth_app::domain::telemetry::{GpuInfo, Registration, Report, SourceKind};
+use berth_app::domain::user::PlatformRole;
+use berth_app::server::clock::{Clock, ManualClock};
+use berth_app::server::db::telemetry as store;
+use berth_app::server::entity::{gpu, gpu_event, gpu_rollup, gpu_sample};
+use berth_app::server::state::TelemetrySettings;
+use berth_app::server::telemetry;
+use chrono::{DateTime, Duration, DurationRound, Utc};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+crate::on_both_backends!(
+    fake_nvml_values_reach_the_api_metrics_and_page,
+    node_tokens_and_payloads_are_checked,
+    the_agent_outlives_a_portal_outage,
+    rollups_and_pruning_follow_an_injected_clock,
+    inventory_sync_flags_vanished_gpus,
+    demo_nodes_get_simulated_values,
+);
+
+/// The fake NVML library, built next to this test binary (a dev-dependency).
+fn fake_nvml() -> PathBuf {
+    let path = std::env::current_exe()
+        .expect("test binary path")
+        .with_file_name("libnvidia_ml.so");
+    assert!(path.is_file(), "{} is missing", path.display());
+    path
+}
+
+const GPU0: &str = "GPU-11111111-2222-3333-4444-555555555555";
+const GPU1: &str = "GPU-66666666-7777-8888-9999-000000000000";
+
+fn fake_config(xids: &[u64]) -> Value {
+    json!({
+        "driver_version": "550.54.15",
+        "devices": [
+            {
+                "uuid": GPU0, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:17:00.0",
+                "memory_total_mib": 81559, "memory_used_mib": 40000, "gpu_util": 87, "mem_util": 40,
+                "temperature_c": 61, "power_mw": 312000, "power_limit_mw": 700000,
+                "sm_clock_mhz": 1980, "throttle_reasons": 4, "ecc_corrected": 3,
+                "ecc_uncorrected": 0, "processes": [{"pid": 4242, "used_memory_mib": 39000}],
+                "xid_events": xids
+            },
+            {
+                "uuid": GPU1, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:2A:00.0",
+                "memory_total_mib": 81559, "memory_used_mib": 3, "gpu_util": 0, "mem_util": 0,
+                "temperature_c": 34, "power_mw": 71000, "power_limit_mw": 700000,
+                "sm_clock_mhz": 345, "throttle_reasons": 1, "ecc_corrected": 0,
+                "ecc_uncorrected": 0, "processes": []
+            }
+        ]
+    })
+}
+
+fn write_json(path: &Path, value: &Value) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(value).unwrap()).unwrap();
+    // Renamed into place, so the library never reads a half-written file.
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+/// `berth agent` against `portal` with the fake NVML library; killed when dropped.
+struct AgentProcess(Child);
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_agent(portal: &str, token: &str, config: &Path) -> AgentProcess {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
+    for (key, _) in std::env::vars() {
+        if key.starts_with("BERTH_") {
+            command.env_remove(key);
+        }
+    }
+    let child = command
+        .args([
+            "agent",
+            "--portal",
+            portal,
+            "--token",
+            token,
+            "--interval",
+            "1",
+        ])
+        .arg("--nvml-library")
+        .arg(fake_nvml())
+        .env("BERTH_FAKE_NVML_CONFIG", config)
+        .env("BERTH_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start berth agent");
+    AgentProcess(child)
+}
+
+/// Polls `check` every 200 ms for up to 30 s.
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for _ in 0..150 {
+        if let Some(value) = check().await {
+            return value;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn gpu_id(app: &TestApp, uuid: &str) -> i64 {
+    gpu::Entity::find()
+        .filter(gpu::Column::Uuid.eq(uuid))
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap_or_else(|| panic!("GPU {uuid} registered"))
+        .id
+}
+
+async fn latest_point(app: &TestApp, token: &str, id: i64) -> Option<Value> {
+    let (status, body) = get(app, token, &format!("/api/v1/gpus/{id}/telemetry")).await;
+    assert_eq!(status, 200, "{body}");
+    body["points"].as_array()?.last().cloned()
+}
+
+async fn fake_nvml_values_reach_the_api_metrics_and_page(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let (_, token) = telemetry::issue_node_token(&app.db, "gpu-test-01", Utc::now())
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fake-nvml.json");
+    write_json(&config, &fake_config(&[]));
+    let _agent = start_agent(&app.url(""), &token, &config);
+    let viewer = user_token(&app, "viewer@example.org", PlatformRole::User).await;
+
+    let point = eventually("the first samples", || async {
+        let id = gpu::Entity::find()
+            .filter(gpu::Column::Uuid.eq(GPU1))
+            .one(&app.db)
+            .await
+            .unwrap()?
+            .id;
+        latest_point(&app, &viewer, id).await?;
+        latest_point(&app, &viewer, gpu_id(&app, GPU0).await).await
+    })
+    .await;
+    for (key, expected) in [
+        ("gpu_util", 87),
+        ("mem_util", 40),
+        ("memory_used_mib", 40000),
+        ("temperature_c", 61),
+        ("power_mw", 312_000),
+        ("power_limit_mw", 700_000),
+        ("sm_clock_mhz", 1980),
+        ("throttle_reasons", 4),
+        ("ecc_corrected", 3),
+        ("ecc_uncorrected", 0),
+    ] {
+        assert_eq!(point[key], expected, "{key} in {point}");
+    }
+    let idle = latest_point(&app, &viewer, gpu_id(&app, GPU1).await)
+        .await
+        .unwrap();
+    assert_eq!(idle["gpu_util"], 0);
+    assert_eq!(idle["temperature_c"], 34);
+
+    // The inventory: both GPUs on the node, with model, memory and PCI bus id as NVML said.
+    let gpu0 = gpu::Entity::find_by_id(gpu_id(&app, GPU0).await)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(gpu0.model, "NVIDIA H100 80GB HBM3");
+    assert_eq!(gpu0.memory_mib, 81559);
+    assert_eq!(gpu0.pci_bus_id.as_deref(), Some("00000000:17:00.0"));
+    let (_, history) = get(
+        &app,
+        &viewer,
+        &format!("/api/v1/gpus/{}/telemetry", gpu0.id),
+    )
+    .await;
+    assert_eq!(history["source"], "nvml");
+    assert_eq!(history["simulated"], false);
+    assert_eq!(history["resolution"], "raw");
+
+    // Processes and the latest reading.
+    let live = store::live_gpus(&app.db, Some(gpu0.id)).await.unwrap();
+    assert_eq!(live[0].processes.len(), 1);
+    assert_eq!(live[0].processes[0].pid, 4242);
+    assert_eq!(live[0].processes[0].used_memory_mib, Some(39000));
+
+    // An XID set in the fake arrives as an event; the throttle mask (SW power cap) as another.
+    write_json(&config, &fake_config(&[79]));
+    let events = eventually("the XID event", || async {
+        let (_, events) = get(&app, &viewer, &format!("/api/v1/gpus/{}/events", gpu0.id)).await;
+        let list = events.as_array()?.clone();
+        list.iter()
+            .any(|e| e["kind"] == "xid" && e["code"] == 79)
+            .then_some(list)
+    })
+    .await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e["kind"] == "throttle" && e["code"] == 4),
+        "{events:?}"
+    );
+    assert!(events.iter().any(|e| e["kind"] == "added"), "{events:?}");
+
+    // /metrics: dcgm-exporter names, labelled by gpu, UUID and node.
+    let metrics = client()
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let line = |name: &str| {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}{{")) && l.contains(GPU0))
+            .unwrap_or_else(|| panic!("{name} for {GPU0} in:\n{metrics}"))
+            .to_owned()
+    };
+    let util = line("DCGM_FI_DEV_GPU_UTIL");
+    assert!(
+        util.contains("gpu=\"0\"") && util.contains("node=\"gpu-test-01\""),
+        "{util}"
+    );
+    assert!(util.ends_with(" 87.0"), "{util}");
+    assert!(line("DCGM_FI_DEV_FB_USED").ends_with(" 40000.0"));
+    assert!(line("DCGM_FI_DEV_GPU_TEMP").ends_with(" 61.0"));
+    assert!(line("DCGM_FI_DEV_POWER_USAGE").ends_with(" 312.0"));
+    assert!(line("DCGM_FI_DEV_XID_ERRORS").ends_with(" 79.0"));
+    assert!(
+        metrics.contains("berth_http_requests_total{"),
+        "portal metrics"
+    );
+    assert!(metrics.contains("berth_node_up{node=\"gpu-test-01\",source=\"nvml\"} 1"));
+
+    // The GPU page shows the same values.
+    app.sign_in("user").await;
+    let (status, page) = app.get_text(&format!("/gpus/{}", gpu0.id)).await;
+    assert_eq!(status, 200);
+    assert!(page.contains(GPU0), "UUID on the page");
+    assert!(page.contains("4242"), "process on the page");
+    assert!(page.contains("<svg"), "charts on the page");
+    app.stop().await;
+}
+
+async fn post_agent(app: &TestApp, token: &str, path: &str, body: &Value) -> (u16, Value) {
+    let response = client()
+        .post(app.url(path))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+fn registration(uuids: &[&str]) -> Value {
+    json!({
+        "hostname": "host", "driver_version": "550.54.15", "source": "nvml",
+        "interval_seconds": 5,
+        "gpus": uuids.iter().enumerate().map(|(i, uuid)| json!({
+            "uuid": uuid, "name": "NVIDIA L4", "pci_bus_id": null,
+            "memory_total_mib": 23034, "device_index": i
+        })).collect::<Vec<_>>()
+    })
+}
+
+fn sample(uuid: &str, at: DateTime<Utc>, util: i64) -> Value {
+    json!({"uuid": uuid, "at": at.to_rfc3339(), "gpu_util": util, "temperature_c": 50})
+}
+
+async fn sample_count(app: &TestApp) -> u64 {
+    gpu_sample::Entity::find().count(&app.db).await.unwrap()
+}
+
+async fn node_tokens_and_payloads_are_checked(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let now = Utc::now();
+    let (_, a) = telemetry::issue_node_token(&app.db, "node-a", now)
+        .await
+        .unwrap();
+    let (_, b) = telemetry::issue_node_token(&app.db, "node-b", now)
+        .await
+        .unwrap();
+    let register = "/api/v1/agent/register";
+    let report = "/api/v1/agent/report";
+    assert_eq!(
+        post_agent(&app, &a, register, &registration(&["GPU-a1"]))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        post_agent(&app, &b, register, &registration(&["GPU-b1"]))
+            .await
+            .0,
+        200
+    );
+
+    // Tokens: none, unknown, or a user's token → 401.
+    let ok = json!({"samples": [sample("GPU-a1", now, 5)]});
+    for token in ["", "berth_not-a-token"] {
+        assert_eq!(
+            post_agent(&app, token, report, &ok).await.0,
+            401,
+            "token {token:?}"
+        );
+    }
+    let user = user_token(&app, "someone@example.org", PlatformRole::PlatformAdmin).await;
+    assert_eq!(post_agent(&app, &user, report, &ok).await.0, 401);
+    assert_eq!(sample_count(&app).await, 0);
+
+    // Another node's GPU → 403, and nothing of the report is stored.
+    let mixed = json!({"samples": [sample("GPU-a1", now, 5), sample("GPU-b1", now, 5)]});
+    assert_eq!(post_agent(&app, &a, report, &mixed).await.0, 403);
+    assert_eq!(
+        post_agent(&app, &a, register, &registration(&["GPU-a1", "GPU-b1"]))
+            .await
+            .0,
+        403
+    );
+    assert_eq!(sample_count(&app).await, 0);
+
+    // Bad content → 4xx naming the field, nothing stored.
+    let bad: [(Value, &str); 5] = [
+        (
+            json!({"samples": [sample("GPU-a1", now, 5), sample("GPU-a1", now, 101)]}),
+            "samples[1].gpu_util",
+        ),
+        (
+            json!({"samples": [sample("GPU-a1", now + Duration::hours(1), 5)]}),
+            "samples[0].at",
+        ),
+        (
+            json!({"samples": [sample("GPU-a1", now - Duration::days(2), 5)]}),
+            "samples[0].at",
+        ),
+        (json!({"samples": [sample("GPU-zz", now, 5)]}), "uuid"),
+        (
+            json!({"samples": [{"uuid": "GPU-a1", "at": "yesterday"}]}),
+            "body",
+        ),
+    ];
+    for (body, field) in bad {
+        let (status, answer) = post_agent(&app, &a, report, &body).await;
+        assert_eq!(status, 422, "{body} → {answer}");
+        assert_eq!(answer["field"], field, "{answer}");
+    }
+    let garbage = client()
+        .post(app.url(report))
+        .bearer_auth(&a)
+        .header("content-type", "application/json")
+        .body("{\"samples\": [")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(garbage.status().as_u16(), 422);
+    let oversized = client()
+        .post(app.url(report))
+        .bearer_auth(&a)
+        .header("content-type", "application/json")
+        .body(vec![b' '; 5 * 1024 * 1024])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(oversized.status().as_u16(), 413);
+    assert_eq!(sample_count(&app).await, 0);
+
+    // A good report is stored once, even when resent.
+    assert_eq!(post_agent(&app, &a, report, &ok).await.0, 200);
+    let (status, again) = post_agent(&app, &a, report, &ok).await;
+    assert_eq!((status, &again["samples"]), (200, &json!(0)));
+    assert_eq!(sample_count(&app).await, 1);
+
+    // A revoked token stops working.
+    let node_a = store::node_states(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|n| n.name == "node-a")
+        .unwrap();
+    store::revoke_node_tokens(&app.db, node_a.node_id, Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(post_agent(&app, &a, report, &ok).await.0, 401);
+    app.stop().await;
+}
+
+async fn the_agent_outlives_a_portal_outage(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let first = spawn_with(test_settings(&db)).await;
+    let (_, token) = telemetry::issue_node_token(&first.db, "gpu-test-02", Utc::now())
+        .await
+        .unwrap();
+    let addr = first.addr;
+    first.stop().await;
+
+    // The portal is down: the agent reads, buffers and retries.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fake-nvml.json");
+    write_json(&config, &fake_config(&[]));
+    let _agent = start_agent(&format!("http://{addr}"), &token, &config);
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    let back_at = Utc::now();
+
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .expect("the same port again");
+    let app = spawn_with_listener(test_settings(&db), listener).await;
+    let back_ms = back_at.timestamp_millis();
+    let early = eventually("samples read while the portal was down", || async {
+        let n = gpu_sample::Entity::find()
+            .filter(gpu_sample::Column::AtMs.lt(back_ms))
+            .count(&app.db)
+            .await
+            .unwrap();
+        (n >= 4).then_some(n)
+    })
+    .await;
+    assert!(early >= 4, "{early} samples from the outage");
+    app.stop().await;
+}
+
+fn settings() -> TelemetrySettings {
+    TelemetrySettings::default()
+}
+
+async fn rollups_and_pruning_follow_an_injected_clock(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let t0 = (Utc::now() - Duration::hours(2))
+        .duration_trunc(Duration::minutes(1))
+        .unwrap();
+    let clock = ManualClock::new(t0);
+    let (node, _) = telemetry::issue_node_token(&app.db, "gpu-test-03", t0)
+        .await
+        .unwrap();
+    let uuid = "GPU-clock-0";
+    telemetry::register(
+        &app.db,
+        &settings(),
+        node,
+        &Registration {
+            hostname: "h".into(),
+            driver_version: None,
+            source: SourceKind::Nvml,
+            interval_seconds: 20,
+            gpus: vec![GpuInfo {
+                uuid: uuid.into(),
+                name: "NVIDIA L4".into(),
+                pci_bus_id: None,
+                memory_total_mib: 23034,
+                device_index: 0,
+            }],
+        },
+        clock.now(),
+    )
+    .await
+    .unwrap();
+    let report = |points: &[(i64, i64)]| -> Report {
+        serde_json::from_value(json!({
+            "samples": points.iter().map(|(secs, util)| sample(uuid, t0 + Duration::seconds(*secs), *util)).collect::<Vec<_>>()
+        }))
+        .unwrap()
+    };
+    let send = |r: Report, now: DateTime<Utc>| {
+        let db = app.db.clone();
+        async move {
+            telemetry::report(&db, &settings(), node, &r, now)
+                .await
+                .unwrap()
+        }
+    };
+    clock.set(t0 + Duration::seconds(75));
+    send(
+        report(&[(0, 10), (20, 20), (40, 60), (70, 90)]),
+        clock.now(),
+    )
+    .await;
+
+    let rollups = || async {
+        gpu_rollup::Entity::find()
+            .all(&app.db)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.minute_ms, r.samples, r.util_min, r.util_avg, r.util_max))
+            .collect::<Vec<_>>()
+    };
+    let m0 = t0.timestamp_millis();
+    let m1 = m0 + 60_000;
+
+    // At t0 + 2 min the first minute is complete (the second is within the grace period).
+    clock.set(t0 + Duration::seconds(120));
+    let done = telemetry::run_maintenance(&app.db, &settings(), clock.now())
+        .await
+        .unwrap();
+    assert_eq!(done.rollups, 1);
+    assert_eq!(
+        rollups().await,
+        vec![(m0, 3, Some(10.0), Some(30.0), Some(60.0))]
+    );
+
+    // A late sample for the rolled-up minute is folded in at the next run.
+    send(report(&[(50, 100)]), clock.now()).await;
+    clock.set(t0 + Duration::seconds(180));
+    telemetry::run_maintenance(&app.db, &settings(), clock.now())
+        .await
+        .unwrap();
+    assert_eq!(
+        rollups().await,
+        vec![
+            (m0, 4, Some(10.0), Some(47.5), Some(100.0)),
+            (m1, 1, Some(90.0), Some(90.0), Some(90.0)),
+        ]
+    );
+
+    // After the raw window the samples go; the rollups stay until theirs ends.
+    clock.set(t0 + Duration::hours(25));
+    let pruned = telemetry::run_maintenance(&app.db, &settings(), clock.now())
+        .await
+        .unwrap();
+    assert_eq!(pruned.samples_pruned, 5);
+    assert_eq!(sample_count(&app).await, 0);
+    assert_eq!(rollups().await.len(), 2);
+    clock.set(t0 + Duration::days(31));
+    let pruned = telemetry::run_maintenance(&app.db, &settings(), clock.now())
+        .await
+        .unwrap();
+    assert_eq!(pruned.rollups_pruned, 2);
+    assert!(
+        pruned.events_pruned >= 1,
+        "the `added` event is older than 30 days"
+    );
+    assert!(rollups().await.is_empty());
+    app.stop().await;
+}
+
+async fn inventory_sync_flags_vanished_gpus(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let (_, token) = telemetry::issue_node_token(&app.db, "gpu-test-04", Utc::now())
+        .await
+        .unwrap();
+    let path = "/api/v1/agent/register";
+    let (status, body) = post_agent(&app, &token, path, &registration(&["GPU-v0", "GPU-v1"])).await;
+    assert_eq!((status, body["added"].as_i64()), (200, Some(2)), "{body}");
+
+    // GPU-v1 vanishes: flagged, not deleted, and GPU-v0 may take another index.
+    let (_, body) = post_agent(&app, &token, path, &registration(&["GPU-v0"])).await;
+    assert_eq!(body["vanished"], 1, "{body}");
+    let v1 = gpu_id(&app, "GPU-v1").await;
+    let row = gpu::Entity::find_by_id(v1)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(row.vanished_at.is_some());
+    let (_, body) = post_agent(&app, &token, path, &registration(&["GPU-new", "GPU-v0"])).await;
+    assert_eq!(body["added"], 1, "{body}");
+
+    // It comes back.
+    let (_, body) = post_agent(
+        &app,
+        &token,
+        path,
+        &registration(&["GPU-v1", "GPU-v0", "GPU-new"]),
+    )
+    .await;
+    assert_eq!(body["returned"], 1, "{body}");
+    let kinds: Vec<String> = gpu_event::Entity::find()
+        .filter(gpu_event::Column::GpuId.eq(v1))
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.kind)
+        .collect();
+    assert_eq!(kinds, ["added", "vanished", "returned"]);
+    app.stop().await;
+}
+
+async fn demo_nodes_get_simulated_values(backend: Backend) {
+    let db = TestDatabase::create(backend).await;
+    let mut settings = test_settings(&db);
+    settings.local_agent = berth_server::configuration::LocalAgentMode::Simulated;
+    settings.agent_interval_seconds = 1;
+    let app = spawn_with(settings).await;
+    let metrics = eventually("simulated values for the demo fleet", || async {
+        let text = client()
+            .get(app.url("/metrics"))
+            .send()
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        (text.matches("DCGM_FI_DEV_GPU_UTIL{").count() >= 8).then_some(text)
+    })
+    .await;
+    assert!(metrics.contains("simulated=\"true\""));
+    assert!(!metrics.contains("simulated=\"false\""));
+    app.stop().await;
+}

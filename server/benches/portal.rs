@@ -37,9 +37,13 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sea_orm::sea_query::{Alias, Query};
 use sea_orm::{
-    ActiveValue::Set, ConnectionTrait, Database, DatabaseConnection, EntityTrait, TransactionTrait,
+    ActiveValue::Set, ConnectionTrait, DatabaseConnection, EntityTrait, TransactionTrait,
 };
 use std::sync::Arc;
+
+#[path = "support/database.rs"]
+mod database;
+use database::{Backend, BenchDatabase};
 use std::time::{Duration, Instant};
 
 const NODES: usize = 125;
@@ -60,21 +64,6 @@ const MODELS: &[(&str, u64, i64, bool, usize)] = &[
     ("NVIDIA L40S", 49_140, 129, true, 30),
     ("NVIDIA RTX A5000", 24_564, 49, true, 25),
 ];
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-impl Backend {
-    fn name(self) -> &'static str {
-        match self {
-            Backend::Sqlite => "SQLite",
-            Backend::Postgres => "PostgreSQL",
-        }
-    }
-}
 
 /// Which stores to measure (`--backend`).
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -125,63 +114,6 @@ fn main() {
     );
     for backend in options.backends() {
         runtime.block_on(bench_backend(backend, options.quick, options.serve));
-    }
-}
-
-/// A database that lives for one run: a file in a temporary directory, or a PostgreSQL
-/// database dropped at the end.
-struct BenchDatabase {
-    url: String,
-    admin_url: Option<String>,
-    pg_name: Option<String>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl BenchDatabase {
-    async fn create(backend: Backend) -> Self {
-        match backend {
-            Backend::Sqlite => {
-                let dir = tempfile::tempdir().expect("temporary directory");
-                let url = format!(
-                    "sqlite://{}?mode=rwc",
-                    dir.path().join("bench.db").display()
-                );
-                Self {
-                    url,
-                    admin_url: None,
-                    pg_name: None,
-                    _dir: Some(dir),
-                }
-            }
-            Backend::Postgres => {
-                let admin_url = std::env::var("BERTH_TEST_PG_URL")
-                    .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
-                let name = format!("berth_bench_{}", uuid::Uuid::new_v4().simple());
-                let admin = Database::connect(&admin_url).await.expect("PostgreSQL");
-                admin
-                    .execute_unprepared(&format!("CREATE DATABASE \"{name}\""))
-                    .await
-                    .expect("create the bench database");
-                let _ = admin.close().await;
-                let (base, _) = admin_url.rsplit_once('/').expect("a database URL");
-                Self {
-                    url: format!("{base}/{name}"),
-                    admin_url: Some(admin_url),
-                    pg_name: Some(name),
-                    _dir: None,
-                }
-            }
-        }
-    }
-
-    async fn drop_database(self) {
-        if let (Some(admin_url), Some(name)) = (self.admin_url, self.pg_name) {
-            let admin = Database::connect(&admin_url).await.expect("PostgreSQL");
-            let _ = admin
-                .execute_unprepared(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
-                .await;
-            let _ = admin.close().await;
-        }
     }
 }
 

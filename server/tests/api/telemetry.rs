@@ -580,6 +580,23 @@ async fn inventory_sync_flags_vanished_gpus(backend: Backend) {
         .unwrap()
         .unwrap();
     assert!(row.vanished_at.is_some());
+    // A missing GPU cannot be booked.
+    let booker = user_token(&app, "booker@example.org", PlatformRole::User).await;
+    let (status, refused) = crate::reservations::post(
+        &app,
+        &booker,
+        json!({
+            "gpu_ids": [v1], "share": 1,
+            "start": crate::reservations::tomorrow(10, 0).to_rfc3339(),
+            "end": crate::reservations::tomorrow(11, 0).to_rfc3339(),
+        }),
+    )
+    .await;
+    assert_eq!(
+        (status, &refused["code"]),
+        (409, &json!("gpu_unavailable")),
+        "{refused}"
+    );
     let (_, body) = post_agent(&app, &token, path, &registration(&["GPU-new", "GPU-v0"])).await;
     assert_eq!(body["added"], 1, "{body}");
 

@@ -71,7 +71,12 @@ async fn gpus_where(
             node_id: row.node_id,
             device_index: row.device_index,
             model: row.model,
-            status: row.status,
+            // A GPU its node no longer reports cannot be promised.
+            status: if row.vanished_at.is_some() {
+                "missing".to_owned()
+            } else {
+                row.status
+            },
             shareable: row.shareable,
             hourly_price_minor: row.hourly_price_minor,
         })
@@ -452,7 +457,9 @@ async fn bookable_of_model(
 ) -> Result<Vec<BookableGpu>, DbErr> {
     let mut condition = sea_orm::Condition::all()
         .add(gpu::Column::Model.eq(model))
-        .add(gpu::Column::Status.eq("active"));
+        .add(gpu::Column::Status.eq("active"))
+        // A GPU its node no longer reports cannot be promised.
+        .add(gpu::Column::VanishedAt.is_null());
     if share != Share::Whole {
         condition = condition.add(gpu::Column::Shareable.eq(true));
     }
@@ -637,7 +644,9 @@ pub async fn find_slots(
     latest_start: DateTime<Utc>,
     limit: usize,
 ) -> Result<Vec<SlotOffer>, DbErr> {
-    let mut condition = sea_orm::Condition::all().add(gpu::Column::Status.eq("active"));
+    let mut condition = sea_orm::Condition::all()
+        .add(gpu::Column::Status.eq("active"))
+        .add(gpu::Column::VanishedAt.is_null());
     if let Some(model) = &query.model {
         condition = condition.add(gpu::Column::Model.eq(model.as_str()));
     }

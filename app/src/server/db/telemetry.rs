@@ -88,6 +88,22 @@ pub async fn revoke_node_tokens(
     Ok(result.rows_affected)
 }
 
+/// Live (unrevoked) tokens per node.
+pub async fn live_token_counts(db: &impl ConnectionTrait) -> Result<HashMap<i64, u64>, DbErr> {
+    let rows: Vec<i64> = node_token::Entity::find()
+        .select_only()
+        .column(node_token::Column::NodeId)
+        .filter(node_token::Column::RevokedAt.is_null())
+        .into_tuple()
+        .all(db)
+        .await?;
+    let mut counts = HashMap::new();
+    for node in rows {
+        *counts.entry(node).or_insert(0) += 1;
+    }
+    Ok(counts)
+}
+
 /// The node a live token reports for.
 pub async fn node_for_token(
     db: &impl ConnectionTrait,

@@ -3,14 +3,14 @@
 use crate::components::layout::{Footer, Header};
 use crate::i18n::*;
 use crate::pages::{
-    calendar::CalendarPage, inventory::InventoryPage, maintenance::MaintenancePage,
-    not_found::NotFoundPage, profile::ProfilePage, reservations::ReservationsPage,
-    sign_in::SignInPage,
+    calendar::CalendarPage, gpu::GpuDetailPage, inventory::InventoryPage,
+    maintenance::MaintenancePage, not_found::NotFoundPage, profile::ProfilePage,
+    reservations::ReservationsPage, sign_in::SignInPage,
 };
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
 use leptos_router::{
-    Lazy, LazyRoute, SsrMode, StaticSegment,
+    Lazy, LazyRoute, ParamSegment, SsrMode, StaticSegment,
     components::{Route, Router, Routes},
     lazy_route,
 };
@@ -52,6 +52,11 @@ pub fn App() -> impl IntoView {
                     <Routes fallback=NotFoundPage>
                         // Async: the server sends the finished page, so it reads without JavaScript.
                         <Route path=StaticSegment("") view={Lazy::<InventoryRoute>::new()} ssr=SsrMode::Async />
+                        <Route
+                            path=(StaticSegment("gpus"), ParamSegment("id"))
+                            view={Lazy::<GpuRoute>::new()}
+                            ssr=SsrMode::Async
+                        />
                         <Route path=StaticSegment("signin") view={Lazy::<SignInRoute>::new()} ssr=SsrMode::Async />
                         <Route path=StaticSegment("calendar") view={Lazy::<CalendarRoute>::new()} ssr=SsrMode::Async />
                         <Route path=StaticSegment("reservations") view={Lazy::<ReservationsRoute>::new()} ssr=SsrMode::Async />
@@ -93,6 +98,8 @@ macro_rules! lazy_page {
 lazy_page! {
     /// The GPU inventory, loaded on demand.
     InventoryRoute => InventoryPage,
+    /// One GPU's live values and history, loaded on demand.
+    GpuRoute => GpuDetailPage,
     /// Sign-in, loaded on demand.
     SignInRoute => SignInPage,
     /// The calendar, loaded on demand.

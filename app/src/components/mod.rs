@@ -5,3 +5,4 @@ pub mod error;
 pub mod format;
 pub mod inventory;
 pub mod layout;
+pub mod telemetry;

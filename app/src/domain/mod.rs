@@ -2,6 +2,7 @@
 //! I/O. Everything here is unit-tested inline.
 
 pub mod calendar;
+pub mod chart;
 pub mod gpu;
 pub mod inventory;
 pub mod maintenance;

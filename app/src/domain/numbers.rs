@@ -66,6 +66,27 @@ pub fn format_hours(minutes: i64, style: NumberStyle<'_>) -> String {
     out
 }
 
+/// A measured value rounded to `decimals` places (`1234.56`, 1 → `1,234.6`); no minus sign for
+/// a value that rounds to zero.
+pub fn format_decimal(value: f64, decimals: usize, style: NumberStyle<'_>) -> String {
+    if !value.is_finite() {
+        return "–".to_owned();
+    }
+    let decimals = decimals.min(6);
+    let scale = 10u64.pow(decimals as u32);
+    let scaled = (value.abs() * scale as f64).round() as u64;
+    let mut out = String::new();
+    if value < 0.0 && scaled != 0 {
+        out.push('-');
+    }
+    out.push_str(&group_digits(scaled / scale, style));
+    if decimals > 0 {
+        out.push_str(style.decimal);
+        out.push_str(&format!("{:0width$}", scaled % scale, width = decimals));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +130,15 @@ mod tests {
         assert_eq!(format_hours(15, EN), "0.25");
         assert_eq!(format_hours(20, EN), "0.33");
         assert_eq!(format_hours(60 * 1500, EN), "1,500");
+    }
+
+    #[test]
+    fn measured_values_round_to_the_asked_places() {
+        assert_eq!(format_decimal(1234.56, 1, EN), "1,234.6");
+        assert_eq!(format_decimal(1234.56, 1, PT), "1.234,6");
+        assert_eq!(format_decimal(79.64, 0, EN), "80");
+        assert_eq!(format_decimal(0.25, 2, PT), "0,25");
+        assert_eq!(format_decimal(-0.01, 1, EN), "0.0");
+        assert_eq!(format_decimal(-3.5, 1, EN), "-3.5");
     }
 }

@@ -1,8 +1,10 @@
-//! `/`: the GPU inventory, grouped by node, with the fleet summary beside it.
+//! `/`: the GPU inventory, grouped by node, with the fleet summary beside it. Live values
+//! (utilisation, memory, temperature, power) refresh every five seconds in the browser.
 
 use crate::api::inventory::list_gpus;
 use crate::components::error::ErrorPanel;
 use crate::components::inventory::{FleetSummary, ModelFilter, NodeCard};
+use crate::components::telemetry::LiveFeed;
 use crate::domain::inventory::{Inventory, parse_model_filter};
 use crate::i18n::*;
 use leptos::prelude::*;
@@ -16,6 +18,7 @@ pub fn InventoryPage() -> impl IntoView {
     let query = use_query_map();
     let selected = Signal::derive(move || parse_model_filter(query.read().get("model").as_deref()));
     let inventory = Resource::new(|| (), |()| list_gpus());
+    let live = LiveFeed::new();
 
     view! {
         // A plain string, read once: leptos_meta reads a reactive title after the render, and
@@ -26,7 +29,7 @@ pub fn InventoryPage() -> impl IntoView {
                 inventory
                     .get()
                     .map(|result| match result {
-                        Ok(inventory) => view! { <InventoryView inventory selected /> }.into_any(),
+                        Ok(inventory) => view! { <InventoryView inventory selected live /> }.into_any(),
                         Err(error) => view! { <ErrorPanel error /> }.into_any(),
                     })
             }}
@@ -35,7 +38,11 @@ pub fn InventoryPage() -> impl IntoView {
 }
 
 #[component]
-fn InventoryView(inventory: Inventory, selected: Signal<Option<String>>) -> impl IntoView {
+fn InventoryView(
+    inventory: Inventory,
+    selected: Signal<Option<String>>,
+    live: LiveFeed,
+) -> impl IntoView {
     let i18n = use_i18n();
     let inventory = StoredValue::new(inventory);
     let nodes = Memo::new(move |_| {
@@ -86,7 +93,7 @@ fn InventoryView(inventory: Inventory, selected: Signal<Option<String>>) -> impl
                         nodes
                             .get()
                             .into_iter()
-                            .map(|node| view! { <NodeCard node currency=currency.clone() /> })
+                            .map(|node| view! { <NodeCard node currency=currency.clone() live /> })
                             .collect_view()
                             .into_any()
                     }

@@ -3,6 +3,7 @@
 
 pub mod inventory;
 pub mod maintenance;
+pub mod nodes;
 pub mod profile;
 pub mod reservations;
 pub mod session;

@@ -344,3 +344,64 @@ async fn push_loop(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_app::domain::telemetry::{Readings, validate_report};
+    use source::TelemetrySource;
+
+    fn sample(n: i64) -> GpuSample {
+        GpuSample {
+            uuid: format!("GPU-{n}"),
+            at: chrono::DateTime::from_timestamp(n, 0).unwrap(),
+            readings: Readings::default(),
+            processes: vec![],
+        }
+    }
+
+    #[test]
+    fn the_buffer_is_bounded_and_drops_the_oldest_first() {
+        let mut buffer = Buffer::default();
+        buffer.push_samples((0..5).map(sample).collect(), 3);
+        assert_eq!(buffer.dropped, 2);
+        let report = buffer.next_report(2);
+        assert_eq!(report.samples, vec![sample(2), sample(3)]);
+        buffer.delivered(&report);
+        assert_eq!(buffer.next_report(10).samples, vec![sample(4)]);
+    }
+
+    #[test]
+    fn simulated_values_pass_the_portal_checks_and_vary() {
+        let mut source = simulated::SimulatedSource::demo_host("sim-host");
+        let gpus = source.gpus().unwrap();
+        assert_eq!(gpus.len(), 8);
+        let now = chrono::Utc::now();
+        let mut utils = std::collections::HashSet::new();
+        for step in 0..30 {
+            let samples = source
+                .sample(now + chrono::Duration::seconds(step))
+                .unwrap();
+            for s in &samples {
+                utils.insert(s.readings.gpu_util);
+            }
+            let report = Report {
+                samples,
+                events: vec![],
+            };
+            assert_eq!(
+                validate_report(
+                    &report,
+                    now + chrono::Duration::seconds(step),
+                    chrono::Duration::hours(24)
+                ),
+                Ok(())
+            );
+        }
+        assert!(utils.len() > 5, "values vary: {utils:?}");
+        assert_eq!(
+            source.kind(),
+            berth_app::domain::telemetry::SourceKind::Simulated
+        );
+    }
+}

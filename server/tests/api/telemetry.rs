@@ -28,6 +28,7 @@ crate::on_both_backends!(
     rollups_and_pruning_follow_an_injected_clock,
     inventory_sync_flags_vanished_gpus,
     demo_nodes_get_simulated_values,
+    platform_admins_issue_and_revoke_node_tokens_on_the_page,
 );
 
 /// The fake NVML library, built next to this test binary (a dev-dependency).
@@ -641,5 +642,66 @@ async fn demo_nodes_get_simulated_values(backend: Backend) {
     .await;
     assert!(metrics.contains("simulated=\"true\""));
     assert!(!metrics.contains("simulated=\"false\""));
+    app.stop().await;
+}
+
+async fn server_fn(app: &TestApp, path: &str, form: &[(&str, &str)]) -> (u16, Value) {
+    let response = app
+        .client
+        .post(app.url(path))
+        .form(form)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn platform_admins_issue_and_revoke_node_tokens_on_the_page(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
+    let (status, _) = server_fn(&app, "/api/add_node_token", &[("name", "gpu-ui-01")]).await;
+    assert_eq!(status, 403, "plain users cannot issue node tokens");
+
+    app.sign_in("platform_admin").await;
+    let (status, refused) = server_fn(&app, "/api/add_node_token", &[("name", "  ")]).await;
+    assert_eq!(status, 422, "{refused}");
+    let (status, issued) = server_fn(&app, "/api/add_node_token", &[("name", "gpu-ui-01")]).await;
+    assert_eq!(status, 200, "{issued}");
+    let token = issued["token"].as_str().unwrap().to_owned();
+    assert!(token.starts_with("berth_"));
+    let register = "/api/v1/agent/register";
+    assert_eq!(
+        post_agent(&app, &token, register, &registration(&["GPU-ui-0"]))
+            .await
+            .0,
+        200
+    );
+
+    let (status, page) = server_fn(&app, "/api/get_nodes_page", &[]).await;
+    assert_eq!(status, 200, "{page}");
+    let row = page["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "gpu-ui-01")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (row["gpus"].as_i64(), row["live_tokens"].as_i64()),
+        (Some(1), Some(1)),
+        "{row}"
+    );
+    assert_eq!(row["source"], "nvml");
+
+    let id = row["id"].as_i64().unwrap().to_string();
+    let (status, revoked) = server_fn(&app, "/api/revoke_node_tokens", &[("id", &id)]).await;
+    assert_eq!((status, revoked), (200, json!(1)));
+    assert_eq!(
+        post_agent(&app, &token, register, &registration(&["GPU-ui-0"]))
+            .await
+            .0,
+        401
+    );
     app.stop().await;
 }

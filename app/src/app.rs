@@ -4,8 +4,8 @@ use crate::components::layout::{Footer, Header};
 use crate::i18n::*;
 use crate::pages::{
     calendar::CalendarPage, gpu::GpuDetailPage, inventory::InventoryPage,
-    maintenance::MaintenancePage, not_found::NotFoundPage, profile::ProfilePage,
-    reservations::ReservationsPage, sign_in::SignInPage,
+    maintenance::MaintenancePage, nodes::NodesAdminPage, not_found::NotFoundPage,
+    profile::ProfilePage, reservations::ReservationsPage, sign_in::SignInPage,
 };
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
@@ -66,6 +66,11 @@ pub fn App() -> impl IntoView {
                             view={Lazy::<MaintenanceRoute>::new()}
                             ssr=SsrMode::Async
                         />
+                        <Route
+                            path=(StaticSegment("admin"), StaticSegment("nodes"))
+                            view={Lazy::<NodesRoute>::new()}
+                            ssr=SsrMode::Async
+                        />
                     </Routes>
                 </main>
                 <Footer />
@@ -110,4 +115,6 @@ lazy_page! {
     ProfileRoute => ProfilePage,
     /// Maintenance (platform admins), loaded on demand.
     MaintenanceRoute => MaintenancePage,
+    /// Nodes and their agents' tokens (platform admins), loaded on demand.
+    NodesRoute => NodesAdminPage,
 }

@@ -82,8 +82,11 @@ pub async fn get_nodes_page() -> Result<NodesPage, AppError> {
                 .collect();
             let portal_url = use_context::<http::request::Parts>()
                 .and_then(|parts| {
-                    let host = parts.headers.get(http::header::HOST)?.to_str().ok()?;
-                    Some(format!("http://{host}"))
+                    let header = |name: &str| parts.headers.get(name)?.to_str().ok();
+                    // Behind a reverse proxy, the address the browser used.
+                    let host = header("x-forwarded-host").or_else(|| header("host"))?;
+                    let scheme = header("x-forwarded-proto").unwrap_or("http");
+                    Some(format!("{scheme}://{host}"))
                 })
                 .unwrap_or_else(|| "http://127.0.0.1:3000".into());
             Ok(NodesPage { nodes, portal_url })

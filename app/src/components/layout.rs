@@ -43,6 +43,9 @@ pub fn Header() -> impl IntoView {
                                     >
                                         {t!(i18n, nav_maintenance)}
                                     </a>
+                                    <a href="/admin/nodes" aria-current=move || current("/admin/nodes")>
+                                        {t!(i18n, nav_nodes)}
+                                    </a>
                                 }
                             })
                     }}

@@ -4,6 +4,7 @@ pub mod calendar;
 pub mod gpu;
 pub mod inventory;
 pub mod maintenance;
+pub mod nodes;
 pub mod not_found;
 pub mod profile;
 pub mod reservations;

@@ -46,13 +46,13 @@ say "cargo fmt --check"
 cargo fmt --all --check
 
 say "clippy: server build (ssr)"
-cargo clippy --locked -p berth-app -p berth-server -p berth-migrations --all-targets -- -D warnings
+cargo clippy --locked -p berth-app -p berth-server -p berth-migrations -p berth-fake-nvml --all-targets -- -D warnings
 
 RESULTS="$(mktemp)"
 trap 'rm -f "$RESULTS"' EXIT
 
 say "Rust tests (unit, and HTTP integration on SQLite and PostgreSQL)"
-cargo test --locked -p berth-app -p berth-server -p berth-migrations 2>&1 | tee -a "$RESULTS"
+cargo test --locked -p berth-app -p berth-server -p berth-migrations -p berth-fake-nvml 2>&1 | tee -a "$RESULTS"
 
 say "clippy: browser build (hydrate, wasm32)"
 cargo clippy --locked -p berth-app -p berth-frontend --target wasm32-unknown-unknown -- -D warnings

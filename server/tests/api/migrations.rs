@@ -4,7 +4,7 @@ use crate::helpers::{Backend, TestDatabase};
 use berth_app::domain::user::{Email, NewUser, PlatformRole, UserName};
 use berth_app::server::db;
 use berth_app::server::demo::demo_fleet;
-use berth_app::server::entity::{gpu, reservation, reservation_gpu};
+use berth_app::server::entity::{reservation, reservation_gpu};
 use berth_migrations::{Migrator, MigratorTrait};
 use chrono::{TimeZone, Utc};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, ConnectionTrait, EntityTrait};
@@ -15,10 +15,40 @@ async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
     // The schema before holds carried their window.
     Migrator::up(&conn, Some(6)).await.unwrap();
     let now = Utc::now();
+    // Rows written with plain SQL: today's entities have columns this old schema lacks.
     let (node, gpus) = demo_fleet().remove(0);
-    let node_id = db::inventory::insert_node_with_gpus(&conn, &node, &gpus, now)
+    conn.execute_unprepared(&format!(
+        "INSERT INTO nodes (name, hostname, is_demo, created_at) VALUES ('{}', '{}', true, '{}')",
+        node.name,
+        node.hostname,
+        now.to_rfc3339()
+    ))
+    .await
+    .unwrap();
+    let node_id: i64 = conn
+        .query_one_raw(sea_orm::Statement::from_string(
+            conn.get_database_backend(),
+            "SELECT id FROM nodes".to_owned(),
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get("", "id")
+        .unwrap();
+    for gpu in &gpus {
+        conn.execute_unprepared(&format!(
+            "INSERT INTO gpus (node_id, device_index, uuid, model, memory_mib, status, shareable, \
+             hourly_price_minor, created_at, updated_at) \
+             VALUES ({node_id}, {}, '{}', '{}', {}, 'active', false, 100, '{now}', '{now}')",
+            gpu.device_index,
+            gpu.uuid,
+            gpu.model,
+            gpu.memory.mib(),
+            now = now.to_rfc3339()
+        ))
         .await
         .unwrap();
+    }
     let owner = db::users::upsert_user(
         &conn,
         &NewUser {
@@ -49,13 +79,15 @@ async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
     .insert(&conn)
     .await
     .unwrap();
-    let gpu_ids: Vec<i64> = gpu::Entity::find()
-        .all(&conn)
+    let gpu_ids: Vec<i64> = conn
+        .query_all_raw(sea_orm::Statement::from_string(
+            conn.get_database_backend(),
+            "SELECT id FROM gpus ORDER BY id LIMIT 2".to_owned(),
+        ))
         .await
         .unwrap()
         .iter()
-        .take(2)
-        .map(|g| g.id)
+        .map(|row| row.try_get::<i64>("", "id").unwrap())
         .collect();
     for gpu_id in &gpu_ids {
         conn.execute_unprepared(&format!(

@@ -4,9 +4,9 @@ import { signIn, snapshot } from "./helpers";
 test.use({ locale: "en-US", viewport: { width: 1600, height: 1000 }, timezoneId: "America/Sao_Paulo" });
 
 async function waitForHydration(page: Page) {
-  await expect(page.locator("form.find-form")).toBeVisible();
-  // The grid re-renders once the browser reports its time zone.
+  // The page reloads once the browser has reported its time zone.
   await expect(page.locator(".calendar-toolbar .lede")).toContainText("America/Sao_Paulo");
+  await expect(page.locator(".calendar-layout")).toHaveAttribute("data-hydrated", "true");
 }
 
 /** Drags on the row of GPU `gpuId` from `fromFraction` to `toFraction` of the track's width. */

@@ -34,7 +34,7 @@ test.describe("GPU inventory", () => {
     await expect(page.locator("tr.gpu-row")).toHaveCount(2);
     await expect(page.getByText("2 GPUs shown")).toBeVisible();
     await expect(page.getByRole("heading", { level: 2, name: "demo-hopper-01" })).toHaveCount(0);
-    await expect(page).toHaveURL(/\?model=NVIDIA%20L40S$/);
+    await expect(page).toHaveURL(/\?model=NVIDIA(%20|\+)L40S$/);
     await snapshot(page, "inventory-filtered");
 
     await page.getByLabel("Model").selectOption("");

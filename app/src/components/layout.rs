@@ -57,9 +57,9 @@ pub fn Header() -> impl IntoView {
     }
 }
 
-/// Switches the interface language. Without JavaScript it posts to `/locale`, which sets the
-/// preference cookie and redirects back; after hydration it switches in place and the i18n
-/// context writes the same cookie.
+/// Switches the interface language: posts to `/locale`, which sets the preference cookie and
+/// redirects back to the same page, now rendered in the chosen language (pages are rendered on
+/// the server; only their islands run in the browser, so a reload is how every text changes).
 #[component]
 fn LanguageSwitch() -> impl IntoView {
     let i18n = use_i18n();
@@ -87,10 +87,6 @@ fn LanguageSwitch() -> impl IntoView {
                 title=label
                 aria-label=label
                 aria-pressed=move || (i18n.get_locale() == locale).to_string()
-                on:click=move |ev| {
-                    ev.prevent_default();
-                    i18n.set_locale(locale);
-                }
             >
                 {short}
             </button>

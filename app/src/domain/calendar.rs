@@ -190,6 +190,18 @@ pub struct CalendarView {
 }
 
 impl CalendarView {
+    /// The same view without what occupies the GPUs: what the booking panel needs in the
+    /// browser (the grid itself is rendered on the server).
+    pub fn without_blocks(&self) -> Self {
+        let mut view = self.clone();
+        for node in &mut view.nodes {
+            for gpu in &mut node.gpus {
+                gpu.blocks.clear();
+            }
+        }
+        view
+    }
+
     /// Where `at` falls across the range, 0.0 to 1.0 (clamped).
     pub fn fraction(&self, at: DateTime<Utc>) -> f64 {
         fraction_of(&self.range, at)

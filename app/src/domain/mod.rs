@@ -14,4 +14,5 @@ pub mod schedule;
 pub mod sign_in;
 pub mod team;
 pub mod telemetry;
+pub mod time_text;
 pub mod user;

@@ -125,16 +125,16 @@ impl std::fmt::Display for Clash {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} is already booked at {}",
+            "{} is already booked at {} UTC",
             self.what,
-            self.at.format("%Y-%m-%d %H:%M UTC")
+            crate::domain::time_text::date_minute(self.at.naive_utc())
         )?;
         if let Some(offer) = &self.suggestion {
             write!(
                 f,
-                "; nearest free window: {} – {}",
-                offer.window.start().format("%Y-%m-%d %H:%M"),
-                offer.window.end().format("%Y-%m-%d %H:%M UTC")
+                "; nearest free window: {} – {} UTC",
+                crate::domain::time_text::date_minute(offer.window.start().naive_utc()),
+                crate::domain::time_text::date_minute(offer.window.end().naive_utc())
             )?;
         }
         Ok(())

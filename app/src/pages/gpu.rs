@@ -15,6 +15,7 @@ use crate::domain::gpu::GpuStatus;
 use crate::domain::telemetry::{ChartPoint, GpuHistory, Metric, SourceKind, Stat};
 use crate::error::AppError;
 use crate::i18n::*;
+use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
@@ -25,23 +26,7 @@ use std::time::Duration;
 pub fn GpuDetailPage() -> impl IntoView {
     let i18n = use_i18n();
     let params = use_params_map();
-    let id = Memo::new(move |_| {
-        params
-            .read()
-            .get("id")
-            .and_then(|raw| raw.parse::<i64>().ok())
-    });
-    let zone_known = use_browser_zone();
-    let tick = use_poll(Duration::from_secs(10));
-    let page = Resource::new(
-        move || (id.get(), tick.get(), zone_known.get()),
-        |(id, _, _)| async move {
-            match id {
-                Some(id) => get_gpu_page(id).await,
-                None => Err(AppError::NotFound("GPU".into())),
-            }
-        },
-    );
+    let id = params.with_untracked(|p| p.get("id").and_then(|raw| raw.parse::<i64>().ok()));
     view! {
         // A plain string, read once: leptos_meta reads a reactive title after the render, and
         // under load its signal was sometimes gone by then (a panic that cut the page off).
@@ -50,16 +35,37 @@ pub fn GpuDetailPage() -> impl IntoView {
             <p class="breadcrumb">
                 <a href="/">{t!(i18n, back_to_inventory)}</a>
             </p>
-            <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
-                {move || {
-                    page.get()
-                        .map(|result| match result {
-                            Ok(page) => view! { <GpuView page /> }.into_any(),
-                            Err(error) => view! { <ErrorPanel error /> }.into_any(),
-                        })
-                }}
-            </Transition>
+            <GpuBoard id />
         </section>
+    }
+}
+
+/// The GPU's values, refreshed every ten seconds (an island).
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
+fn GpuBoard(id: Option<i64>) -> impl IntoView {
+    let i18n = use_i18n();
+    let zone_known = use_browser_zone();
+    let tick = use_poll(Duration::from_secs(10));
+    let page = Resource::new(
+        move || (tick.get(), zone_known.get()),
+        move |_| async move {
+            match id {
+                Some(id) => get_gpu_page(id).await,
+                None => Err(AppError::NotFound("GPU".into())),
+            }
+        },
+    );
+    view! {
+        <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+            {move || {
+                page.get()
+                    .map(|result| match result {
+                        Ok(page) => Either::Left(view! { <GpuView page /> }),
+                        Err(error) => Either::Right(view! { <ErrorPanel error /> }),
+                    })
+            }}
+        </Transition>
     }
 }
 

@@ -7,30 +7,42 @@ use crate::components::inventory::{FleetSummary, ModelFilter, NodeCard};
 use crate::components::telemetry::LiveFeed;
 use crate::domain::inventory::{Inventory, parse_model_filter};
 use crate::i18n::*;
+use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-/// The GPU inventory page.
+/// The GPU inventory page. Query: `model=` filters by GPU model.
 #[component]
 pub fn InventoryPage() -> impl IntoView {
     let i18n = use_i18n();
     let query = use_query_map();
-    let selected = Signal::derive(move || parse_model_filter(query.read().get("model").as_deref()));
-    let inventory = Resource::new(|| (), |()| list_gpus());
-    let live = LiveFeed::new();
-
+    let model = query.with_untracked(|q| parse_model_filter(q.get("model").as_deref()));
     view! {
         // A plain string, read once: leptos_meta reads a reactive title after the render, and
         // under load its signal was sometimes gone by then (a panic that cut the page off).
         <Title text=t_string!(i18n, inventory_title).to_string() />
+        <InventoryBoard model />
+    }
+}
+
+/// The inventory with its live values and the instant model filter (an island).
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
+fn InventoryBoard(model: Option<String>) -> impl IntoView {
+    let i18n = use_i18n();
+    let selected = RwSignal::new(model);
+    let inventory = Resource::new(|| (), |()| list_gpus());
+    let live = LiveFeed::new();
+
+    view! {
         <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
             {move || {
                 inventory
                     .get()
                     .map(|result| match result {
-                        Ok(inventory) => view! { <InventoryView inventory selected live /> }.into_any(),
-                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                        Ok(inventory) => Either::Left(view! { <InventoryView inventory selected live /> }),
+                        Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                     })
             }}
         </Transition>
@@ -40,7 +52,7 @@ pub fn InventoryPage() -> impl IntoView {
 #[component]
 fn InventoryView(
     inventory: Inventory,
-    selected: Signal<Option<String>>,
+    selected: RwSignal<Option<String>>,
     live: LiveFeed,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -85,17 +97,18 @@ fn InventoryView(
                 </p>
                 {move || {
                     if empty {
-                        view! { <p class="empty">{t!(i18n, empty_inventory)}</p> }.into_any()
+                        EitherOf3::A(view! { <p class="empty">{t!(i18n, empty_inventory)}</p> })
                     } else if nodes.with(Vec::is_empty) {
-                        view! { <p class="empty">{t!(i18n, no_match)}</p> }.into_any()
+                        EitherOf3::B(view! { <p class="empty">{t!(i18n, no_match)}</p> })
                     } else {
                         let currency = currency.clone();
-                        nodes
-                            .get()
-                            .into_iter()
-                            .map(|node| view! { <NodeCard node currency=currency.clone() live /> })
-                            .collect_view()
-                            .into_any()
+                        EitherOf3::C(
+                            nodes
+                                .get()
+                                .into_iter()
+                                .map(|node| view! { <NodeCard node currency=currency.clone() live /> })
+                                .collect_view(),
+                        )
                     }
                 }}
             </section>

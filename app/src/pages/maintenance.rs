@@ -9,12 +9,26 @@ use crate::components::error::ErrorPanel;
 use crate::domain::calendar::ZoneOffsets;
 use crate::domain::maintenance::{MaintenancePhase, MaintenanceWindow};
 use crate::i18n::*;
+use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 /// The maintenance page.
 #[component]
 pub fn MaintenancePage() -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        // A plain string, read once: leptos_meta reads a reactive title after the render, and
+        // under load its signal was sometimes gone by then (a panic that cut the page off).
+        <Title text=t_string!(i18n, maintenance_title).to_string() />
+        <MaintenanceBoard />
+    }
+}
+
+/// The maintenance list and forms, updated in place (an island).
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
+fn MaintenanceBoard() -> impl IntoView {
     let i18n = use_i18n();
     let set = ServerAction::<SetMaintenance>::new();
     let end = ServerAction::<EndMaintenance>::new();
@@ -27,8 +41,6 @@ pub fn MaintenancePage() -> impl IntoView {
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
     view! {
-        // A plain string, read once (see the profile page).
-        <Title text=t_string!(i18n, maintenance_title).to_string() />
         <section class="maintenance" data-hydrated=move || hydrated.get().to_string()>
             <h1>{t!(i18n, maintenance_title)}</h1>
             <p class="lede">{t!(i18n, maintenance_intro)}</p>
@@ -40,15 +52,14 @@ pub fn MaintenancePage() -> impl IntoView {
                                 let MaintenancePage { list, nodes, zone, now } = page;
                                 let zone_name = zone.name.clone();
                                 let zone = StoredValue::new(zone);
-                                view! {
+                                Either::Left(view! {
                                     <p class="hint">{t!(i18n, maintenance_zone, zone = move || zone_name.clone())}</p>
                                     <MaintenanceForm nodes set />
                                     <h2>{t!(i18n, maintenance_list_title)}</h2>
                                     <MaintenanceTable list zone now end />
-                                }
-                                    .into_any()
+                                })
                             }
-                            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                            Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                         })
                 }}
             </Transition>
@@ -114,14 +125,13 @@ fn MaintenanceForm(nodes: Vec<NodeChoice>, set: ServerAction<SetMaintenance>) ->
                                 .map(|m| m.gpu_label.clone())
                                 .collect::<Vec<_>>()
                                 .join(", ");
-                            view! {
+                            Either::Left(view! {
                                 <p class="saved" role="status">
                                     {t!(i18n, maintenance_created, gpus = move || gpus.clone())}
                                 </p>
-                            }
-                                .into_any()
+                            })
                         }
-                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                        Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                     })
             }}
         </section>
@@ -140,20 +150,18 @@ fn MaintenanceTable(
         end.value().get().map(|result| match result {
             Ok(window) => {
                 let id = window.id;
-                view! { <p class="saved" role="status">{t!(i18n, maintenance_ended, id = id)}</p> }
-                    .into_any()
+                Either::Left(view! { <p class="saved" role="status">{t!(i18n, maintenance_ended, id = id)}</p> })
             }
-            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+            Err(error) => Either::Right(view! { <ErrorPanel error /> }),
         })
     };
     if list.is_empty() {
-        return view! {
+        return Either::Left(view! {
             {ended}
             <p class="empty">{t!(i18n, maintenance_none)}</p>
-        }
-        .into_any();
+        });
     }
-    view! {
+    Either::Right(view! {
         {ended}
         <div class="table-scroll">
             <table class="maintenance-table">
@@ -176,8 +184,8 @@ fn MaintenanceTable(
                             let when = zone.with_value(|zone| {
                                 format!(
                                     "{} – {}",
-                                    zone.local(m.window.start()).format("%Y-%m-%d %H:%M"),
-                                    zone.local(m.window.end()).format("%Y-%m-%d %H:%M")
+                                    crate::domain::time_text::date_minute(zone.local(m.window.start())),
+                                    crate::domain::time_text::date_minute(zone.local(m.window.end()))
                                 )
                             });
                             let id = m.id;
@@ -220,6 +228,5 @@ fn MaintenanceTable(
                 </tbody>
             </table>
         </div>
-    }
-    .into_any()
+    })
 }

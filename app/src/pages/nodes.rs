@@ -9,6 +9,7 @@ use crate::components::telemetry::{SourceBadge, now_utc, use_poll};
 use crate::domain::telemetry::LiveNode;
 use crate::i18n::*;
 use chrono::{DateTime, TimeDelta, Utc};
+use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
 use leptos_i18n::I18nContext;
 use leptos_meta::Title;
@@ -17,6 +18,19 @@ use std::time::Duration;
 /// The nodes page.
 #[component]
 pub fn NodesAdminPage() -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        // A plain string, read once: leptos_meta reads a reactive title after the render, and
+        // under load its signal was sometimes gone by then (a panic that cut the page off).
+        <Title text=t_string!(i18n, nodes_title).to_string() />
+        <NodesBoard />
+    }
+}
+
+/// The nodes, their tokens and the forms, updated in place (an island).
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
+fn NodesBoard() -> impl IntoView {
     let i18n = use_i18n();
     let add = ServerAction::<AddNodeToken>::new();
     let revoke = ServerAction::<RevokeNodeTokens>::new();
@@ -30,8 +44,6 @@ pub fn NodesAdminPage() -> impl IntoView {
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
     view! {
-        // A plain string, read once (see the profile page).
-        <Title text=t_string!(i18n, nodes_title).to_string() />
         <section class="nodes" data-hydrated=move || hydrated.get().to_string()>
             <h1>{t!(i18n, nodes_title)}</h1>
             <p class="lede">{t!(i18n, nodes_intro)}</p>
@@ -42,14 +54,13 @@ pub fn NodesAdminPage() -> impl IntoView {
                         .map(|result| match result {
                             Ok(page) => {
                                 let NodesPage { nodes, portal_url } = page;
-                                view! {
+                                Either::Left(view! {
                                     <AddNodeForm add portal_url />
                                     <h2>{t!(i18n, nodes_list_title)}</h2>
                                     <NodeTable nodes revoke tick />
-                                }
-                                    .into_any()
+                                })
                             }
-                            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                            Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                         })
                 }}
             </Transition>
@@ -90,7 +101,7 @@ fn AddNodeForm(add: ServerAction<AddNodeToken>, portal_url: String) -> impl Into
                                 .with_value(|url| {
                                     format!("berth agent --portal {url} --token {}", issued.token)
                                 });
-                            view! {
+                            Either::Left(view! {
                                 <div class="token-created node-token" role="status">
                                     <p class="token-created-title">
                                         {t!(i18n, nodes_token_title, name = move || name.clone())}
@@ -103,10 +114,9 @@ fn AddNodeForm(add: ServerAction<AddNodeToken>, portal_url: String) -> impl Into
                                     <pre class="node-command"><code>{command}</code></pre>
                                     <p class="hint">{t!(i18n, nodes_command_hint)}</p>
                                 </div>
-                            }
-                                .into_any()
+                            })
                         }
-                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                        Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                     })
             }}
         </section>
@@ -123,21 +133,18 @@ fn NodeTable(
     let i18n = use_i18n();
     let revoked = move || {
         revoke.value().get().map(|result| match result {
-            Ok(0) => view! { <p class="saved" role="status">{t!(i18n, nodes_revoked_none)}</p> }
-                .into_any(),
-            Ok(count) => view! { <p class="saved" role="status">{t!(i18n, nodes_revoked, count = move || count)}</p> }
-                .into_any(),
-            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+            Ok(0) => EitherOf3::A(view! { <p class="saved" role="status">{t!(i18n, nodes_revoked_none)}</p> }),
+            Ok(count) => EitherOf3::B(view! { <p class="saved" role="status">{t!(i18n, nodes_revoked, count = move || count)}</p> }),
+            Err(error) => EitherOf3::C(view! { <ErrorPanel error /> }),
         })
     };
     if nodes.is_empty() {
-        return view! {
+        return Either::Left(view! {
             {revoked}
             <p class="empty">{t!(i18n, nodes_none)}</p>
-        }
-        .into_any();
+        });
     }
-    view! {
+    Either::Right(view! {
         {revoked}
         <div class="table-scroll">
             <table class="nodes-table">
@@ -203,8 +210,7 @@ fn NodeTable(
                 </tbody>
             </table>
         </div>
-    }
-    .into_any()
+    })
 }
 
 /// When a node's agent last reported, relative to now ("12 s ago"), or how long a silent one
@@ -217,7 +223,7 @@ fn LastReport(
 ) -> impl IntoView {
     let i18n = use_i18n();
     let Some(seen) = last_seen else {
-        return view! { <span class="node-never">{t!(i18n, nodes_never)}</span> }.into_any();
+        return EitherOf3::A(view! { <span class="node-never">{t!(i18n, nodes_never)}</span> });
     };
     let text = move || {
         tick.track();
@@ -229,17 +235,19 @@ fn LastReport(
         }
     };
     let datetime = seen.to_rfc3339();
-    let exact = seen.format("%Y-%m-%d %H:%M:%S UTC").to_string();
+    let exact = format!(
+        "{} UTC",
+        crate::domain::time_text::date_second(seen.naive_utc())
+    );
     if stale {
-        view! {
+        EitherOf3::B(view! {
             <span class="badge badge-stale" title=move || t_string!(i18n, stale_hint).to_string()>
                 <span aria-hidden="true">"⚠ "</span>
                 <time datetime=datetime title=exact>{text}</time>
             </span>
-        }
-        .into_any()
+        })
     } else {
-        view! { <time class="node-seen" datetime=datetime title=exact>{text}</time> }.into_any()
+        EitherOf3::C(view! { <time class="node-seen" datetime=datetime title=exact>{text}</time> })
     }
 }
 

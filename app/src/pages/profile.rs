@@ -11,6 +11,7 @@ use crate::components::layout::RoleText;
 use crate::domain::team::TeamRole;
 use crate::domain::user::ApiTokenInfo;
 use crate::i18n::*;
+use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
@@ -77,7 +78,8 @@ pub fn ProfilePage() -> impl IntoView {
 }
 
 /// The zone the calendar and the reservations show times in: the browser's, or one chosen here.
-#[component]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 fn TimeZoneSetting() -> impl IntoView {
     let i18n = use_i18n();
     let save = ServerAction::<SetTimeZone>::new();
@@ -93,7 +95,7 @@ fn TimeZoneSetting() -> impl IntoView {
                         .map(|result| match result {
                             Ok(choice) => {
                                 let current = choice.current.clone().unwrap_or_default();
-                                view! {
+                                Either::Left(view! {
                                     <ActionForm action=save attr:class="zone-form">
                                         <label for="time-zone">{t!(i18n, zone_label)}</label>
                                         <select id="time-zone" name="time_zone">
@@ -115,10 +117,9 @@ fn TimeZoneSetting() -> impl IntoView {
                                         </select>
                                         <button type="submit" class="button-primary">{t!(i18n, zone_save)}</button>
                                     </ActionForm>
-                                }
-                                    .into_any()
+                                })
                             }
-                            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                            Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                         })
                 }}
             </Transition>
@@ -127,18 +128,16 @@ fn TimeZoneSetting() -> impl IntoView {
                     .get()
                     .map(|result| match result {
                         Ok(Some(zone)) => {
-                            view! {
+                            EitherOf3::A(view! {
                                 <p class="saved" role="status">
                                     {t!(i18n, zone_saved, zone = move || zone.clone())}
                                 </p>
-                            }
-                                .into_any()
+                            })
                         }
                         Ok(None) => {
-                            view! { <p class="saved" role="status">{t!(i18n, zone_saved_browser)}</p> }
-                                .into_any()
+                            EitherOf3::B(view! { <p class="saved" role="status">{t!(i18n, zone_saved_browser)}</p> })
                         }
-                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                        Err(error) => EitherOf3::C(view! { <ErrorPanel error /> }),
                     })
             }}
         </section>
@@ -146,7 +145,8 @@ fn TimeZoneSetting() -> impl IntoView {
 }
 
 /// The token list with its create and revoke forms.
-#[component]
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
 fn ApiTokens() -> impl IntoView {
     let i18n = use_i18n();
     let create = ServerAction::<CreateApiToken>::new();
@@ -184,7 +184,7 @@ fn ApiTokens() -> impl IntoView {
                     .map(|result| match result {
                         Ok(created) => {
                             let name = created.info.name.clone();
-                            view! {
+                            Either::Left(view! {
                                 <div class="token-created" role="status">
                                     <p class="token-created-title">
                                         {t!(i18n, tokens_created_title, name = move || name.clone())}
@@ -192,10 +192,9 @@ fn ApiTokens() -> impl IntoView {
                                     <code class="token-secret">{created.token}</code>
                                     <p class="hint">{t!(i18n, tokens_created_once)}</p>
                                 </div>
-                            }
-                                .into_any()
+                            })
                         }
-                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                        Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                     })
             }}
             {move || {
@@ -211,10 +210,10 @@ fn ApiTokens() -> impl IntoView {
                         .get()
                         .map(|result| match result {
                             Ok(list) if list.is_empty() => {
-                                view! { <p class="empty">{t!(i18n, tokens_none)}</p> }.into_any()
+                                EitherOf3::A(view! { <p class="empty">{t!(i18n, tokens_none)}</p> })
                             }
-                            Ok(list) => view! { <TokenTable list revoke /> }.into_any(),
-                            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                            Ok(list) => EitherOf3::B(view! { <TokenTable list revoke /> }),
+                            Err(error) => EitherOf3::C(view! { <ErrorPanel error /> }),
                         })
                 }}
             </Transition>
@@ -249,8 +248,8 @@ fn TokenTable(list: Vec<ApiTokenInfo>, revoke: ServerAction<RevokeApiToken>) -> 
                                     <td>{move || date_text(i18n, created)}</td>
                                     <td>
                                         {match last_used {
-                                            Some(date) => (move || date_text(i18n, date)).into_any(),
-                                            None => t!(i18n, tokens_never_used).into_any(),
+                                            Some(date) => Either::Left(move || date_text(i18n, date)),
+                                            None => Either::Right(t!(i18n, tokens_never_used)),
                                         }}
                                     </td>
                                     <td>

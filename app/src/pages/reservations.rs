@@ -8,12 +8,30 @@ use crate::domain::money::Currency;
 use crate::domain::reservation::{MyReservations, Reservation, ReservationStatus};
 use crate::domain::schedule::Share;
 use crate::i18n::*;
+use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 /// The "My reservations" page.
 #[component]
 pub fn ReservationsPage() -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        // A plain string, read once: leptos_meta reads a reactive title after the render, and
+        // under load its signal was sometimes gone by then (a panic that cut the page off).
+        <Title text=t_string!(i18n, reservations_title).to_string() />
+        <section class="reservations">
+            <h1>{t!(i18n, reservations_title)}</h1>
+            <p class="lede">{t!(i18n, reservations_intro)}</p>
+            <ReservationsBoard />
+        </section>
+    }
+}
+
+/// The lists, with cancel buttons that work in place (an island).
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
+fn ReservationsBoard() -> impl IntoView {
     let i18n = use_i18n();
     let cancel = ServerAction::<CancelReservation>::new();
     let zone_known = crate::components::calendar::use_browser_zone();
@@ -22,12 +40,6 @@ pub fn ReservationsPage() -> impl IntoView {
         |_| list_my_reservations(),
     );
     view! {
-        // A plain string, read once: leptos_meta reads a reactive title after the render, and
-        // under load its signal was sometimes gone by then (a panic that cut the page off).
-        <Title text=t_string!(i18n, reservations_title).to_string() />
-        <section class="reservations">
-            <h1>{t!(i18n, reservations_title)}</h1>
-            <p class="lede">{t!(i18n, reservations_intro)}</p>
             {move || cancel.value().get().and_then(Result::err).map(|error| view! { <ErrorPanel error /> })}
             <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
                 {move || {
@@ -41,20 +53,18 @@ pub fn ReservationsPage() -> impl IntoView {
                                 .partition(|r| matches!(r.status, ReservationStatus::Confirmed | ReservationStatus::Active));
                             let mut upcoming = upcoming;
                             upcoming.sort_by_key(|r| r.window.start());
-                            view! {
+                            Either::Left(view! {
                                 <p class="hint">{t!(i18n, reservations_zone, zone = move || zone_name.clone())}</p>
                                 <h2>{t!(i18n, reservations_upcoming)}</h2>
                                 <ReservationTable list=upcoming currency=currency.clone() zone cancel />
                                 <h2>{t!(i18n, reservations_past)}</h2>
                                 <ReservationTable list=past currency zone cancel />
-                            }
-                            .into_any()
+                            })
                         }
-                        Err(error) => view! { <ErrorPanel error /> }.into_any(),
+                        Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                     })
                 }}
             </Transition>
-        </section>
     }
 }
 
@@ -67,9 +77,9 @@ fn ReservationTable(
 ) -> impl IntoView {
     let i18n = use_i18n();
     if list.is_empty() {
-        return view! { <p class="empty">{t!(i18n, reservations_none)}</p> }.into_any();
+        return Either::Left(view! { <p class="empty">{t!(i18n, reservations_none)}</p> });
     }
-    view! {
+    Either::Right(view! {
         <div class="table-scroll">
             <table class="reservation-table">
                 <thead>
@@ -102,8 +112,8 @@ fn ReservationTable(
                             let when = zone.with_value(|zone| {
                                 format!(
                                     "{} – {}",
-                                    zone.local(r.window.start()).format("%Y-%m-%d %H:%M"),
-                                    zone.local(r.window.end()).format("%Y-%m-%d %H:%M")
+                                    crate::domain::time_text::date_minute(zone.local(r.window.start())),
+                                    crate::domain::time_text::date_minute(zone.local(r.window.end()))
                                 )
                             });
                             let id = r.id;
@@ -135,6 +145,5 @@ fn ReservationTable(
                 </tbody>
             </table>
         </div>
-    }
-    .into_any()
+    })
 }

@@ -1,27 +1,20 @@
 //! The grid: a header with days and hours, then per node its GPU rows. Each row is a track on
 //! which blocks sit by time (left/width) and by quarter lane (top/height), so fractional bookings
-//! show as partial occupancy. Pointer drag or the keyboard (arrows, Enter, Escape) selects a
-//! window on a row.
+//! show as partial occupancy. Rendered on the server; the calendar's island selects a window on a
+//! row by pointer drag or the keyboard (arrows, Enter, Escape), see `select.rs`.
 
-use super::{Selection, cell_floor, local_time};
+use super::{local_time, pct};
 use crate::components::format::MemoryText;
 use crate::domain::calendar::{CalendarGpu, CalendarView, Span};
 use crate::domain::reservation::BlockKind;
 use crate::domain::schedule::WHOLE_GPU;
 use crate::i18n::*;
-use chrono::{DateTime, Datelike, TimeDelta, Utc};
+use chrono::Datelike;
 use leptos::prelude::*;
-
-fn pct(value: f64) -> String {
-    format!("{:.4}%", value * 100.0)
-}
 
 /// The calendar grid.
 #[component]
-pub fn CalendarGrid(
-    view: StoredValue<CalendarView>,
-    selection: RwSignal<Option<Selection>>,
-) -> impl IntoView {
+pub fn CalendarGrid(view: StoredValue<CalendarView>) -> impl IntoView {
     let i18n = use_i18n();
     let (days, span, now_fraction, nodes, empty) = view.with_value(|v| {
         let now = (v.range.contains(v.now)).then(|| v.fraction(v.now));
@@ -85,7 +78,7 @@ pub fn CalendarGrid(
             let gpus = node
                 .gpus
                 .into_iter()
-                .map(|gpu| view! { <GpuRow view gpu selection now_line=now_fraction /> })
+                .map(|gpu| view! { <GpuRow view gpu now_line=now_fraction /> })
                 .collect_view();
             view! {
                 <div class="cal-node" role="rowgroup">
@@ -133,71 +126,15 @@ fn Legend() -> impl IntoView {
     }
 }
 
-/// Where a pointer event falls on the track, as a cell start.
-fn pointer_instant(
-    view: StoredValue<CalendarView>,
-    ev: &leptos::ev::PointerEvent,
-) -> Option<DateTime<Utc>> {
-    use leptos::wasm_bindgen::JsCast;
-    let track = ev.current_target()?.dyn_into::<web_sys::Element>().ok()?;
-    let rect = track.get_bounding_client_rect();
-    let fraction = ((f64::from(ev.client_x()) - rect.left()) / rect.width()).clamp(0.0, 0.999_999);
-    Some(view.with_value(|v| {
-        #[expect(clippy::cast_precision_loss, reason = "seconds of a week fit an f64")]
-        let seconds = v.range.length().num_seconds() as f64 * fraction;
-        #[expect(clippy::cast_possible_truncation, reason = "within the range")]
-        let at = v.range.start() + TimeDelta::seconds(seconds as i64);
-        cell_floor(v, at)
-    }))
-}
-
-/// Moves keyboard focus to the previous (-1) or next (+1) GPU row.
-fn focus_row(ev: &leptos::ev::KeyboardEvent, step: i32) {
-    {
-        use leptos::wasm_bindgen::JsCast;
-        let Some(current) = ev
-            .current_target()
-            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-        else {
-            return;
-        };
-        let Some(document) = web_sys::window().and_then(|w| w.document()) else {
-            return;
-        };
-        let Ok(tracks) = document.query_selector_all(".cal-track") else {
-            return;
-        };
-        let count = tracks.length();
-        let index = (0..count).find(|i| {
-            tracks
-                .get(*i)
-                .is_some_and(|node| node.is_same_node(Some(&current)))
-        });
-        if let Some(index) = index {
-            let target = i64::from(index) + i64::from(step);
-            if target >= 0
-                && target < i64::from(count)
-                && let Some(next) = tracks
-                    .get(u32::try_from(target).unwrap_or(0))
-                    .and_then(|n| n.dyn_into::<web_sys::HtmlElement>().ok())
-            {
-                let _ = next.focus();
-            }
-        }
-    }
-}
-
 #[component]
 fn GpuRow(
     view: StoredValue<CalendarView>,
     gpu: CalendarGpu,
-    selection: RwSignal<Option<Selection>>,
     now_line: Option<f64>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let gpu_id = gpu.gpu.id;
     let bookable = gpu.gpu.status.is_bookable();
-    let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
     // One reactive closure for all of a row's blocks (not two per block): it re-renders the row's
     // blocks when the language changes, and costs little to create for 64 rows × a week.
     let placed = StoredValue::new(gpu.blocks.clone());
@@ -241,97 +178,6 @@ fn GpuRow(
                 .collect_view()
         })
     };
-    let selected = move || {
-        selection.get().filter(|s| s.gpu_id == gpu_id).map(|s| {
-            let (start, end) = s.window(cell);
-            let (left, width) = view.with_value(|v| (v.fraction(start), v.fraction(end) - v.fraction(start)));
-            view! {
-                <div class="cal-selection" style=format!("left:{};width:{}", pct(left), pct(width)) aria-hidden="true"></div>
-            }
-        })
-    };
-    let on_pointer_down = move |ev: leptos::ev::PointerEvent| {
-        if !bookable || ev.button() != 0 {
-            return;
-        }
-        if let Some(at) = pointer_instant(view, &ev) {
-            ev.prevent_default();
-            selection.set(Some(Selection {
-                gpu_id,
-                anchor: at,
-                head: at,
-                selecting: true,
-            }));
-        }
-    };
-    let on_pointer_move = move |ev: leptos::ev::PointerEvent| {
-        if ev.buttons() & 1 == 0 {
-            return;
-        }
-        if let Some(at) = pointer_instant(view, &ev)
-            && let Some(mut current) = selection.get_untracked()
-            && current.gpu_id == gpu_id
-            && current.selecting
-        {
-            current.head = at;
-            selection.set(Some(current));
-        }
-    };
-    let on_pointer_up = move |_| {
-        if let Some(mut current) = selection.get_untracked()
-            && current.gpu_id == gpu_id
-        {
-            current.selecting = false;
-            selection.set(Some(current));
-        }
-    };
-    let on_key = move |ev: leptos::ev::KeyboardEvent| {
-        let key = ev.key();
-        let current = selection.get_untracked().filter(|s| s.gpu_id == gpu_id);
-        let start_here = || view.with_value(|v| cell_floor(v, v.now.max(v.range.start())));
-        match key.as_str() {
-            "ArrowRight" | "ArrowLeft" => {
-                ev.prevent_default();
-                let step = if key == "ArrowRight" { cell } else { -cell };
-                let mut s = current.unwrap_or(Selection {
-                    gpu_id,
-                    anchor: start_here(),
-                    head: start_here(),
-                    selecting: false,
-                });
-                let moved = view.with_value(|v| cell_floor(v, s.head + step));
-                s.head = moved;
-                if !s.selecting {
-                    s.anchor = moved;
-                }
-                selection.set(Some(s));
-            }
-            "Enter" | " " if bookable => {
-                ev.prevent_default();
-                let mut s = current.unwrap_or(Selection {
-                    gpu_id,
-                    anchor: start_here(),
-                    head: start_here(),
-                    selecting: false,
-                });
-                s.selecting = !s.selecting;
-                if s.selecting {
-                    s.anchor = s.head;
-                }
-                selection.set(Some(s));
-            }
-            "Escape" => selection.set(None),
-            "ArrowUp" => {
-                ev.prevent_default();
-                focus_row(&ev, -1);
-            }
-            "ArrowDown" => {
-                ev.prevent_default();
-                focus_row(&ev, 1);
-            }
-            _ => {}
-        }
-    };
     let label = format!("#{} {}", gpu.gpu.device_index, gpu.gpu.model);
     let aria = {
         let label = label.clone();
@@ -364,13 +210,9 @@ fn GpuRow(
                 tabindex="0"
                 aria-label=aria
                 data-gpu=gpu_id
-                on:pointerdown=on_pointer_down
-                on:pointermove=on_pointer_move
-                on:pointerup=on_pointer_up
-                on:keydown=on_key
+                data-bookable=bookable.to_string()
             >
                 {blocks}
-                {selected}
                 {now_line.map(|f| view! { <div class="cal-now" style=format!("left:{}", pct(f)) aria-hidden="true"></div> })}
             </div>
         </div>

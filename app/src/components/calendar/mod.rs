@@ -3,6 +3,7 @@
 
 mod grid;
 mod panel;
+pub mod select;
 mod toolbar;
 
 pub use grid::CalendarGrid;
@@ -12,6 +13,11 @@ pub use toolbar::CalendarToolbar;
 use crate::domain::calendar::CalendarView;
 use chrono::{DateTime, NaiveDateTime, TimeDelta, Utc};
 use leptos::prelude::*;
+
+/// A percentage for CSS positions (`left`, `width`) of a fraction 0.0–1.0.
+pub fn pct(value: f64) -> String {
+    format!("{:.4}%", value * 100.0)
+}
 
 /// A window being selected on one GPU's row: from the cell at `anchor` to the cell at `head`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

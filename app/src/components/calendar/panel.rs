@@ -13,8 +13,8 @@ use crate::domain::schedule::{Share, Window, price_minor};
 use crate::error::AppError;
 use crate::i18n::*;
 use chrono::{DateTime, TimeDelta, Utc};
+use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
-use leptos_router::hooks::{use_location, use_query_map};
 
 fn share_value(share: Share) -> &'static str {
     match share {
@@ -30,28 +30,16 @@ pub fn BookingPanel(
     view: StoredValue<CalendarView>,
     selection: RwSignal<Option<Selection>>,
     book: ServerAction<BookReservation>,
+    /// Where the plain form returns to: this calendar's address.
+    return_to: String,
+    /// Outcome of the plain form's last post (`?booked=ID`).
+    booked: Option<String>,
+    /// Or its refusal, as JSON (`?error=…`).
+    error: Option<String>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let share = RwSignal::new(Share::Whole);
     let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
-    let location = use_location();
-    let query = use_query_map();
-    let return_to = move || {
-        let search = location.search.get();
-        let search: String = search
-            .trim_start_matches('?')
-            .split('&')
-            .filter(|pair| {
-                !pair.starts_with("booked=") && !pair.starts_with("error=") && !pair.is_empty()
-            })
-            .collect::<Vec<_>>()
-            .join("&");
-        if search.is_empty() {
-            "/calendar".to_owned()
-        } else {
-            format!("/calendar?{search}")
-        }
-    };
     let gpu_of = move |gpu_id: i64| {
         view.with_value(|v| {
             v.nodes.iter().find_map(|node| {
@@ -69,7 +57,7 @@ pub fn BookingPanel(
         })
     };
     let local_input = move |at: DateTime<Utc>| {
-        view.with_value(|v| local_date_time(v, at).format("%Y-%m-%dT%H:%M").to_string())
+        view.with_value(|v| crate::domain::time_text::input_value(local_date_time(v, at)))
     };
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         if let Some((_, _, gpu, start, end)) = chosen() {
@@ -91,7 +79,7 @@ pub fn BookingPanel(
     let summary = move || {
         chosen().map(|(_, node, gpu, start, end)| {
             let (from, to) = view.with_value(|v| {
-                (local_date_time(v, start).format("%Y-%m-%d %H:%M").to_string(), local_date_time(v, end).format("%Y-%m-%d %H:%M").to_string())
+                (crate::domain::time_text::date_minute(local_date_time(v, start)), crate::domain::time_text::date_minute(local_date_time(v, end)))
             });
             let minutes = (end - start).num_minutes();
             let quarters = if gpu.shareable { share.get().quarters() } else { 4 };
@@ -111,16 +99,16 @@ pub fn BookingPanel(
                     <dt>{t!(i18n, panel_share)}</dt>
                     <dd>
                         {if shareable {
-                            view! {
+                            Either::Left(view! {
                                 <select name="share" aria-label=move || t_string!(i18n, panel_share).to_string()
                                     on:change=move |ev| share.set(Share::parse(&event_target_value(&ev)).unwrap_or(Share::Whole))>
                                     <option value="1" selected=move || share.get() == Share::Whole>{t!(i18n, share_whole)}</option>
                                     <option value="0.5" selected=move || share.get() == Share::Half>{t!(i18n, share_half)}</option>
                                     <option value="0.25" selected=move || share.get() == Share::Quarter>{t!(i18n, share_quarter)}</option>
                                 </select>
-                            }.into_any()
+                            })
                         } else {
-                            view! { <span>{t!(i18n, share_whole)}<input type="hidden" name="share" value="1" /></span> }.into_any()
+                            Either::Right(view! { <span>{t!(i18n, share_whole)}<input type="hidden" name="share" value="1" /></span> })
                         }}
                     </dd>
                     <dt>{t!(i18n, panel_price)}</dt>
@@ -130,19 +118,22 @@ pub fn BookingPanel(
         })
     };
     let flash = move || {
-        let q = query.read();
-        if let Some(id) = q.get("booked") {
-            Some(view! { <p class="notice notice-ok" role="status">{t!(i18n, panel_booked_id, id = move || id.clone())}</p> }.into_any())
+        if let Some(id) = booked.clone() {
+            Some(EitherOf4::A(
+                view! { <p class="notice notice-ok" role="status">{t!(i18n, panel_booked_id, id = move || id.clone())}</p> },
+            ))
         } else {
             // From the plain form (`POST /calendar/book`): the error as JSON data.
-            q.get("error")
+            error
+                .clone()
                 .map(|raw| match serde_json::from_str::<AppError>(&raw) {
                     Ok(AppError::Clash(clash)) => {
-                        view! { <ClashPanel clash=*clash view book /> }.into_any()
+                        EitherOf4::B(view! { <ClashPanel clash=*clash view book /> })
                     }
-                    Ok(error) => view! { <ErrorPanel error /> }.into_any(),
-                    Err(_) => view! { <div class="error-panel" role="alert"><p>{raw}</p></div> }
-                        .into_any(),
+                    Ok(error) => EitherOf4::C(view! { <ErrorPanel error /> }),
+                    Err(_) => EitherOf4::D(
+                        view! { <div class="error-panel" role="alert"><p>{raw}</p></div> },
+                    ),
                 })
         }
     };
@@ -150,10 +141,10 @@ pub fn BookingPanel(
         book.value().get().map(|result| match result {
             Ok(reservation) => {
                 let id = reservation.id;
-                view! { <p class="notice notice-ok" role="status">{t!(i18n, panel_booked_id, id = move || id)}</p> }.into_any()
+                EitherOf3::A(view! { <p class="notice notice-ok" role="status">{t!(i18n, panel_booked_id, id = move || id)}</p> })
             }
-            Err(AppError::Clash(clash)) => view! { <ClashPanel clash=*clash view book /> }.into_any(),
-            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+            Err(AppError::Clash(clash)) => EitherOf3::B(view! { <ClashPanel clash=*clash view book /> }),
+            Err(error) => EitherOf3::C(view! { <ErrorPanel error /> }),
         })
     };
     view! {
@@ -164,13 +155,13 @@ pub fn BookingPanel(
                 <form class="booking-form" method="post" action="/calendar/book" on:submit=on_submit>
                     <input type="hidden" name="return_to" value=return_to />
                     {move || match chosen() {
-                        Some((_, _, gpu, start, end)) => view! {
+                        Some((_, _, gpu, start, end)) => Either::Left(view! {
                             <input type="hidden" name="gpu_id" value=gpu.id />
                             <input type="hidden" name="start" value=local_input(start) />
                             <input type="hidden" name="end" value=local_input(end) />
                             {summary}
-                        }.into_any(),
-                        None => view! { <NoJsFields view /> }.into_any(),
+                        }),
+                        None => Either::Right(view! { <NoJsFields view /> }),
                     }}
                     <button type="submit" class="button-primary" disabled=move || book.pending().get()>
                         {t!(i18n, panel_book)}
@@ -204,12 +195,9 @@ fn NoJsFields(view: StoredValue<CalendarView>) -> impl IntoView {
             })
             .collect();
         let start = crate::domain::schedule::slot_ceil(v.now.max(v.range.start()));
-        let from = local_date_time(v, start)
-            .format("%Y-%m-%dT%H:%M")
-            .to_string();
-        let to = local_date_time(v, start + TimeDelta::hours(1))
-            .format("%Y-%m-%dT%H:%M")
-            .to_string();
+        let from = crate::domain::time_text::input_value(local_date_time(v, start));
+        let to =
+            crate::domain::time_text::input_value(local_date_time(v, start + TimeDelta::hours(1)));
         (options, (from, to))
     });
     view! {
@@ -243,11 +231,8 @@ fn ClashPanel(
     book: ServerAction<BookReservation>,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let at = view.with_value(|v| {
-        local_date_time(v, clash.at)
-            .format("%Y-%m-%d %H:%M")
-            .to_string()
-    });
+    let at =
+        view.with_value(|v| crate::domain::time_text::date_minute(local_date_time(v, clash.at)));
     let what = clash.what.clone();
     let suggestion = clash
         .suggestion
@@ -257,8 +242,8 @@ fn ClashPanel(
             <h3>{t!(i18n, clash_title)}</h3>
             <p>{t!(i18n, clash_body, what = move || what.clone(), at = move || at.clone())}</p>
             {match suggestion {
-                Some(row) => view! { <p>{t!(i18n, clash_suggestion)}</p> <ul class="offers">{row}</ul> }.into_any(),
-                None => view! { <p>{t!(i18n, clash_no_suggestion)}</p> }.into_any(),
+                Some(row) => Either::Left(view! { <p>{t!(i18n, clash_suggestion)}</p> <ul class="offers">{row}</ul> }),
+                None => Either::Right(view! { <p>{t!(i18n, clash_no_suggestion)}</p> }),
             }}
         </div>
     }
@@ -274,12 +259,8 @@ fn OfferRow(
     let i18n = use_i18n();
     let (from, to) = view.with_value(|v| {
         (
-            local_date_time(v, offer.window.start())
-                .format("%Y-%m-%d %H:%M")
-                .to_string(),
-            local_date_time(v, offer.window.end())
-                .format("%H:%M")
-                .to_string(),
+            crate::domain::time_text::date_minute(local_date_time(v, offer.window.start())),
+            crate::domain::time_text::hour_minute(local_date_time(v, offer.window.end())),
         )
     });
     let currency = view.with_value(|v| v.currency.clone());
@@ -324,13 +305,13 @@ fn FindSlot(view: StoredValue<CalendarView>, book: ServerAction<BookReservation>
     });
     let results = move || {
         find.value().get().map(|result| match result {
-            Ok(offers) if offers.is_empty() => view! { <p class="empty">{t!(i18n, find_none)}</p> }.into_any(),
-            Ok(offers) => view! {
+            Ok(offers) if offers.is_empty() => EitherOf3::A(view! { <p class="empty">{t!(i18n, find_none)}</p> }),
+            Ok(offers) => EitherOf3::B(view! {
                 <ul class="offers">
                     {offers.into_iter().map(|offer| view! { <OfferRow offer view book /> }).collect_view()}
                 </ul>
-            }.into_any(),
-            Err(error) => view! { <ErrorPanel error /> }.into_any(),
+            }),
+            Err(error) => EitherOf3::C(view! { <ErrorPanel error /> }),
         })
     };
     view! {

@@ -21,11 +21,18 @@ fn link(start: chrono::NaiveDate, span: Span, model: &str, memory: &str) -> Stri
 
 /// The calendar's toolbar.
 #[component]
-pub fn CalendarToolbar(view: StoredValue<CalendarView>) -> impl IntoView {
+pub fn CalendarToolbar(
+    view: StoredValue<CalendarView>,
+    /// The model filter (empty: all models).
+    model: String,
+    /// The minimum memory filter in GiB (empty: any).
+    memory: String,
+) -> impl IntoView {
     let i18n = use_i18n();
-    let query = leptos_router::hooks::use_query_map();
-    let model = move || query.read().get("model").unwrap_or_default();
-    let memory = move || query.read().get("min_memory_gib").unwrap_or_default();
+    let model = StoredValue::new(model);
+    let memory = StoredValue::new(memory);
+    let model = move || model.get_value();
+    let memory = move || memory.get_value();
     let (span, previous, next, today, first, models, zone) = view.with_value(|v| {
         (
             v.span,

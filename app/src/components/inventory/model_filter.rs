@@ -2,15 +2,13 @@
 
 use crate::i18n::*;
 use leptos::prelude::*;
-use leptos_router::NavigateOptions;
-use leptos_router::hooks::use_navigate;
-use leptos_router::location::Url;
 
-/// A select of models; `selected` is the current filter (`None`: all models).
+/// A select of models; `selected` is the current filter (`None`: all models). After hydration a
+/// change filters at once and puts the filter in the address (so a reload or a shared link shows
+/// the same); without JavaScript the form's button loads the filtered page.
 #[component]
-pub fn ModelFilter(models: Vec<String>, selected: Signal<Option<String>>) -> impl IntoView {
+pub fn ModelFilter(models: Vec<String>, selected: RwSignal<Option<String>>) -> impl IntoView {
     let i18n = use_i18n();
-    let navigate = use_navigate();
     // Effects run only in the browser, so this turns true once the page is hydrated.
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
@@ -20,16 +18,19 @@ pub fn ModelFilter(models: Vec<String>, selected: Signal<Option<String>>) -> imp
         let target = if model.is_empty() {
             "/".to_owned()
         } else {
-            format!("/?model={}", Url::escape(&model))
+            format!(
+                "/?model={}",
+                form_urlencoded::byte_serialize(model.as_bytes()).collect::<String>()
+            )
         };
-        navigate(
-            &target,
-            NavigateOptions {
-                replace: true,
-                scroll: false,
-                ..NavigateOptions::default()
-            },
-        );
+        if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+            let _ = history.replace_state_with_url(
+                &leptos::wasm_bindgen::JsValue::NULL,
+                "",
+                Some(&target),
+            );
+        }
+        selected.set((!model.is_empty()).then_some(model));
     };
     let options = models
         .into_iter()

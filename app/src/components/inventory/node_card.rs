@@ -9,6 +9,7 @@ use crate::domain::gpu::GpuStatus;
 use crate::domain::inventory::{GpuListing, NodeInventory};
 use crate::domain::money::Currency;
 use crate::i18n::*;
+use leptos::either::Either;
 use leptos::prelude::*;
 
 /// A node's header (name, host, GPU count, demo marker, where its live values come from, a
@@ -72,9 +73,9 @@ fn GpuRow(gpu: GpuListing, currency: Currency, live: LiveFeed) -> impl IntoView 
         GpuStatus::Retired => t_string!(i18n, status_retired).to_string(),
     };
     let sharing = if gpu.shareable {
-        t!(i18n, sharing_fractional).into_any()
+        Either::Left(t!(i18n, sharing_fractional))
     } else {
-        t!(i18n, sharing_whole).into_any()
+        Either::Right(t!(i18n, sharing_whole))
     };
     let readings = live.gpu(gpu.id);
     let vanished = live.vanished(gpu.id);
@@ -86,17 +87,16 @@ fn GpuRow(gpu: GpuListing, currency: Currency, live: LiveFeed) -> impl IntoView 
     let util = move || match value(|r| r.gpu_util.map(u64::from)) {
         Some(percent) => {
             let percent = std::cmp::min(percent, 100);
-            view! {
+            Either::Left(view! {
                 <span class="util">
                     <span class="util-bar" aria-hidden="true">
                         <span class="util-fill" style=format!("width: {percent}%")></span>
                     </span>
                     <span class="util-value">{move || percent_text(i18n, percent as u8)}</span>
                 </span>
-            }
-            .into_any()
+            })
         }
-        None => view! { <NoValue /> }.into_any(),
+        None => Either::Right(view! { <NoValue /> }),
     };
     let memory_used = move || {
         value(|r| r.memory_used_mib).map(|used| {
@@ -113,12 +113,12 @@ fn GpuRow(gpu: GpuListing, currency: Currency, live: LiveFeed) -> impl IntoView 
     };
     let temperature =
         move || match readings.with(|r| r.as_ref().and_then(|r| r.readings.temperature_c)) {
-            Some(v) => view! { {move || celsius_text(i18n, v)} }.into_any(),
-            None => view! { <NoValue /> }.into_any(),
+            Some(v) => Either::Left(view! { {move || celsius_text(i18n, v)} }),
+            None => Either::Right(view! { <NoValue /> }),
         };
     let power = move || match readings.with(|r| r.as_ref().and_then(|r| r.readings.power_mw)) {
-        Some(v) => view! { {move || watts_text(i18n, v)} }.into_any(),
-        None => view! { <NoValue /> }.into_any(),
+        Some(v) => Either::Left(view! { {move || watts_text(i18n, v)} }),
+        None => Either::Right(view! { <NoValue /> }),
     };
     let missing = move || {
         vanished.get().then(|| {

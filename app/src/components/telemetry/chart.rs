@@ -7,6 +7,7 @@ use crate::domain::chart::{Frame, ValueRange, layout};
 use crate::domain::telemetry::{ChartPoint, Metric};
 use crate::i18n::*;
 use chrono::{DateTime, Utc};
+use leptos::either::Either;
 use leptos::prelude::*;
 
 /// Which period a chart shows.
@@ -62,7 +63,7 @@ pub fn TelemetryChart(
     let value_decimals = if metric == Metric::MemoryUsed { 1 } else { 0 };
 
     let Some(geometry) = geometry else {
-        return view! {
+        return Either::Left(view! {
             <figure class="chart chart-no-data" data-metric=metric_key>
                 <figcaption class="chart-caption">
                     <span class="chart-title">{metric_name}</span>
@@ -71,8 +72,7 @@ pub fn TelemetryChart(
                     {t!(i18n, chart_no_data)}
                 </div>
             </figure>
-        }
-        .into_any();
+        });
     };
 
     let latest = geometry.last.value.avg;
@@ -97,7 +97,7 @@ pub fn TelemetryChart(
         .iter()
         .map(|tick| {
             let x = tick.x;
-            let text = zone.local(tick.at).format("%H:%M").to_string();
+            let text = crate::domain::time_text::hour_minute(zone.local(tick.at));
             let anchor = if x > right - 18.0 {
                 "end"
             } else if x < left + 18.0 {
@@ -114,7 +114,7 @@ pub fn TelemetryChart(
     let band = (!geometry.band.is_empty())
         .then(|| view! { <path class="chart-band" d=geometry.band.clone() /> });
     let view_box = format!("0 0 {} {}", frame.width, frame.height);
-    view! {
+    Either::Right(view! {
         <figure class="chart" data-metric=metric_key data-points=geometry.points>
             <figcaption class="chart-caption">
                 <span class="chart-title">{metric_name}</span>
@@ -143,6 +143,5 @@ pub fn TelemetryChart(
                 <path class="chart-line" d=geometry.line.clone() />
             </svg>
         </figure>
-    }
-    .into_any()
+    })
 }

@@ -9,6 +9,7 @@ use crate::domain::calendar::ZoneOffsets;
 use crate::domain::telemetry::{EventKind, GpuEvent, GpuProcess, LiveGpu, throttle_reason_names};
 use crate::i18n::*;
 use chrono::{DateTime, Utc};
+use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
 
 /// A local date and time in the current language ("Nov 30, 2026 14:05:09").
@@ -21,7 +22,7 @@ fn local_date_time(
     format!(
         "{} {}",
         date_text(i18n, local.and_utc()),
-        local.format("%H:%M:%S")
+        crate::domain::time_text::hour_minute_second(local)
     )
 }
 
@@ -53,7 +54,7 @@ fn Card(
 pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -> impl IntoView {
     let i18n = use_i18n();
     let Some(live) = live else {
-        return view! { <p class="empty">{t!(i18n, gpu_no_live)}</p> }.into_any();
+        return Either::Left(view! { <p class="empty">{t!(i18n, gpu_no_live)}</p> });
     };
     let r = live.readings;
     let at = live.at;
@@ -67,7 +68,7 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
     let throttle = r.throttle_reasons;
     let (corrected, uncorrected) = (r.ecc_corrected, r.ecc_uncorrected);
 
-    view! {
+    Either::Right(view! {
         <dl class="stat-cards">
             <Card
                 label=Signal::derive(move || t_string!(i18n, card_utilisation).to_string())
@@ -75,8 +76,8 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                 bar=util.map(u64::from)
             >
                 {match util {
-                    Some(v) => view! { {move || percent_text(i18n, v)} }.into_any(),
-                    None => view! { <NoValue /> }.into_any(),
+                    Some(v) => Either::Left(view! { {move || percent_text(i18n, v)} }),
+                    None => Either::Right(view! { <NoValue /> }),
                 }}
             </Card>
             <Card
@@ -85,8 +86,8 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                 bar=used.map(|u| share_percent(u, total_mib))
             >
                 {match used {
-                    Some(v) => view! { {move || gib_of_text(i18n, v, total_mib)} }.into_any(),
-                    None => view! { <NoValue /> }.into_any(),
+                    Some(v) => Either::Left(view! { {move || gib_of_text(i18n, v, total_mib)} }),
+                    None => Either::Right(view! { <NoValue /> }),
                 }}
             </Card>
             <Card
@@ -94,8 +95,8 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                 metric="mem_util"
             >
                 {match mem_util {
-                    Some(v) => view! { {move || percent_text(i18n, v)} }.into_any(),
-                    None => view! { <NoValue /> }.into_any(),
+                    Some(v) => Either::Left(view! { {move || percent_text(i18n, v)} }),
+                    None => Either::Right(view! { <NoValue /> }),
                 }}
             </Card>
             <Card
@@ -103,8 +104,8 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                 metric="temperature"
             >
                 {match temperature {
-                    Some(v) => view! { {move || celsius_text(i18n, v)} }.into_any(),
-                    None => view! { <NoValue /> }.into_any(),
+                    Some(v) => Either::Left(view! { {move || celsius_text(i18n, v)} }),
+                    None => Either::Right(view! { <NoValue /> }),
                 }}
             </Card>
             <Card
@@ -112,7 +113,7 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                 metric="power"
             >
                 {match power {
-                    Some(v) => view! {
+                    Some(v) => Either::Left(view! {
                         {move || watts_text(i18n, v)}
                         {limit.map(|limit| view! {
                             <span class="stat-sub">
@@ -122,9 +123,8 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                                 }}
                             </span>
                         })}
-                    }
-                    .into_any(),
-                    None => view! { <NoValue /> }.into_any(),
+                    }),
+                    None => Either::Right(view! { <NoValue /> }),
                 }}
             </Card>
             <Card
@@ -132,14 +132,13 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                 metric="sm_clock"
             >
                 {match clock {
-                    Some(v) => view! {
+                    Some(v) => Either::Left(view! {
                         {move || {
                             let value = number_text(i18n, f64::from(v), 0);
                             t_string!(i18n, value_mhz, value = value).to_string()
                         }}
-                    }
-                    .into_any(),
-                    None => view! { <NoValue /> }.into_any(),
+                    }),
+                    None => Either::Right(view! { <NoValue /> }),
                 }}
             </Card>
             <Card
@@ -147,17 +146,16 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                 metric="throttle"
             >
                 {match throttle {
-                    Some(0) => view! { {t!(i18n, throttle_none)} }.into_any(),
-                    Some(mask) => view! {
+                    Some(0) => EitherOf3::A(view! { {t!(i18n, throttle_none)} }),
+                    Some(mask) => EitherOf3::B(view! {
                         <span class="throttle-reasons">
                             {throttle_reason_names(mask)
                                 .into_iter()
                                 .map(|name| view! { <code>{name}</code> })
                                 .collect_view()}
                         </span>
-                    }
-                    .into_any(),
-                    None => view! { <NoValue /> }.into_any(),
+                    }),
+                    None => EitherOf3::C(view! { <NoValue /> }),
                 }}
             </Card>
             <Card
@@ -165,8 +163,8 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                 metric="ecc"
             >
                 {match (corrected, uncorrected) {
-                    (None, None) => view! { <NoValue /> }.into_any(),
-                    (c, u) => view! {
+                    (None, None) => Either::Left(view! { <NoValue /> }),
+                    (c, u) => Either::Right(view! {
                         {move || {
                             let count = |v: Option<u64>| {
                                 v.map_or_else(|| "—".to_owned(), |v| number_text(i18n, v as f64, 0))
@@ -174,8 +172,7 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                             t_string!(i18n, ecc_counts, corrected = count(c), uncorrected = count(u))
                                 .to_string()
                         }}
-                    }
-                    .into_any(),
+                    }),
                 }}
             </Card>
             <Card
@@ -185,8 +182,7 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
                 <time datetime=at.to_rfc3339()>{move || local_date_time(i18n, &zone, at)}</time>
             </Card>
         </dl>
-    }
-    .into_any()
+    })
 }
 
 /// Processes using the GPU, by memory used.
@@ -194,7 +190,7 @@ pub fn CurrentValues(live: Option<LiveGpu>, total_mib: u64, zone: ZoneOffsets) -
 pub fn ProcessTable(processes: Vec<GpuProcess>) -> impl IntoView {
     let i18n = use_i18n();
     if processes.is_empty() {
-        return view! { <p class="hint">{t!(i18n, processes_none)}</p> }.into_any();
+        return Either::Left(view! { <p class="hint">{t!(i18n, processes_none)}</p> });
     }
     let mut processes = processes;
     processes.sort_by_key(|p| (std::cmp::Reverse(p.used_memory_mib), p.pid));
@@ -202,14 +198,13 @@ pub fn ProcessTable(processes: Vec<GpuProcess>) -> impl IntoView {
         .into_iter()
         .map(|p| {
             let memory = match p.used_memory_mib {
-                Some(mib) => view! {
+                Some(mib) => Either::Left(view! {
                     {move || {
                         let value = number_text(i18n, mib as f64, 0);
                         t_string!(i18n, value_mib, value = value).to_string()
                     }}
-                }
-                .into_any(),
-                None => view! { <NoValue /> }.into_any(),
+                }),
+                None => Either::Right(view! { <NoValue /> }),
             };
             view! {
                 <tr>
@@ -219,7 +214,7 @@ pub fn ProcessTable(processes: Vec<GpuProcess>) -> impl IntoView {
             }
         })
         .collect_view();
-    view! {
+    Either::Right(view! {
         <table class="telemetry-table process-table">
             <thead>
                 <tr>
@@ -229,8 +224,7 @@ pub fn ProcessTable(processes: Vec<GpuProcess>) -> impl IntoView {
             </thead>
             <tbody>{rows}</tbody>
         </table>
-    }
-    .into_any()
+    })
 }
 
 /// Recent events, newest first, with times in the viewer's zone.
@@ -238,7 +232,7 @@ pub fn ProcessTable(processes: Vec<GpuProcess>) -> impl IntoView {
 pub fn EventTable(events: Vec<GpuEvent>, zone: ZoneOffsets) -> impl IntoView {
     let i18n = use_i18n();
     if events.is_empty() {
-        return view! { <p class="hint">{t!(i18n, events_none)}</p> }.into_any();
+        return Either::Left(view! { <p class="hint">{t!(i18n, events_none)}</p> });
     }
     let zone = StoredValue::new(zone);
     let rows = events
@@ -273,7 +267,7 @@ pub fn EventTable(events: Vec<GpuEvent>, zone: ZoneOffsets) -> impl IntoView {
             }
         })
         .collect_view();
-    view! {
+    Either::Right(view! {
         <table class="telemetry-table event-table">
             <thead>
                 <tr>
@@ -283,6 +277,5 @@ pub fn EventTable(events: Vec<GpuEvent>, zone: ZoneOffsets) -> impl IntoView {
             </thead>
             <tbody>{rows}</tbody>
         </table>
-    }
-    .into_any()
+    })
 }

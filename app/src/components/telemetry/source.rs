@@ -7,6 +7,7 @@ use crate::domain::calendar::ZoneOffsets;
 use crate::domain::telemetry::{LiveNode, SourceKind};
 use crate::i18n::*;
 use chrono::{DateTime, Utc};
+use leptos::either::EitherOf3;
 use leptos::prelude::*;
 
 /// A badge for the source of a node's values: a loud "Simulated" for generated values,
@@ -23,7 +24,7 @@ pub fn SourceBadge(#[prop(into)] node: Signal<Option<LiveNode>>) -> impl IntoVie
     });
     move || {
         source.get().map(|(kind, driver)| match kind {
-            Some(SourceKind::Simulated) => view! {
+            Some(SourceKind::Simulated) => EitherOf3::A(view! {
                 <span
                     class="badge badge-simulated"
                     data-source="simulated"
@@ -31,8 +32,7 @@ pub fn SourceBadge(#[prop(into)] node: Signal<Option<LiveNode>>) -> impl IntoVie
                 >
                     {t!(i18n, source_simulated)}
                 </span>
-            }
-            .into_any(),
+            }),
             Some(SourceKind::Nvml) => {
                 let text = move || match &driver {
                     Some(version) => {
@@ -40,7 +40,7 @@ pub fn SourceBadge(#[prop(into)] node: Signal<Option<LiveNode>>) -> impl IntoVie
                     }
                     None => t_string!(i18n, source_nvml).to_string(),
                 };
-                view! {
+                EitherOf3::B(view! {
                     <span
                         class="source source-nvml"
                         data-source="nvml"
@@ -48,10 +48,9 @@ pub fn SourceBadge(#[prop(into)] node: Signal<Option<LiveNode>>) -> impl IntoVie
                     >
                         {text}
                     </span>
-                }
-                .into_any()
+                })
             }
-            None => view! {
+            None => EitherOf3::C(view! {
                 <span
                     class="source source-none"
                     data-source="none"
@@ -59,8 +58,7 @@ pub fn SourceBadge(#[prop(into)] node: Signal<Option<LiveNode>>) -> impl IntoVie
                 >
                     {t!(i18n, source_none)}
                 </span>
-            }
-            .into_any(),
+            }),
         })
     }
 }
@@ -118,7 +116,7 @@ pub fn stale_text(
     match zone {
         Some(zone) => {
             let local = zone.local(seen);
-            let mut time = local.format("%H:%M").to_string();
+            let mut time = crate::domain::time_text::hour_minute(local);
             if zone.local(now).date() != local.date() {
                 time = format!("{} {time}", date_text(i18n, local.and_utc()));
             }

@@ -1,5 +1,6 @@
 //! Shows an [`AppError`] to the user in their language.
 
+use crate::components::format::plural_one;
 use crate::domain::problem::{Problem, list_ids};
 use crate::error::AppError;
 use crate::i18n::*;
@@ -107,7 +108,11 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         Problem::ReservationsInTheWay { ids } => {
             let count = ids.len();
             let ids = list_ids(&ids);
-            t_string!(i18n, problem_reservations_in_the_way, count, ids).to_string()
+            if plural_one(i18n, count) {
+                t_string!(i18n, problem_reservations_in_the_way_singular, ids).to_string()
+            } else {
+                t_string!(i18n, problem_reservations_in_the_way_plural, ids).to_string()
+            }
         }
     }
 }

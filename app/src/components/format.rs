@@ -88,3 +88,10 @@ pub fn date_text(i18n: I18nContext<Locale>, at: DateTime<Utc>) -> String {
     )
     .to_string()
 }
+
+/// Whether `count` takes the singular form in the reader's language (negative counts do not).
+pub fn plural_one<N: TryInto<u64>>(i18n: I18nContext<Locale>, count: N) -> bool {
+    count.try_into().is_ok_and(|n| {
+        crate::domain::numbers::plural_is_one(i18n.get_locale_untracked() == Locale::pt_BR, n)
+    })
+}

@@ -142,3 +142,26 @@ mod tests {
         assert_eq!(format_decimal(-3.5, 1, EN), "-3.5");
     }
 }
+
+/// Whether `count` takes the singular ("one") form: CLDR's cardinal rule for English (1) and for
+/// Portuguese (0 and 1). Written here rather than taken from ICU's plural data, which the
+/// browser's WASM would carry for two rules.
+pub fn plural_is_one(portuguese: bool, count: u64) -> bool {
+    if portuguese { count <= 1 } else { count == 1 }
+}
+
+#[cfg(test)]
+mod plural_tests {
+    use super::plural_is_one;
+
+    #[test]
+    fn english_and_portuguese_cardinal_rules() {
+        assert!(!plural_is_one(false, 0));
+        assert!(plural_is_one(false, 1));
+        assert!(!plural_is_one(false, 2));
+        assert!(plural_is_one(true, 0));
+        assert!(plural_is_one(true, 1));
+        assert!(!plural_is_one(true, 2));
+        assert!(!plural_is_one(true, 21));
+    }
+}

@@ -3,6 +3,7 @@
 
 use crate::api::inventory::list_gpus;
 use crate::components::error::ErrorPanel;
+use crate::components::format::plural_one;
 use crate::components::inventory::{FleetSummary, ModelFilter, NodeCard};
 use crate::components::telemetry::LiveFeed;
 use crate::domain::inventory::{Inventory, parse_model_filter};
@@ -93,7 +94,14 @@ fn InventoryView(
                     <ModelFilter models selected />
                 </div>
                 <p class="result-count" aria-live="polite">
-                    {t!(i18n, gpus_shown, count = shown)}
+                    {move || {
+                        let count = shown();
+                        if plural_one(i18n, count) {
+                            t_string!(i18n, gpus_shown_singular, count = count).to_string()
+                        } else {
+                            t_string!(i18n, gpus_shown_plural, count = count).to_string()
+                        }
+                    }}
                 </p>
                 {move || {
                     if empty {

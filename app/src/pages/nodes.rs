@@ -5,6 +5,7 @@
 
 use crate::api::nodes::{AddNodeToken, NodeRow, NodesPage, RevokeNodeTokens, get_nodes_page};
 use crate::components::error::ErrorPanel;
+use crate::components::format::plural_one;
 use crate::components::telemetry::{SourceBadge, now_utc, use_poll};
 use crate::domain::telemetry::LiveNode;
 use crate::i18n::*;
@@ -133,8 +134,16 @@ fn NodeTable(
     let i18n = use_i18n();
     let revoked = move || {
         revoke.value().get().map(|result| match result {
-            Ok(0) => EitherOf3::A(view! { <p class="saved" role="status">{t!(i18n, nodes_revoked_none)}</p> }),
-            Ok(count) => EitherOf3::B(view! { <p class="saved" role="status">{t!(i18n, nodes_revoked, count = move || count)}</p> }),
+            Ok(0) => EitherOf3::A(
+                view! { <p class="saved" role="status">{t!(i18n, nodes_revoked_none)}</p> },
+            ),
+            Ok(count) => EitherOf3::B(
+                view! { <p class="saved" role="status">{move || if plural_one(i18n, count) {
+                    t_string!(i18n, nodes_revoked_singular, count = count).to_string()
+                } else {
+                    t_string!(i18n, nodes_revoked_plural, count = count).to_string()
+                }}</p> },
+            ),
             Err(error) => EitherOf3::C(view! { <ErrorPanel error /> }),
         })
     };
@@ -255,9 +264,37 @@ fn LastReport(
 fn duration_text(i18n: I18nContext<Locale>, elapsed: TimeDelta) -> String {
     let seconds = elapsed.num_seconds().max(0);
     match seconds {
-        0..60 => t_string!(i18n, nodes_seconds, count = seconds).to_string(),
-        60..3_600 => t_string!(i18n, nodes_minutes, count = seconds / 60).to_string(),
-        3_600..86_400 => t_string!(i18n, nodes_hours, count = seconds / 3_600).to_string(),
-        _ => t_string!(i18n, nodes_days, count = seconds / 86_400).to_string(),
+        0..60 => {
+            let count = seconds;
+            if plural_one(i18n, count) {
+                t_string!(i18n, nodes_seconds_singular, count = count).to_string()
+            } else {
+                t_string!(i18n, nodes_seconds_plural, count = count).to_string()
+            }
+        }
+        60..3_600 => {
+            let count = seconds / 60;
+            if plural_one(i18n, count) {
+                t_string!(i18n, nodes_minutes_singular, count = count).to_string()
+            } else {
+                t_string!(i18n, nodes_minutes_plural, count = count).to_string()
+            }
+        }
+        3_600..86_400 => {
+            let count = seconds / 3_600;
+            if plural_one(i18n, count) {
+                t_string!(i18n, nodes_hours_singular, count = count).to_string()
+            } else {
+                t_string!(i18n, nodes_hours_plural, count = count).to_string()
+            }
+        }
+        _ => {
+            let count = seconds / 86_400;
+            if plural_one(i18n, count) {
+                t_string!(i18n, nodes_days_singular, count = count).to_string()
+            } else {
+                t_string!(i18n, nodes_days_plural, count = count).to_string()
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Per-model counts of the fleet, beside the GPU list.
 
 use crate::components::format::MemoryText;
+use crate::components::format::plural_one;
 use crate::domain::inventory::ModelSummary;
 use crate::i18n::*;
 use leptos::prelude::*;
@@ -33,7 +34,11 @@ pub fn FleetSummary(summary: Vec<ModelSummary>, total: usize) -> impl IntoView {
     view! {
         <section class="fleet-summary" aria-labelledby="fleet-heading">
             <h2 id="fleet-heading">{t!(i18n, fleet_title)}</h2>
-            <p class="fleet-total">{t!(i18n, fleet_total, count = move || total)}</p>
+            <p class="fleet-total">{move || if plural_one(i18n, total) {
+                t_string!(i18n, fleet_total_singular, count = total).to_string()
+            } else {
+                t_string!(i18n, fleet_total_plural, count = total).to_string()
+            }}</p>
             <ul class="fleet-models">{items}</ul>
         </section>
     }

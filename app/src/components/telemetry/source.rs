@@ -3,6 +3,7 @@
 
 use super::now_utc;
 use crate::components::format::date_text;
+use crate::components::format::plural_one;
 use crate::domain::calendar::ZoneOffsets;
 use crate::domain::telemetry::{LiveNode, SourceKind};
 use crate::i18n::*;
@@ -124,7 +125,11 @@ pub fn stale_text(
         }
         None => {
             let minutes = std::cmp::max((now - seen).num_minutes(), 1);
-            t_string!(i18n, stale_for_minutes, count = minutes).to_string()
+            if plural_one(i18n, minutes) {
+                t_string!(i18n, stale_for_minutes_singular, count = minutes).to_string()
+            } else {
+                t_string!(i18n, stale_for_minutes_plural, count = minutes).to_string()
+            }
         }
     }
 }

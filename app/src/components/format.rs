@@ -95,3 +95,17 @@ pub fn plural_one<N: TryInto<u64>>(i18n: I18nContext<Locale>, count: N) -> bool 
         crate::domain::numbers::plural_is_one(i18n.get_locale_untracked() == Locale::pt_BR, n)
     })
 }
+
+/// A counted text: the `$singular` key when `$count` takes the singular form in the reader's
+/// language (see [`plural_one`]), else `$plural`; both interpolate `count`.
+macro_rules! t_count {
+    ($i18n:expr, $count:expr, $singular:ident, $plural:ident) => {{
+        let count = $count;
+        if $crate::components::format::plural_one($i18n, count) {
+            t_string!($i18n, $singular, count = count).to_string()
+        } else {
+            t_string!($i18n, $plural, count = count).to_string()
+        }
+    }};
+}
+pub(crate) use t_count;

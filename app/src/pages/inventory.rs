@@ -3,7 +3,7 @@
 
 use crate::api::inventory::list_gpus;
 use crate::components::error::ErrorPanel;
-use crate::components::format::plural_one;
+use crate::components::format::t_count;
 use crate::components::inventory::{FleetSummary, ModelFilter, NodeCard};
 use crate::components::telemetry::LiveFeed;
 use crate::domain::inventory::{Inventory, parse_model_filter};
@@ -94,14 +94,7 @@ fn InventoryView(
                     <ModelFilter models selected />
                 </div>
                 <p class="result-count" aria-live="polite">
-                    {move || {
-                        let count = shown();
-                        if plural_one(i18n, count) {
-                            t_string!(i18n, gpus_shown_singular, count = count).to_string()
-                        } else {
-                            t_string!(i18n, gpus_shown_plural, count = count).to_string()
-                        }
-                    }}
+                    {move || t_count!(i18n, shown(), gpus_shown_singular, gpus_shown_plural)}
                 </p>
                 {move || {
                     if empty {

@@ -5,7 +5,7 @@
 
 use crate::api::nodes::{AddNodeToken, NodeRow, NodesPage, RevokeNodeTokens, get_nodes_page};
 use crate::components::error::ErrorPanel;
-use crate::components::format::plural_one;
+use crate::components::format::t_count;
 use crate::components::telemetry::{SourceBadge, now_utc, use_poll};
 use crate::domain::telemetry::LiveNode;
 use crate::i18n::*;
@@ -138,11 +138,7 @@ fn NodeTable(
                 view! { <p class="saved" role="status">{t!(i18n, nodes_revoked_none)}</p> },
             ),
             Ok(count) => EitherOf3::B(
-                view! { <p class="saved" role="status">{move || if plural_one(i18n, count) {
-                    t_string!(i18n, nodes_revoked_singular, count = count).to_string()
-                } else {
-                    t_string!(i18n, nodes_revoked_plural, count = count).to_string()
-                }}</p> },
+                view! { <p class="saved" role="status">{move || t_count!(i18n, count, nodes_revoked_singular, nodes_revoked_plural)}</p> },
             ),
             Err(error) => EitherOf3::C(view! { <ErrorPanel error /> }),
         })
@@ -264,37 +260,24 @@ fn LastReport(
 fn duration_text(i18n: I18nContext<Locale>, elapsed: TimeDelta) -> String {
     let seconds = elapsed.num_seconds().max(0);
     match seconds {
-        0..60 => {
-            let count = seconds;
-            if plural_one(i18n, count) {
-                t_string!(i18n, nodes_seconds_singular, count = count).to_string()
-            } else {
-                t_string!(i18n, nodes_seconds_plural, count = count).to_string()
-            }
-        }
-        60..3_600 => {
-            let count = seconds / 60;
-            if plural_one(i18n, count) {
-                t_string!(i18n, nodes_minutes_singular, count = count).to_string()
-            } else {
-                t_string!(i18n, nodes_minutes_plural, count = count).to_string()
-            }
-        }
-        3_600..86_400 => {
-            let count = seconds / 3_600;
-            if plural_one(i18n, count) {
-                t_string!(i18n, nodes_hours_singular, count = count).to_string()
-            } else {
-                t_string!(i18n, nodes_hours_plural, count = count).to_string()
-            }
-        }
-        _ => {
-            let count = seconds / 86_400;
-            if plural_one(i18n, count) {
-                t_string!(i18n, nodes_days_singular, count = count).to_string()
-            } else {
-                t_string!(i18n, nodes_days_plural, count = count).to_string()
-            }
-        }
+        0..60 => t_count!(i18n, seconds, nodes_seconds_singular, nodes_seconds_plural),
+        60..3_600 => t_count!(
+            i18n,
+            seconds / 60,
+            nodes_minutes_singular,
+            nodes_minutes_plural
+        ),
+        3_600..86_400 => t_count!(
+            i18n,
+            seconds / 3_600,
+            nodes_hours_singular,
+            nodes_hours_plural
+        ),
+        _ => t_count!(
+            i18n,
+            seconds / 86_400,
+            nodes_days_singular,
+            nodes_days_plural
+        ),
     }
 }

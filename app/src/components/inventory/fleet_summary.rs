@@ -1,7 +1,7 @@
 //! Per-model counts of the fleet, beside the GPU list.
 
 use crate::components::format::MemoryText;
-use crate::components::format::plural_one;
+use crate::components::format::t_count;
 use crate::domain::inventory::ModelSummary;
 use crate::i18n::*;
 use leptos::prelude::*;
@@ -34,11 +34,7 @@ pub fn FleetSummary(summary: Vec<ModelSummary>, total: usize) -> impl IntoView {
     view! {
         <section class="fleet-summary" aria-labelledby="fleet-heading">
             <h2 id="fleet-heading">{t!(i18n, fleet_title)}</h2>
-            <p class="fleet-total">{move || if plural_one(i18n, total) {
-                t_string!(i18n, fleet_total_singular, count = total).to_string()
-            } else {
-                t_string!(i18n, fleet_total_plural, count = total).to_string()
-            }}</p>
+            <p class="fleet-total">{move || t_count!(i18n, total, fleet_total_singular, fleet_total_plural)}</p>
             <ul class="fleet-models">{items}</ul>
         </section>
     }

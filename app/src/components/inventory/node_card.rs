@@ -1,6 +1,6 @@
 //! One node with the table of its GPUs and their live values.
 
-use crate::components::format::plural_one;
+use crate::components::format::t_count;
 use crate::components::format::{HourlyPrice, MemoryText, date_text};
 use crate::components::telemetry::{
     LiveFeed, NoValue, SourceBadge, StaleBadge, celsius_text, gib_number, percent_text,
@@ -38,11 +38,7 @@ pub fn NodeCard(node: NodeInventory, currency: Currency, live: LiveFeed) -> impl
                 <StaleBadge node=live_node tick=live.tick />
                 <span class="node-meta">
                     <span class="node-host">{node.hostname}</span>
-                    <span>{move || if plural_one(i18n, gpu_count) {
-                        t_string!(i18n, node_gpu_count_singular, count = gpu_count).to_string()
-                    } else {
-                        t_string!(i18n, node_gpu_count_plural, count = gpu_count).to_string()
-                    }}</span>
+                    <span>{move || t_count!(i18n, gpu_count, node_gpu_count_singular, node_gpu_count_plural)}</span>
                     <span>{move || t_string!(i18n, node_added, date = date_text(i18n, added)).to_string()}</span>
                 </span>
             </header>

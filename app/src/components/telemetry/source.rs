@@ -3,7 +3,7 @@
 
 use super::now_utc;
 use crate::components::format::date_text;
-use crate::components::format::plural_one;
+use crate::components::format::t_count;
 use crate::domain::calendar::ZoneOffsets;
 use crate::domain::telemetry::{LiveNode, SourceKind};
 use crate::i18n::*;
@@ -125,11 +125,12 @@ pub fn stale_text(
         }
         None => {
             let minutes = std::cmp::max((now - seen).num_minutes(), 1);
-            if plural_one(i18n, minutes) {
-                t_string!(i18n, stale_for_minutes_singular, count = minutes).to_string()
-            } else {
-                t_string!(i18n, stale_for_minutes_plural, count = minutes).to_string()
-            }
+            t_count!(
+                i18n,
+                minutes,
+                stale_for_minutes_singular,
+                stale_for_minutes_plural
+            )
         }
     }
 }

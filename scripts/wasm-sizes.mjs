@@ -10,7 +10,7 @@ import { gzipSync } from "node:zlib";
 const PAGES = {
   "Sign-in": [],
   "Inventory": ["inventory_board"],
-  "GPU": ["gpu_board"],
+  "GPU": ["gpu_refresh"],
   "Calendar": ["calendar_board"],
   "My reservations": ["reservations_board"],
   "Profile": ["time_zone_setting", "api_tokens"],

@@ -84,6 +84,18 @@ test.describe("live GPU telemetry", () => {
     await expect(page.getByText("Times in America/Sao_Paulo.")).toBeVisible();
     await snapshot(page, "gpu-page");
 
+    // Every ten seconds the server sends the board again (as HTML) and it replaces the old one:
+    // the simulated values move without a reload.
+    const cards = () => page.locator(".stat-card .stat-value").allInnerTexts().then((t) => t.join("|"));
+    const before = await cards();
+    const refresh = await page.waitForResponse((r) => r.url().includes("get_gpu_board") && r.ok(), {
+      timeout: 15_000,
+    });
+    expect(refresh.ok()).toBeTruthy();
+    await expect(page.locator('.stat-card[data-metric="gpu_util"] .stat-value')).toHaveText(/^\d{1,3}%$/);
+    await expect.poll(cards, { timeout: 30_000 }).not.toBe(before);
+    await expect(page.getByText("Times in America/Sao_Paulo.")).toBeVisible();
+
     await page.getByRole("button", { name: "Português (Brasil)" }).click();
     await expect(page.getByRole("heading", { level: 2, name: "Valores atuais" })).toBeVisible();
     await expect(page.locator(".gpu-head .badge-simulated")).toHaveText(/simulado/i);

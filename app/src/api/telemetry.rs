@@ -106,3 +106,11 @@ pub async fn get_gpu_page(id: i64) -> Result<GpuPage, AppError> {
         .await,
     )
 }
+
+/// The GPU page's board for GPU `id` as HTML rendered on the server, in the viewer's language and
+/// time zone (the page's refresh island swaps it in).
+#[server(endpoint = "get_gpu_board")]
+pub async fn get_gpu_board(id: i64) -> Result<String, AppError> {
+    let page = get_gpu_page(id).await?;
+    Ok(crate::pages::gpu::board_html(page))
+}

@@ -1,7 +1,8 @@
 //! `/gpus/:id`: one GPU's live values, processes, events and its last hour and day as charts.
-//! The data refreshes every ten seconds in the browser.
+//! The server renders all of it; a small island asks the server for the board again every ten
+//! seconds (as HTML, in the viewer's language and zone) and swaps it in.
 
-use crate::api::telemetry::{GpuPage, get_gpu_page};
+use crate::api::telemetry::{GpuPage, get_gpu_board, get_gpu_page};
 use crate::components::calendar::use_browser_zone;
 use crate::components::error::ErrorPanel;
 use crate::components::format::MemoryText;
@@ -21,12 +22,24 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 use std::time::Duration;
 
+/// The element whose content the refresh island replaces.
+const BOARD_ID: &str = "gpu-board";
+
 /// The GPU page.
 #[component]
 pub fn GpuDetailPage() -> impl IntoView {
     let i18n = use_i18n();
     let params = use_params_map();
     let id = params.with_untracked(|p| p.get("id").and_then(|raw| raw.parse::<i64>().ok()));
+    let page = Resource::new(
+        || (),
+        move |()| async move {
+            match id {
+                Some(id) => get_gpu_page(id).await,
+                None => Err(AppError::NotFound("GPU".into())),
+            }
+        },
+    );
     view! {
         // A plain string, read once: leptos_meta reads a reactive title after the render, and
         // under load its signal was sometimes gone by then (a panic that cut the page off).
@@ -35,38 +48,66 @@ pub fn GpuDetailPage() -> impl IntoView {
             <p class="breadcrumb">
                 <a href="/">{t!(i18n, back_to_inventory)}</a>
             </p>
-            <GpuBoard id />
+            <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+                {move || {
+                    page.get()
+                        .map(|result| match result {
+                            Ok(page) => Either::Left(view! {
+                                <GpuRefresh id=page.gpu.id />
+                                <div id=BOARD_ID class="gpu-board">
+                                    <GpuView page />
+                                </div>
+                            }),
+                            Err(error) => Either::Right(view! { <ErrorPanel error /> }),
+                        })
+                }}
+            </Transition>
         </section>
     }
 }
 
-/// The GPU's values, refreshed every ten seconds (an island).
+/// The GPU's board (values, charts, tables) as HTML, rendered on the server for the refresh
+/// island, in the language and time zone of the request.
+#[cfg(feature = "ssr")]
+pub fn board_html(page: GpuPage) -> String {
+    let owner = Owner::new();
+    owner.with(|| {
+        // The same context `I18nContextProvider` provides: the language from the request's
+        // cookie or `Accept-Language` header.
+        #[allow(deprecated)]
+        leptos_i18n::context::provide_i18n_context::<Locale>();
+        view! { <GpuView page /> }.to_html()
+    })
+}
+
+/// Refreshes the board every ten seconds, and at once when the browser has just told the
+/// server its time zone (an island). A failed refresh keeps the last board and says why.
 #[cfg_attr(feature = "hydrate", island(lazy))]
 #[cfg_attr(not(feature = "hydrate"), island)]
-fn GpuBoard(id: Option<i64>) -> impl IntoView {
-    let i18n = use_i18n();
+fn GpuRefresh(id: i64) -> impl IntoView {
     let zone_known = use_browser_zone();
     let tick = use_poll(Duration::from_secs(10));
-    let page = Resource::new(
-        move || (tick.get(), zone_known.get()),
-        move |_| async move {
-            match id {
-                Some(id) => get_gpu_page(id).await,
-                None => Err(AppError::NotFound("GPU".into())),
+    let (failure, set_failure) = signal(None::<AppError>);
+    Effect::new(move |first: Option<()>| {
+        tick.track();
+        zone_known.track();
+        // The first run is the page the server just sent.
+        if first.is_none() {
+            return;
+        }
+        leptos::task::spawn_local(async move {
+            match get_gpu_board(id).await {
+                Ok(html) => {
+                    if let Some(board) = document().get_element_by_id(BOARD_ID) {
+                        board.set_inner_html(&html);
+                    }
+                    set_failure.set(None);
+                }
+                Err(error) => set_failure.set(Some(error)),
             }
-        },
-    );
-    view! {
-        <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
-            {move || {
-                page.get()
-                    .map(|result| match result {
-                        Ok(page) => Either::Left(view! { <GpuView page /> }),
-                        Err(error) => Either::Right(view! { <ErrorPanel error /> }),
-                    })
-            }}
-        </Transition>
-    }
+        });
+    });
+    move || failure.get().map(|error| view! { <ErrorPanel error /> })
 }
 
 #[component]

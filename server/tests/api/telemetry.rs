@@ -266,7 +266,29 @@ async fn fake_nvml_values_reach_the_api_metrics_and_page(backend: Backend) {
     assert!(page.contains(GPU0), "UUID on the page");
     assert!(page.contains("4242"), "process on the page");
     assert!(page.contains("<svg"), "charts on the page");
+
+    // The page's refresh asks for the same board as HTML, in the viewer's language.
+    let id = gpu0.id.to_string();
+    let board = board_html(&app, &id).await;
+    assert!(board.contains(GPU0) && board.contains("4242"), "{board}");
+    assert!(board.contains("<svg") && board.contains("Current values"));
+    assert!(!board.contains("<html"), "a fragment, not a page");
+    app.client
+        .post(app.url("/locale"))
+        .form(&[("locale", "pt-BR"), ("return_to", "/")])
+        .send()
+        .await
+        .unwrap();
+    assert!(board_html(&app, &id).await.contains("Valores atuais"));
+    let (status, _) = server_fn(&app, "/api/get_gpu_board", &[("id", "987654321")]).await;
+    assert_eq!(status, 404, "an unknown GPU");
     app.stop().await;
+}
+
+async fn board_html(app: &TestApp, id: &str) -> String {
+    let (status, board) = server_fn(app, "/api/get_gpu_board", &[("id", id)]).await;
+    assert_eq!(status, 200, "{board}");
+    board.as_str().unwrap().to_owned()
 }
 
 async fn post_agent(app: &TestApp, token: &str, path: &str, body: &Value) -> (u16, Value) {

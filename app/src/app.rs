@@ -5,7 +5,7 @@ use crate::i18n::*;
 use crate::pages::{
     calendar::CalendarPage, gpu::GpuDetailPage, inventory::InventoryPage,
     maintenance::MaintenancePage, nodes::NodesAdminPage, not_found::NotFoundPage,
-    profile::ProfilePage, reservations::ReservationsPage, sign_in::SignInPage,
+    profile::ProfilePage, reservations::ReservationsPage, sign_in::SignInPage, wallet::WalletPage,
 };
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
@@ -59,6 +59,7 @@ pub fn App() -> impl IntoView {
                         <Route path=StaticSegment("signin") view=SignInPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("calendar") view=CalendarPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("reservations") view=ReservationsPage ssr=SsrMode::Async />
+                        <Route path=StaticSegment("wallet") view=WalletPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("profile") view=ProfilePage ssr=SsrMode::Async />
                         <Route
                             path=(StaticSegment("admin"), StaticSegment("maintenance"))

@@ -13,6 +13,7 @@ mod m20261130_000005_create_reservations;
 mod m20261130_000006_add_user_time_zone;
 mod m20261130_000007_reservation_gpus_window;
 mod m20261130_000008_telemetry;
+mod m20261201_000009_ledger;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -30,6 +31,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000006_add_user_time_zone::Migration),
             Box::new(m20261130_000007_reservation_gpus_window::Migration),
             Box::new(m20261130_000008_telemetry::Migration),
+            Box::new(m20261201_000009_ledger::Migration),
         ]
     }
 }

@@ -24,6 +24,9 @@ pub enum AdminError {
     /// No live token has that id.
     #[error("no active API token with id {0}")]
     NoSuchToken(i64),
+    /// The ledger refused (unknown user, bad amount or reason, not enough credits).
+    #[error("{0}")]
+    Refused(berth_app::error::AppError),
     /// A query failed.
     #[error("database error: {0}")]
     Database(#[from] DbErr),
@@ -125,4 +128,28 @@ pub async fn list_nodes(config: &Config) -> Result<Vec<db::telemetry::NodeAgentS
     let nodes = db::telemetry::node_states(&conn).await?;
     let _ = conn.close().await;
     Ok(nodes)
+}
+
+/// Grants (positive) or deducts (negative) credits for the user with `email`, recorded as done
+/// from the command line.
+pub async fn change_credits(
+    config: &Config,
+    email: &str,
+    amount_minor: i64,
+    reason: &str,
+) -> Result<berth_app::server::ledger::CreditResult, AdminError> {
+    let (conn, _) = open_and_migrate(config).await?;
+    let done = berth_app::server::ledger::change_credits(
+        &conn,
+        &config.portal.currency,
+        None,
+        email,
+        amount_minor,
+        reason,
+        Utc::now(),
+    )
+    .await
+    .map_err(AdminError::Refused);
+    let _ = conn.close().await;
+    done
 }

@@ -41,6 +41,9 @@ pub enum Command {
     /// Manage GPU nodes and their agents' tokens.
     #[command(subcommand)]
     Node(NodeCommand),
+    /// Grant or deduct a user's prepaid credits.
+    #[command(subcommand)]
+    Credits(CreditsCommand),
     /// Run the node agent on a GPU host: register its GPUs with the portal and report their
     /// values every interval, until SIGTERM or Ctrl-C.
     Agent(AgentArgs),
@@ -60,6 +63,31 @@ pub enum NodeCommand {
     Revoke {
         /// The node's name.
         name: String,
+    },
+}
+
+/// `berth credits …`
+#[derive(Debug, Subcommand)]
+pub enum CreditsCommand {
+    /// Add credits to a user's wallet (money received by invoice or transfer, a gift).
+    Grant {
+        /// The user's e-mail address.
+        email: String,
+        /// Minor units of the portal's currency (cents: 10000 is 100.00).
+        amount_minor: u32,
+        /// Why (recorded, and shown to the user in the wallet).
+        #[arg(long)]
+        reason: String,
+    },
+    /// Take credits out of a user's wallet (a correction); refused if the wallet holds less.
+    Deduct {
+        /// The user's e-mail address.
+        email: String,
+        /// Minor units of the portal's currency.
+        amount_minor: u32,
+        /// Why (recorded, and shown to the user in the wallet).
+        #[arg(long)]
+        reason: String,
     },
 }
 
@@ -149,6 +177,7 @@ pub fn main() -> ExitCode {
             Command::User(command) => user(&config, command).await.map_err(boxed),
             Command::Token(command) => token(&config, command).await.map_err(boxed),
             Command::Node(command) => node(&config, command).await.map_err(boxed),
+            Command::Credits(command) => credits(&config, command).await.map_err(boxed),
             Command::Agent(args) => run_agent(args).await.map_err(boxed),
         }
     });
@@ -184,6 +213,34 @@ async fn token(config: &Config, command: TokenCommand) -> Result<(), AdminError>
             eprintln!("berth: token {id} revoked");
         }
     }
+    Ok(())
+}
+
+async fn credits(config: &Config, command: CreditsCommand) -> Result<(), AdminError> {
+    let (email, amount, reason) = match command {
+        CreditsCommand::Grant {
+            email,
+            amount_minor,
+            reason,
+        } => (email, i64::from(amount_minor), reason),
+        CreditsCommand::Deduct {
+            email,
+            amount_minor,
+            reason,
+        } => (email, -i64::from(amount_minor), reason),
+    };
+    let done = admin::change_credits(config, &email, amount, &reason).await?;
+    let currency = &config.portal.currency;
+    eprintln!(
+        "berth: transaction {}: {} {} for {}; balance now {} {}",
+        done.transaction_id,
+        done.amount.to_decimal_string(currency),
+        currency.code(),
+        done.user.email,
+        done.balance.to_decimal_string(currency),
+        currency.code()
+    );
+    println!("{}", done.balance.minor());
     Ok(())
 }
 

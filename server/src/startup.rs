@@ -4,7 +4,7 @@
 use crate::configuration::{Config, SessionSettings};
 use crate::routes::rate_limit::SignInLimiter;
 use crate::routes::{
-    agent, api, auth, csrf, guard, health, locale, maintenance, rate_limit, request_log,
+    agent, api, auth, csrf, guard, health, ledger, locale, maintenance, rate_limit, request_log,
     reservations, telemetry,
 };
 use axum::Router;
@@ -347,6 +347,8 @@ pub fn router(
             "/api/v1/maintenance/{id}",
             axum::routing::delete(maintenance::end),
         )
+        .route("/api/v1/wallet", get(ledger::wallet))
+        .route("/api/v1/admin/credits", post(ledger::change_credits))
         .route("/api/v1/gpus/{id}/telemetry", get(telemetry::history))
         .route("/api/v1/gpus/{id}/events", get(telemetry::events))
         .route(

@@ -2,6 +2,7 @@
 //! domain types, calls one `server::` function and returns.
 
 pub mod inventory;
+pub mod ledger;
 pub mod maintenance;
 pub mod nodes;
 pub mod profile;

@@ -105,6 +105,12 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_unregistered_gpu, uuid).to_string()
         }
         Problem::RangeTooLong { days } => t_string!(i18n, problem_range_too_long, days).to_string(),
+        Problem::NotAnEmail { raw } => t_string!(i18n, problem_not_an_email, raw).to_string(),
+        Problem::ZeroAmount => t_string!(i18n, problem_zero_amount).to_string(),
+        Problem::NotMinorUnits { raw } => t_string!(i18n, problem_not_minor_units, raw).to_string(),
+        Problem::InsufficientFunds { missing, .. } => {
+            t_string!(i18n, problem_insufficient_funds, missing).to_string()
+        }
         Problem::ReservationsInTheWay { ids } => {
             let count = ids.len();
             let ids = list_ids(&ids);

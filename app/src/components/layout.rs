@@ -31,6 +31,7 @@ pub fn Header() -> impl IntoView {
                 <a href="/" aria-current=move || current("/")>{t!(i18n, nav_gpus)}</a>
                 <a href="/calendar" aria-current=move || current("/calendar")>{t!(i18n, nav_calendar)}</a>
                 <a href="/reservations" aria-current=move || current("/reservations")>{t!(i18n, nav_reservations)}</a>
+                <a href="/wallet" aria-current=move || current("/wallet")>{t!(i18n, nav_wallet)}</a>
                 <a href="/profile" aria-current=move || current("/profile")>{t!(i18n, nav_profile)}</a>
                 <Transition fallback=|| ()>
                     {move || {

@@ -5,6 +5,7 @@ pub mod calendar;
 pub mod chart;
 pub mod gpu;
 pub mod inventory;
+pub mod ledger;
 pub mod maintenance;
 pub mod money;
 pub mod numbers;

@@ -229,6 +229,29 @@ pub enum Problem {
         /// The limit.
         days: i64,
     },
+    /// Not an e-mail address.
+    #[error("`{raw}` is not an e-mail address")]
+    NotAnEmail {
+        /// What was sent.
+        raw: String,
+    },
+    /// An amount of money that must not be zero.
+    #[error("the amount must not be zero")]
+    ZeroAmount,
+    /// Not a whole number of minor units.
+    #[error("`{raw}` is not a whole number of minor units (cents), e.g. 10000")]
+    NotMinorUnits {
+        /// What was sent.
+        raw: String,
+    },
+    /// A wallet cannot pay.
+    #[error("not enough credits: {missing} more needed")]
+    InsufficientFunds {
+        /// How much is missing, in minor units.
+        missing_minor: i64,
+        /// The same as a decimal amount with the currency code (`12.50 USD`).
+        missing: String,
+    },
     /// Reservations hold the GPUs during a requested maintenance window.
     #[error("{}", in_the_way(.ids))]
     ReservationsInTheWay {

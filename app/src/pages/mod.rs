@@ -9,3 +9,4 @@ pub mod not_found;
 pub mod profile;
 pub mod reservations;
 pub mod sign_in;
+pub mod wallet;

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod csrf;
 pub mod guard;
 pub mod health;
+pub mod ledger;
 pub mod locale;
 pub mod maintenance;
 pub mod rate_limit;

@@ -379,9 +379,73 @@ async fn users_and_tokens_made_on_the_command_line_work_against_the_api() {
         .unwrap()
         .to_owned();
 
+    // Credits: a grant prints the new balance in minor units; a deduction beyond it is refused.
+    let granted = run(&[
+        "credits",
+        "grant",
+        "admin@example.com",
+        "12500",
+        "--reason",
+        "invoice 7",
+    ]);
+    assert!(granted.status.success(), "{}", stderr_of(&granted));
+    assert_eq!(String::from_utf8_lossy(&granted.stdout).trim(), "12500");
+    assert!(
+        stderr_of(&granted).contains("125.00 USD"),
+        "{}",
+        stderr_of(&granted)
+    );
+    let refused = run(&[
+        "credits",
+        "deduct",
+        "admin@example.com",
+        "20000",
+        "--reason",
+        "x",
+    ]);
+    assert!(!refused.status.success());
+    assert!(
+        stderr_of(&refused).contains("not enough credits: 75.00 USD more needed"),
+        "{}",
+        stderr_of(&refused)
+    );
+    let unknown = run(&[
+        "credits",
+        "grant",
+        "nobody@example.com",
+        "1",
+        "--reason",
+        "x",
+    ]);
+    assert!(
+        stderr_of(&unknown).contains("user nobody@example.com"),
+        "{}",
+        stderr_of(&unknown)
+    );
+    let negative = run(&[
+        "credits",
+        "grant",
+        "admin@example.com",
+        "-5",
+        "--reason",
+        "x",
+    ]);
+    assert!(!negative.status.success(), "clap refuses a negative count");
+
     let mut served = Served::start(dir.path());
     let url = served.base_url();
     let client = crate::helpers::client();
+    let wallet: serde_json::Value = client
+        .get(format!("{url}/api/v1/wallet"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(wallet["balance_minor"], 12500, "{wallet}");
+    assert_eq!(wallet["entries"][0]["reason"], "invoice 7", "{wallet}");
     let me = client
         .get(format!("{url}/api/v1/me"))
         .bearer_auth(&token)

@@ -7,6 +7,7 @@ mod csrf;
 mod health;
 mod helpers;
 mod inventory;
+mod ledger;
 mod locale;
 mod maintenance;
 mod migrations;

@@ -3,6 +3,7 @@
 
 pub mod api_tokens;
 pub mod inventory;
+pub mod ledger;
 pub mod maintenance;
 pub mod reservations;
 pub mod sessions;

@@ -226,7 +226,7 @@ fn stored_window(row: &reservation::Model) -> Result<Window, DbErr> {
         .map_err(|err| DbErr::Custom(format!("reservations.id={}: {err}", row.id)))
 }
 
-fn is_retryable(err: &DbErr) -> bool {
+pub(crate) fn is_retryable(err: &DbErr) -> bool {
     let text = err.to_string();
     [
         "40001",

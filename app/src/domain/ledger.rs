@@ -1,0 +1,396 @@
+//! The money ledger's rules: double entry (every transaction's entries sum to zero), accounts
+//! (a wallet per user; the platform's revenue and the external funding account that top-ups
+//! and grants come from), and what a credit grant or deduction may be.
+
+use crate::domain::money::{Currency, Money};
+use crate::domain::problem::Problem;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Longest reason recorded with a credit grant or deduction.
+pub const MAX_REASON_CHARS: usize = 500;
+
+/// Largest single grant or deduction, in minor units (ten million in the currency's major unit
+/// for two decimals): a bound that catches a mistyped amount, far above any real top-up.
+pub const MAX_CREDIT_MINOR: i64 = 1_000_000_000;
+
+/// An account of the ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Account {
+    /// A user's prepaid credits; never negative.
+    Wallet(i64),
+    /// What the platform has earned.
+    Revenue,
+    /// The outside world: money enters through it (top-ups, grants) and leaves through it
+    /// (deductions). Its balance is minus everything ever put in.
+    Funding,
+}
+
+impl Account {
+    /// The kind as stored (`wallet`, `revenue`, `funding`).
+    pub fn kind(self) -> &'static str {
+        match self {
+            Account::Wallet(_) => "wallet",
+            Account::Revenue => "revenue",
+            Account::Funding => "funding",
+        }
+    }
+
+    /// The owning user of a wallet.
+    pub fn user_id(self) -> Option<i64> {
+        match self {
+            Account::Wallet(user) => Some(user),
+            Account::Revenue | Account::Funding => None,
+        }
+    }
+
+    /// Whether the balance must stay at or above zero.
+    pub fn may_not_go_negative(self) -> bool {
+        matches!(self, Account::Wallet(_))
+    }
+}
+
+/// What a transaction is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TransactionKind {
+    /// Credits added to a wallet by a platform admin (a payment received by invoice, a gift).
+    Grant,
+    /// Credits taken from a wallet by a platform admin.
+    Deduct,
+    /// A reservation paid from a wallet.
+    Charge,
+    /// Money returned to a wallet for a cancelled reservation.
+    Refund,
+}
+
+impl TransactionKind {
+    /// As stored and sent (`grant`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransactionKind::Grant => "grant",
+            TransactionKind::Deduct => "deduct",
+            TransactionKind::Charge => "charge",
+            TransactionKind::Refund => "refund",
+        }
+    }
+
+    /// From the stored text.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "grant" => Some(TransactionKind::Grant),
+            "deduct" => Some(TransactionKind::Deduct),
+            "charge" => Some(TransactionKind::Charge),
+            "refund" => Some(TransactionKind::Refund),
+            _ => None,
+        }
+    }
+}
+
+/// Why a set of entries is not a valid transaction (a bug in the caller, never user input).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PostingError {
+    /// Fewer than two entries.
+    #[error("a transaction needs at least two entries")]
+    TooFewEntries,
+    /// An entry of zero.
+    #[error("an entry of zero")]
+    ZeroEntry,
+    /// One account twice.
+    #[error("an account appears twice")]
+    AccountTwice,
+    /// The entries do not sum to zero (or overflow).
+    #[error("the entries sum to {0:?}, not zero")]
+    Unbalanced(Option<i64>),
+}
+
+/// The entries of one transaction: at least two, none zero, each account once, summing to zero.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Posting {
+    entries: Vec<(Account, Money)>,
+}
+
+impl Posting {
+    /// Checks the double-entry rules.
+    pub fn new(entries: Vec<(Account, Money)>) -> Result<Self, PostingError> {
+        if entries.len() < 2 {
+            return Err(PostingError::TooFewEntries);
+        }
+        if entries.iter().any(|(_, amount)| *amount == Money::ZERO) {
+            return Err(PostingError::ZeroEntry);
+        }
+        let mut accounts: Vec<Account> = entries.iter().map(|(account, _)| *account).collect();
+        accounts.sort_unstable();
+        accounts.dedup();
+        if accounts.len() != entries.len() {
+            return Err(PostingError::AccountTwice);
+        }
+        let sum = entries
+            .iter()
+            .try_fold(Money::ZERO, |sum, (_, amount)| sum.checked_add(*amount));
+        match sum {
+            Some(Money::ZERO) => Ok(Self { entries }),
+            other => Err(PostingError::Unbalanced(other.map(Money::minor))),
+        }
+    }
+
+    /// A transfer of `amount` (positive) from `from` to `to`.
+    pub fn transfer(from: Account, to: Account, amount: Money) -> Result<Self, PostingError> {
+        let minus = amount
+            .minor()
+            .checked_neg()
+            .ok_or(PostingError::Unbalanced(None))?;
+        Self::new(vec![(from, Money::from_minor(minus)), (to, amount)])
+    }
+
+    /// The entries, in the order given.
+    pub fn entries(&self) -> &[(Account, Money)] {
+        &self.entries
+    }
+}
+
+/// A validated grant (positive) or deduction (negative) of credits for one user's wallet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreditChange {
+    amount: Money,
+    reason: String,
+}
+
+impl CreditChange {
+    /// Checks an amount in minor units (not zero, at most [`MAX_CREDIT_MINOR`] either way) and a
+    /// reason (1 to [`MAX_REASON_CHARS`] characters after trimming). Errors name the field.
+    pub fn parse(amount_minor: i64, reason: &str) -> Result<Self, (&'static str, Problem)> {
+        if amount_minor == 0 {
+            return Err(("amount_minor", Problem::ZeroAmount));
+        }
+        if !(-MAX_CREDIT_MINOR..=MAX_CREDIT_MINOR).contains(&amount_minor) {
+            return Err((
+                "amount_minor",
+                Problem::OutOfRange {
+                    min: -MAX_CREDIT_MINOR,
+                    max: MAX_CREDIT_MINOR,
+                },
+            ));
+        }
+        let reason = reason.trim();
+        if reason.is_empty() || reason.chars().count() > MAX_REASON_CHARS {
+            return Err((
+                "reason",
+                Problem::Reason {
+                    max: MAX_REASON_CHARS,
+                },
+            ));
+        }
+        Ok(Self {
+            amount: Money::from_minor(amount_minor),
+            reason: reason.to_owned(),
+        })
+    }
+
+    /// Positive for a grant, negative for a deduction.
+    pub fn amount(&self) -> Money {
+        self.amount
+    }
+
+    /// Why.
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    /// A grant or a deduction.
+    pub fn kind(&self) -> TransactionKind {
+        if self.amount.minor() > 0 {
+            TransactionKind::Grant
+        } else {
+            TransactionKind::Deduct
+        }
+    }
+
+    /// The entries for `user`'s wallet: from the funding account for a grant, back to it for a
+    /// deduction.
+    pub fn posting(&self, user: i64) -> Posting {
+        let wallet = Account::Wallet(user);
+        let result = if self.amount.minor() > 0 {
+            Posting::transfer(Account::Funding, wallet, self.amount)
+        } else {
+            Posting::transfer(
+                wallet,
+                Account::Funding,
+                Money::from_minor(-self.amount.minor()),
+            )
+        };
+        // The amount is bounded and not zero, so the transfer is always valid.
+        result.unwrap_or_else(|err| unreachable!("a checked credit change is balanced: {err}"))
+    }
+}
+
+/// One movement of a wallet, as its owner sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WalletEntry {
+    /// The transaction.
+    pub transaction_id: i64,
+    /// When (UTC).
+    pub at: DateTime<Utc>,
+    /// What kind.
+    pub kind: TransactionKind,
+    /// Into the wallet (positive) or out of it (negative).
+    pub amount: Money,
+    /// The wallet's balance right after.
+    pub balance_after: Money,
+    /// The reason recorded.
+    pub reason: String,
+    /// The reservation it paid for or refunded, if any.
+    pub reservation_id: Option<i64>,
+}
+
+/// A user's wallet: balance and history, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Wallet {
+    /// Whose.
+    pub user_id: i64,
+    /// The balance now.
+    pub balance: Money,
+    /// The currency.
+    pub currency: Currency,
+    /// Movements, newest first.
+    pub entries: Vec<WalletEntry>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn m(minor: i64) -> Money {
+        Money::from_minor(minor)
+    }
+
+    #[test]
+    fn postings_follow_double_entry() {
+        assert!(Posting::new(vec![(Account::Funding, m(-5)), (Account::Wallet(1), m(5))]).is_ok());
+        assert_eq!(
+            Posting::new(vec![(Account::Funding, m(-5))]),
+            Err(PostingError::TooFewEntries)
+        );
+        assert_eq!(
+            Posting::new(vec![(Account::Funding, m(-5)), (Account::Wallet(1), m(4))]),
+            Err(PostingError::Unbalanced(Some(-1)))
+        );
+        assert_eq!(
+            Posting::new(vec![(Account::Funding, m(0)), (Account::Wallet(1), m(0))]),
+            Err(PostingError::ZeroEntry)
+        );
+        assert_eq!(
+            Posting::new(vec![
+                (Account::Wallet(1), m(-5)),
+                (Account::Wallet(1), m(5))
+            ]),
+            Err(PostingError::AccountTwice)
+        );
+        assert_eq!(
+            Posting::new(vec![
+                (Account::Funding, m(i64::MAX)),
+                (Account::Revenue, m(i64::MAX)),
+                (Account::Wallet(1), m(2)),
+            ]),
+            Err(PostingError::Unbalanced(None)),
+            "overflow is not balance"
+        );
+    }
+
+    #[test]
+    fn credit_changes_are_checked() {
+        let grant = CreditChange::parse(10_000, "  invoice 2026-114 ").unwrap();
+        assert_eq!(grant.kind(), TransactionKind::Grant);
+        assert_eq!(grant.reason(), "invoice 2026-114");
+        assert_eq!(
+            grant.posting(7).entries(),
+            &[
+                (Account::Funding, m(-10_000)),
+                (Account::Wallet(7), m(10_000))
+            ]
+        );
+        let deduct = CreditChange::parse(-250, "correction").unwrap();
+        assert_eq!(deduct.kind(), TransactionKind::Deduct);
+        assert_eq!(
+            deduct.posting(7).entries(),
+            &[(Account::Wallet(7), m(-250)), (Account::Funding, m(250))]
+        );
+        assert_eq!(
+            CreditChange::parse(0, "x").unwrap_err(),
+            ("amount_minor", Problem::ZeroAmount)
+        );
+        assert_eq!(
+            CreditChange::parse(MAX_CREDIT_MINOR + 1, "x")
+                .unwrap_err()
+                .0,
+            "amount_minor"
+        );
+        assert_eq!(
+            CreditChange::parse(i64::MIN, "x").unwrap_err().0,
+            "amount_minor"
+        );
+        assert_eq!(CreditChange::parse(5, "   ").unwrap_err().0, "reason");
+        assert_eq!(
+            CreditChange::parse(5, &"é".repeat(MAX_REASON_CHARS + 1))
+                .unwrap_err()
+                .0,
+            "reason"
+        );
+        assert!(CreditChange::parse(5, &"é".repeat(MAX_REASON_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn kinds_round_trip() {
+        for kind in [
+            TransactionKind::Grant,
+            TransactionKind::Deduct,
+            TransactionKind::Charge,
+            TransactionKind::Refund,
+        ] {
+            assert_eq!(TransactionKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(TransactionKind::parse("gift"), None);
+    }
+
+    proptest! {
+        /// Any accepted posting sums to zero; any set of entries that does not is refused.
+        #[test]
+        fn accepted_postings_sum_to_zero(
+            amounts in proptest::collection::vec(-1_000_000i64..1_000_000, 1..6),
+        ) {
+            let mut entries: Vec<(Account, Money)> = amounts
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (Account::Wallet(i as i64), m(*a)))
+                .collect();
+            let rest: i64 = amounts.iter().sum();
+            entries.push((Account::Funding, m(-rest)));
+            let balanced = Posting::new(entries.clone());
+            let sum: i64 = entries.iter().map(|(_, a)| a.minor()).sum();
+            prop_assert_eq!(sum, 0);
+            prop_assert_eq!(balanced.is_ok(), entries.iter().all(|(_, a)| a.minor() != 0));
+            // Nudging any one entry breaks the balance.
+            entries[0].1 = m(entries[0].1.minor() + 1);
+            prop_assert!(Posting::new(entries).is_err());
+        }
+
+        /// A credit change moves exactly its amount into (or out of) the wallet.
+        #[test]
+        fn credit_changes_move_their_amount(
+            amount in -MAX_CREDIT_MINOR..=MAX_CREDIT_MINOR,
+            user in 1i64..1000,
+        ) {
+            prop_assume!(amount != 0);
+            let change = CreditChange::parse(amount, "reason").unwrap();
+            let posting = change.posting(user);
+            let wallet: i64 = posting
+                .entries()
+                .iter()
+                .filter(|(account, _)| *account == Account::Wallet(user))
+                .map(|(_, a)| a.minor())
+                .sum();
+            prop_assert_eq!(wallet, amount);
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! The ledger's tables: posting a balanced transaction, reading a wallet, and auditing that the
+//! books balance.
+//!
+//! A posting runs inside the caller's write transaction. Each wallet entry moves the wallet's
+//! cached balance with one guarded `UPDATE … WHERE balance_minor + amount >= 0`: the row lock
+//! (PostgreSQL) or the write lock (SQLite) serialises concurrent postings to a wallet, and a
+//! posting that would take it below zero changes nothing and answers
+//! [`PostError::InsufficientFunds`]. The platform's accounts keep no cached balance, so postings
+//! for different users never wait on each other.
+
+use crate::domain::ledger::{Account, Posting, TransactionKind, WalletEntry};
+use crate::domain::money::Money;
+use crate::server::entity::{ledger_account, ledger_entry, ledger_transaction};
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
+use sea_orm::{
+    ActiveValue::{NotSet, Set},
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
+    QuerySelect, RelationTrait, Statement,
+};
+
+/// What a transaction records besides its entries.
+#[derive(Debug, Clone)]
+pub struct TransactionRecord<'a> {
+    /// What it is.
+    pub kind: TransactionKind,
+    /// Whose wallet it moves.
+    pub user_id: Option<i64>,
+    /// The reservation paid or refunded.
+    pub reservation_id: Option<i64>,
+    /// Why.
+    pub reason: &'a str,
+    /// Who did it (None: the command line or a job).
+    pub actor_id: Option<i64>,
+    /// The payment provider of a top-up.
+    pub provider: Option<&'a str>,
+    /// When.
+    pub at: DateTime<Utc>,
+}
+
+/// Why a posting was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum PostError {
+    /// A wallet would go below zero; nothing was written.
+    #[error("wallet of user {user_id} is short by {missing:?}")]
+    InsufficientFunds {
+        /// The wallet's owner.
+        user_id: i64,
+        /// How much more it would need.
+        missing: Money,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
+
+/// The id of `account`, creating a user's wallet on first use.
+pub async fn account_id(db: &impl ConnectionTrait, account: Account) -> Result<i64, DbErr> {
+    let find = || {
+        let query =
+            ledger_account::Entity::find().filter(ledger_account::Column::Kind.eq(account.kind()));
+        match account.user_id() {
+            Some(user) => query.filter(ledger_account::Column::UserId.eq(user)),
+            None => query.filter(ledger_account::Column::UserId.is_null()),
+        }
+    };
+    if let Some(row) = find().one(db).await? {
+        return Ok(row.id);
+    }
+    let Some(user) = account.user_id() else {
+        return Err(DbErr::RecordNotFound(format!(
+            "the {} account (created by the ledger migration)",
+            account.kind()
+        )));
+    };
+    // Two first postings for one user at once (PostgreSQL) both get here: one inserts, the
+    // other's insert does nothing, and both read the one row.
+    ledger_account::Entity::insert(ledger_account::ActiveModel {
+        id: NotSet,
+        kind: Set(account.kind().to_owned()),
+        user_id: Set(Some(user)),
+        balance_minor: Set(0),
+        created_at: Set(Utc::now()),
+    })
+    .on_conflict(
+        OnConflict::columns([ledger_account::Column::Kind, ledger_account::Column::UserId])
+            .do_nothing()
+            .to_owned(),
+    )
+    .exec_without_returning(db)
+    .await?;
+    find()
+        .one(db)
+        .await?
+        .map(|row| row.id)
+        .ok_or_else(|| DbErr::RecordNotFound(format!("wallet of user {user}")))
+}
+
+/// Writes `posting` as one transaction described by `record`; returns its id. Run it inside a
+/// write transaction: on [`PostError::InsufficientFunds`] the caller rolls back (nothing of the
+/// posting was kept anyway).
+pub async fn post(
+    db: &impl ConnectionTrait,
+    record: &TransactionRecord<'_>,
+    posting: &Posting,
+) -> Result<i64, PostError> {
+    let mut resolved = Vec::with_capacity(posting.entries().len());
+    for (account, amount) in posting.entries() {
+        resolved.push((*account, account_id(db, *account).await?, *amount));
+    }
+    // Wallets in id order, so two postings that touch the same wallets lock them in one order.
+    resolved.sort_by_key(|(_, id, _)| *id);
+    for (account, id, amount) in &resolved {
+        let Account::Wallet(user_id) = *account else {
+            continue;
+        };
+        let moved = ledger_account::Entity::update_many()
+            .col_expr(
+                ledger_account::Column::BalanceMinor,
+                Expr::col(ledger_account::Column::BalanceMinor).add(amount.minor()),
+            )
+            .filter(ledger_account::Column::Id.eq(*id))
+            .filter(
+                Expr::col(ledger_account::Column::BalanceMinor)
+                    .add(amount.minor())
+                    .gte(0),
+            )
+            .exec(db)
+            .await?;
+        if moved.rows_affected == 0 {
+            let balance = ledger_account::Entity::find_by_id(*id)
+                .one(db)
+                .await?
+                .map_or(0, |row| row.balance_minor);
+            return Err(PostError::InsufficientFunds {
+                user_id,
+                missing: Money::from_minor(-(balance + amount.minor())),
+            });
+        }
+    }
+    let transaction = ledger_transaction::Entity::insert(ledger_transaction::ActiveModel {
+        id: NotSet,
+        kind: Set(record.kind.as_str().to_owned()),
+        user_id: Set(record.user_id),
+        reservation_id: Set(record.reservation_id),
+        reverses_id: Set(None),
+        reason: Set(record.reason.to_owned()),
+        actor_id: Set(record.actor_id),
+        provider: Set(record.provider.map(str::to_owned)),
+        created_at: Set(record.at),
+    })
+    .exec(db)
+    .await?
+    .last_insert_id;
+    ledger_entry::Entity::insert_many(resolved.iter().map(|(_, account_id, amount)| {
+        ledger_entry::ActiveModel {
+            id: NotSet,
+            transaction_id: Set(transaction),
+            account_id: Set(*account_id),
+            amount_minor: Set(amount.minor()),
+        }
+    }))
+    .exec_without_returning(db)
+    .await?;
+    Ok(transaction)
+}
+
+/// A wallet's cached balance (zero for a user who never had one).
+pub async fn wallet_balance(db: &impl ConnectionTrait, user_id: i64) -> Result<Money, DbErr> {
+    Ok(Money::from_minor(
+        ledger_account::Entity::find()
+            .filter(ledger_account::Column::Kind.eq("wallet"))
+            .filter(ledger_account::Column::UserId.eq(user_id))
+            .one(db)
+            .await?
+            .map_or(0, |row| row.balance_minor),
+    ))
+}
+
+#[derive(Debug, FromQueryResult)]
+struct EntryRow {
+    transaction_id: i64,
+    amount_minor: i64,
+    kind: String,
+    reason: String,
+    reservation_id: Option<i64>,
+    created_at: DateTime<Utc>,
+}
+
+/// A wallet's balance and its latest `limit` movements, newest first, each with the balance
+/// right after it.
+pub async fn wallet(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    limit: u64,
+) -> Result<(Money, Vec<WalletEntry>), DbErr> {
+    let balance = wallet_balance(db, user_id).await?;
+    let rows = ledger_entry::Entity::find()
+        .select_only()
+        .column(ledger_entry::Column::TransactionId)
+        .column(ledger_entry::Column::AmountMinor)
+        .column(ledger_transaction::Column::Kind)
+        .column(ledger_transaction::Column::Reason)
+        .column(ledger_transaction::Column::ReservationId)
+        .column(ledger_transaction::Column::CreatedAt)
+        .join(
+            sea_orm::JoinType::InnerJoin,
+            ledger_entry::Relation::Transaction.def(),
+        )
+        .filter(
+            ledger_entry::Column::AccountId.in_subquery(
+                sea_orm::sea_query::Query::select()
+                    .column(ledger_account::Column::Id)
+                    .from(ledger_account::Entity)
+                    .and_where(ledger_account::Column::Kind.eq("wallet"))
+                    .and_where(ledger_account::Column::UserId.eq(user_id))
+                    .to_owned(),
+            ),
+        )
+        .order_by_desc(ledger_entry::Column::TransactionId)
+        .limit(limit)
+        .into_model::<EntryRow>()
+        .all(db)
+        .await?;
+    let mut after = balance;
+    let mut entries = Vec::with_capacity(rows.len());
+    for row in rows {
+        let amount = Money::from_minor(row.amount_minor);
+        let kind = TransactionKind::parse(&row.kind).ok_or_else(|| {
+            DbErr::Custom(format!(
+                "ledger_transactions.id={}: unknown kind {}",
+                row.transaction_id, row.kind
+            ))
+        })?;
+        entries.push(WalletEntry {
+            transaction_id: row.transaction_id,
+            at: row.created_at,
+            kind,
+            amount,
+            balance_after: after,
+            reason: row.reason,
+            reservation_id: row.reservation_id,
+        });
+        after = Money::from_minor(after.minor() - amount.minor());
+    }
+    Ok((balance, entries))
+}
+
+/// What an audit of the books found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audit {
+    /// The sum of every entry (0 when the books balance).
+    pub total_minor: i64,
+    /// Transactions whose entries do not sum to zero.
+    pub unbalanced_transactions: Vec<i64>,
+    /// Wallets whose cached balance differs from the sum of their entries.
+    pub drifted_wallets: Vec<i64>,
+    /// Wallets below zero.
+    pub negative_wallets: Vec<i64>,
+    /// Number of transactions.
+    pub transactions: u64,
+}
+
+impl Audit {
+    /// Whether every check passed.
+    pub fn is_clean(&self) -> bool {
+        self.total_minor == 0
+            && self.unbalanced_transactions.is_empty()
+            && self.drifted_wallets.is_empty()
+            && self.negative_wallets.is_empty()
+    }
+}
+
+#[derive(Debug, FromQueryResult)]
+struct IdRow {
+    id: i64,
+}
+
+#[derive(Debug, FromQueryResult)]
+struct NumberRow {
+    n: Option<i64>,
+}
+
+/// Checks the books from the entries, independently of the cached balances.
+pub async fn audit(db: &impl ConnectionTrait) -> Result<Audit, DbErr> {
+    let backend = db.get_database_backend();
+    let ids = |sql: &str| Statement::from_string(backend, sql.to_owned());
+    let number = |sql: &str| Statement::from_string(backend, sql.to_owned());
+    let total = NumberRow::find_by_statement(number(
+        "SELECT CAST(COALESCE(SUM(amount_minor), 0) AS BIGINT) AS n FROM ledger_entries",
+    ))
+    .one(db)
+    .await?
+    .and_then(|row| row.n)
+    .unwrap_or(0);
+    let transactions = NumberRow::find_by_statement(number(
+        "SELECT CAST(COUNT(*) AS BIGINT) AS n FROM ledger_transactions",
+    ))
+    .one(db)
+    .await?
+    .and_then(|row| row.n)
+    .unwrap_or(0);
+    let collect = |rows: Vec<IdRow>| rows.into_iter().map(|row| row.id).collect::<Vec<_>>();
+    let unbalanced = IdRow::find_by_statement(ids("SELECT t.id AS id FROM ledger_transactions t \
+         LEFT JOIN ledger_entries e ON e.transaction_id = t.id \
+         GROUP BY t.id HAVING COALESCE(SUM(e.amount_minor), 0) <> 0 OR COUNT(e.id) < 2"))
+    .all(db)
+    .await?;
+    let drifted = IdRow::find_by_statement(ids("SELECT a.id AS id FROM ledger_accounts a \
+         LEFT JOIN ledger_entries e ON e.account_id = a.id \
+         WHERE a.kind = 'wallet' \
+         GROUP BY a.id, a.balance_minor \
+         HAVING a.balance_minor <> COALESCE(SUM(e.amount_minor), 0)"))
+    .all(db)
+    .await?;
+    let negative = IdRow::find_by_statement(ids(
+        "SELECT id FROM ledger_accounts WHERE kind = 'wallet' AND balance_minor < 0",
+    ))
+    .all(db)
+    .await?;
+    Ok(Audit {
+        total_minor: total,
+        unbalanced_transactions: collect(unbalanced),
+        drifted_wallets: collect(drifted),
+        negative_wallets: collect(negative),
+        transactions: u64::try_from(transactions).unwrap_or(0),
+    })
+}

@@ -1,0 +1,162 @@
+//! The ledger service shared by the JSON API, the pages and the command line: validates a
+//! credit grant or deduction, posts it in one write transaction (retried when the database is
+//! busy or reports a serialization failure), and reads wallets.
+
+use crate::domain::ledger::{CreditChange, Wallet};
+use crate::domain::money::{Currency, Money};
+use crate::domain::problem::Problem;
+use crate::domain::user::{Email, UserSummary};
+use crate::error::AppError;
+use crate::server::db;
+use crate::server::db::ledger::{PostError, TransactionRecord};
+use chrono::{DateTime, Utc};
+use sea_orm::{DatabaseConnection, DbErr};
+use serde::{Deserialize, Serialize};
+
+/// How a top-up reached the platform; recorded with each grant. Berth ships one: a platform
+/// admin records money received by invoice or bank transfer.
+pub const MANUAL_PROVIDER: &str = "manual";
+
+/// Most movements a wallet read returns.
+pub const WALLET_ENTRIES: u64 = 500;
+
+/// Attempts at a posting that the database asks to retry.
+const MAX_ATTEMPTS: u32 = 5;
+
+/// A grant or deduction as sent by a platform admin.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CreditForm {
+    /// The user's e-mail address.
+    pub email: String,
+    /// Minor units: positive grants, negative deducts. Kept as JSON so that `10.5` or `"100"`
+    /// get a field-level answer rather than a parser's.
+    pub amount_minor: serde_json::Value,
+    /// Why (recorded and shown to the user).
+    pub reason: String,
+}
+
+/// What a grant or deduction did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreditResult {
+    /// The ledger transaction.
+    pub transaction_id: i64,
+    /// Whose wallet.
+    pub user: UserSummary,
+    /// Minor units moved into (positive) or out of (negative) the wallet.
+    pub amount: Money,
+    /// The wallet's balance afterwards.
+    pub balance: Money,
+}
+
+/// Reads `amount_minor` as a whole number of minor units.
+pub fn parse_minor_units(raw: &serde_json::Value) -> Result<i64, AppError> {
+    raw.as_i64().ok_or_else(|| {
+        AppError::invalid(
+            "amount_minor",
+            Problem::NotMinorUnits {
+                raw: raw.to_string(),
+            },
+        )
+    })
+}
+
+/// The error a short wallet answers: 409 with how much is missing.
+pub fn insufficient(missing: Money, currency: &Currency) -> AppError {
+    AppError::Conflict(Problem::InsufficientFunds {
+        missing_minor: missing.minor(),
+        missing: format!(
+            "{} {}",
+            missing.to_decimal_string(currency),
+            currency.code()
+        ),
+    })
+}
+
+/// Grants (positive) or deducts (negative) credits for the user with `email`, recorded with
+/// `reason` and the acting admin (`None`: the command line). Callers check the actor's role.
+#[tracing::instrument(skip_all, fields(actor.id = actor_id))]
+pub async fn change_credits(
+    db: &DatabaseConnection,
+    currency: &Currency,
+    actor_id: Option<i64>,
+    email: &str,
+    amount_minor: i64,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<CreditResult, AppError> {
+    let email = Email::parse(email).map_err(|_| {
+        AppError::invalid(
+            "email",
+            Problem::NotAnEmail {
+                raw: email.to_owned(),
+            },
+        )
+    })?;
+    let change = CreditChange::parse(amount_minor, reason)
+        .map_err(|(field, problem)| AppError::invalid(field, problem))?;
+    let user = db::users::find_user_by_email(db, &email)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("user {email}")))?;
+    let posting = change.posting(user.id);
+    let record = TransactionRecord {
+        kind: change.kind(),
+        user_id: Some(user.id),
+        reservation_id: None,
+        reason: change.reason(),
+        actor_id,
+        provider: (change.amount().minor() > 0).then_some(MANUAL_PROVIDER),
+        at: now,
+    };
+    let mut attempt = 0;
+    let (transaction_id, balance) = loop {
+        attempt += 1;
+        let result: Result<(i64, Money), PostError> = async {
+            let txn = db::begin_write(db).await?;
+            let id = db::ledger::post(&txn, &record, &posting).await?;
+            let balance = db::ledger::wallet_balance(&txn, user.id).await?;
+            txn.commit().await?;
+            Ok((id, balance))
+        }
+        .await;
+        match result {
+            Ok(done) => break done,
+            Err(PostError::InsufficientFunds { missing, .. }) => {
+                return Err(insufficient(missing, currency));
+            }
+            Err(PostError::Db(err))
+                if attempt < MAX_ATTEMPTS && db::reservations::is_retryable(&err) =>
+            {
+                tracing::debug!(attempt, error = %err, "posting retried");
+                tokio::time::sleep(std::time::Duration::from_millis(10 * u64::from(attempt))).await;
+            }
+            Err(PostError::Db(err)) => return Err(AppError::from(err)),
+        }
+    };
+    tracing::info!(
+        user.id = user.id,
+        transaction.id = transaction_id,
+        amount_minor,
+        "credits changed"
+    );
+    Ok(CreditResult {
+        transaction_id,
+        user,
+        amount: change.amount(),
+        balance,
+    })
+}
+
+/// `user_id`'s wallet with its latest movements.
+pub async fn wallet(
+    db: &DatabaseConnection,
+    currency: &Currency,
+    user_id: i64,
+) -> Result<Wallet, DbErr> {
+    let (balance, entries) = db::ledger::wallet(db, user_id, WALLET_ENTRIES).await?;
+    Ok(Wallet {
+        user_id,
+        balance,
+        currency: currency.clone(),
+        entries,
+    })
+}

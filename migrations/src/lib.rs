@@ -14,6 +14,7 @@ mod m20261130_000006_add_user_time_zone;
 mod m20261130_000007_reservation_gpus_window;
 mod m20261130_000008_telemetry;
 mod m20261201_000009_ledger;
+mod m20261201_000010_reservation_payment;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -32,6 +33,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000007_reservation_gpus_window::Migration),
             Box::new(m20261130_000008_telemetry::Migration),
             Box::new(m20261201_000009_ledger::Migration),
+            Box::new(m20261201_000010_reservation_payment::Migration),
         ]
     }
 }

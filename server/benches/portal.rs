@@ -494,6 +494,18 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
         .expect("user");
         users.push(user.id);
     }
+    // The booking user pays for what it books (the benchmark books with a charge).
+    berth_app::server::ledger::change_credits(
+        conn,
+        &berth_app::domain::money::Currency::new("USD", "$", 2).expect("USD"),
+        None,
+        "bench-user-0@berth.invalid",
+        berth_app::domain::ledger::MAX_CREDIT_MINOR,
+        "bench credits",
+        now,
+    )
+    .await
+    .expect("credits");
     let (token, hash) = tokens::generate();
     db::api_tokens::insert_token(
         conn,
@@ -597,6 +609,8 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 created_at: Set((start - TimeDelta::days(2)).min(now)),
                 cancelled_at: Set(cancelled.then_some((start - TimeDelta::days(1)).min(now))),
                 cancelled_by: Set(None),
+                // The dataset's bookings are rows, not payments: no ledger behind them.
+                payment_status: Set("unpaid".to_owned()),
             });
             for i in chosen {
                 holds.push((id, node_gpus[*i], start, end));

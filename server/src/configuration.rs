@@ -61,6 +61,12 @@ pub struct RawSettings {
     pub max_booking_days: u32,
     /// How many weeks ahead a booking may start.
     pub booking_horizon_weeks: u32,
+    /// Cancelling at least this many hours before the start refunds the whole price.
+    pub refund_full_hours: u32,
+    /// Cancelling at least this many hours before the start refunds `refund_partial_percent`.
+    pub refund_partial_hours: u32,
+    /// The partial refund, in percent of the price.
+    pub refund_partial_percent: u8,
     /// Hours raw GPU samples are kept.
     pub raw_samples_hours: u32,
     /// Days one-minute rollups and GPU events are kept.
@@ -187,6 +193,9 @@ impl Default for RawSettings {
             demo_bookings: None,
             max_booking_days: 14,
             booking_horizon_weeks: 8,
+            refund_full_hours: 24,
+            refund_partial_hours: 2,
+            refund_partial_percent: 50,
             raw_samples_hours: 24,
             rollup_days: 30,
             new_gpu_price_minor: 200,
@@ -422,6 +431,15 @@ impl Config {
                 "booking_horizon_weeks (BERTH_BOOKING_HORIZON_WEEKS) must be between 1 and 104",
             ));
         }
+        if raw.refund_full_hours > 24 * 366
+            || raw.refund_partial_hours > raw.refund_full_hours
+            || raw.refund_partial_percent > 100
+        {
+            return Err(ConfigError::BookingLimit(
+                "refund settings: refund_partial_hours at most refund_full_hours (at most 8784), \
+                 refund_partial_percent 0-100",
+            ));
+        }
         if !(1..=24 * 30).contains(&raw.raw_samples_hours)
             || !(1..=3660).contains(&raw.rollup_days)
             || !(1..=3600).contains(&raw.agent_interval_seconds)
@@ -467,6 +485,11 @@ impl Config {
                     horizon: chrono::TimeDelta::weeks(i64::from(raw.booking_horizon_weeks)),
                 },
                 admin_emails,
+                refund: berth_app::domain::ledger::RefundPolicy {
+                    full_before: chrono::TimeDelta::hours(i64::from(raw.refund_full_hours)),
+                    partial_before: chrono::TimeDelta::hours(i64::from(raw.refund_partial_hours)),
+                    partial_percent: raw.refund_partial_percent,
+                },
                 telemetry: berth_app::server::state::TelemetrySettings {
                     raw_keep: chrono::TimeDelta::hours(i64::from(raw.raw_samples_hours)),
                     rollup_keep: chrono::TimeDelta::days(i64::from(raw.rollup_days)),

@@ -139,9 +139,13 @@ impl Application {
                 demo::SeedOutcome::Seeded { nodes, gpus } => {
                     tracing::info!(demo.nodes = nodes, demo.gpus = gpus, "added the demo fleet");
                     if config.demo_bookings {
-                        let added = demo::seed_demo_bookings(&db, chrono::Utc::now())
-                            .await
-                            .map_err(StartupError::Demo)?;
+                        let added = demo::seed_demo_bookings(
+                            &db,
+                            chrono::Utc::now(),
+                            &config.portal.currency,
+                        )
+                        .await
+                        .map_err(StartupError::Demo)?;
                         tracing::info!(demo.reservations = added, "added demo bookings");
                     }
                 }

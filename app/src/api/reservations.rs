@@ -117,9 +117,28 @@ pub async fn list_my_reservations() -> Result<MyReservations, AppError> {
             let list = db::reservations::list_for_owner(&state.db, actor.user.id, now).await?;
             let from = list.iter().map(|r| r.window.start()).min().unwrap_or(now);
             let to = list.iter().map(|r| r.window.end()).max().unwrap_or(now);
+            let refunds_now = list
+                .iter()
+                .filter(|r| {
+                    r.status == crate::domain::reservation::ReservationStatus::Confirmed
+                        && r.payment_status == crate::domain::reservation::PaymentStatus::Paid
+                })
+                .map(|r| {
+                    let paid = crate::domain::money::Money::from_minor(r.price_minor);
+                    (
+                        r.id,
+                        state
+                            .portal
+                            .refund
+                            .refund(paid, r.window.start(), now)
+                            .minor(),
+                    )
+                })
+                .collect();
             Ok(MyReservations {
                 zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
                 currency: state.portal.currency.clone(),
+                refunds_now,
                 list,
             })
         }

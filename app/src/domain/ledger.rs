@@ -4,7 +4,7 @@
 
 use crate::domain::money::{Currency, Money};
 use crate::domain::problem::Problem;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 
 /// Longest reason recorded with a credit grant or deduction.
@@ -224,6 +224,48 @@ impl CreditChange {
     }
 }
 
+/// What a cancelled reservation gets back (a setting): the whole price when cancelled at least
+/// `full_before` ahead of the start, `partial_percent` of it when at least `partial_before`
+/// ahead, nothing later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefundPolicy {
+    /// Full refund this long or more before the start (default 24 h).
+    pub full_before: TimeDelta,
+    /// Partial refund this long or more before the start (default 2 h).
+    pub partial_before: TimeDelta,
+    /// The partial refund, in percent of the price (default 50).
+    pub partial_percent: u8,
+}
+
+impl Default for RefundPolicy {
+    fn default() -> Self {
+        Self {
+            full_before: TimeDelta::hours(24),
+            partial_before: TimeDelta::hours(2),
+            partial_percent: 50,
+        }
+    }
+}
+
+impl RefundPolicy {
+    /// The refund of `paid` for a cancellation at `at` of a reservation starting at `start`,
+    /// rounded down to a whole minor unit.
+    pub fn refund(&self, paid: Money, start: DateTime<Utc>, at: DateTime<Utc>) -> Money {
+        let ahead = start - at;
+        if paid.minor() <= 0 {
+            Money::ZERO
+        } else if ahead >= self.full_before {
+            paid
+        } else if ahead >= self.partial_before {
+            let percent = i128::from(self.partial_percent.min(100));
+            // i128: price × percent cannot overflow.
+            Money::from_minor(i64::try_from(i128::from(paid.minor()) * percent / 100).unwrap_or(0))
+        } else {
+            Money::ZERO
+        }
+    }
+}
+
 /// One movement of a wallet, as its owner sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WalletEntry {
@@ -353,7 +395,57 @@ mod tests {
         assert_eq!(TransactionKind::parse("gift"), None);
     }
 
+    #[test]
+    fn the_default_refund_policy() {
+        let policy = RefundPolicy::default();
+        let start = DateTime::parse_from_rfc3339("2026-12-10T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let before = |hours: i64, minutes: i64| {
+            start - TimeDelta::hours(hours) - TimeDelta::minutes(minutes)
+        };
+        assert_eq!(policy.refund(m(1001), start, before(24, 0)), m(1001));
+        assert_eq!(
+            policy.refund(m(1001), start, before(23, 59)),
+            m(500),
+            "half, rounded down"
+        );
+        assert_eq!(policy.refund(m(1001), start, before(2, 0)), m(500));
+        assert_eq!(policy.refund(m(1001), start, before(1, 59)), m(0));
+        assert_eq!(
+            policy.refund(m(1001), start, start + TimeDelta::hours(1)),
+            m(0),
+            "after start"
+        );
+        assert_eq!(policy.refund(m(0), start, before(48, 0)), m(0));
+    }
+
     proptest! {
+        /// A refund is never negative nor more than was paid, and never grows as the start
+        /// comes closer.
+        #[test]
+        fn refunds_are_bounded_and_shrink_towards_the_start(
+            paid in 0i64..10_000_000_000,
+            percent in 0u8..=100,
+            full in 1i64..200,
+            partial in 0i64..200,
+            earlier in -300i64..300,
+            later_by in 0i64..300,
+        ) {
+            let policy = RefundPolicy {
+                full_before: TimeDelta::hours(full.max(partial)),
+                partial_before: TimeDelta::hours(partial.min(full)),
+                partial_percent: percent,
+            };
+            let start = DateTime::parse_from_rfc3339("2026-12-10T12:00:00Z").unwrap().with_timezone(&Utc);
+            let first = start - TimeDelta::hours(earlier);
+            let second = first + TimeDelta::hours(later_by);
+            let a = policy.refund(m(paid), start, first);
+            let b = policy.refund(m(paid), start, second);
+            prop_assert!(a.minor() >= 0 && a.minor() <= paid);
+            prop_assert!(b.minor() <= a.minor());
+        }
+
         /// Any accepted posting sums to zero; any set of entries that does not is refused.
         #[test]
         fn accepted_postings_sum_to_zero(

@@ -33,6 +33,39 @@ impl ReservationStatus {
     }
 }
 
+/// How a reservation was paid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentStatus {
+    /// Charged from the owner's wallet when booked.
+    Paid,
+    /// Nothing to pay (a price of zero).
+    Free,
+    /// Booked before Berth took payments.
+    Unpaid,
+}
+
+impl PaymentStatus {
+    /// As stored and sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentStatus::Paid => "paid",
+            PaymentStatus::Free => "free",
+            PaymentStatus::Unpaid => "unpaid",
+        }
+    }
+
+    /// From the stored text.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "paid" => Some(PaymentStatus::Paid),
+            "free" => Some(PaymentStatus::Free),
+            "unpaid" => Some(PaymentStatus::Unpaid),
+            _ => None,
+        }
+    }
+}
+
 /// A reservation in full, as its owner (or a platform admin) sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reservation {
@@ -58,6 +91,10 @@ pub struct Reservation {
     pub status: ReservationStatus,
     /// Price locked at booking, minor units.
     pub price_minor: i64,
+    /// How it was paid.
+    pub payment_status: PaymentStatus,
+    /// Returned to the owner's wallet on cancellation, minor units.
+    pub refunded_minor: i64,
     /// When it was booked.
     pub created_at: DateTime<Utc>,
 }
@@ -150,6 +187,8 @@ pub struct MyReservations {
     pub zone: crate::domain::calendar::ZoneOffsets,
     /// The currency prices are in.
     pub currency: crate::domain::money::Currency,
+    /// What cancelling now would refund, by reservation id (upcoming paid ones).
+    pub refunds_now: Vec<(i64, i64)>,
 }
 
 /// What a block of time on the calendar is.

@@ -45,7 +45,8 @@ fn ReservationsBoard() -> impl IntoView {
                 {move || {
                     list.get().map(|result| match result {
                         Ok(mine) => {
-                            let MyReservations { list: all, zone, currency } = mine;
+                            let MyReservations { list: all, zone, currency, refunds_now } = mine;
+                            let refunds_now = StoredValue::new(refunds_now);
                             let zone_name = zone.name.clone();
                             let zone = StoredValue::new(zone);
                             let (upcoming, past): (Vec<Reservation>, Vec<Reservation>) = all
@@ -56,9 +57,9 @@ fn ReservationsBoard() -> impl IntoView {
                             Either::Left(view! {
                                 <p class="hint">{t!(i18n, reservations_zone, zone = move || zone_name.clone())}</p>
                                 <h2>{t!(i18n, reservations_upcoming)}</h2>
-                                <ReservationTable list=upcoming currency=currency.clone() zone cancel />
+                                <ReservationTable list=upcoming currency=currency.clone() zone cancel refunds_now />
                                 <h2>{t!(i18n, reservations_past)}</h2>
-                                <ReservationTable list=past currency zone cancel />
+                                <ReservationTable list=past currency zone cancel refunds_now />
                             })
                         }
                         Err(error) => Either::Right(view! { <ErrorPanel error /> }),
@@ -74,6 +75,7 @@ fn ReservationTable(
     currency: Currency,
     zone: StoredValue<ZoneOffsets>,
     cancel: ServerAction<CancelReservation>,
+    refunds_now: StoredValue<Vec<(i64, i64)>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     if list.is_empty() {
@@ -126,8 +128,28 @@ fn ReservationTable(
                                     </td>
                                     <td>{share}</td>
                                     <td>{status_text}</td>
-                                    <td class="num"><MoneyText amount=crate::domain::money::Money::from_minor(r.price_minor) currency=currency.clone() /></td>
-                                    <td>
+                                    <td class="num">
+                                        <MoneyText amount=crate::domain::money::Money::from_minor(r.price_minor) currency=currency.clone() />
+                                        {(r.refunded_minor > 0).then(|| {
+                                            let refunded = crate::domain::money::Money::from_minor(r.refunded_minor);
+                                            let currency = currency.clone();
+                                            view! {
+                                                <span class="refund-note">
+                                                    {t!(i18n, reservations_refunded, amount = move || view! { <MoneyText amount=refunded currency=currency.clone() /> })}
+                                                </span>
+                                            }
+                                        })}
+                                    </td>
+                                    <td class="cancel-cell">
+                                        {refunds_now.with_value(|refunds| refunds.iter().find(|(rid, _)| *rid == id).map(|(_, minor)| *minor)).map(|minor| {
+                                            let refund = crate::domain::money::Money::from_minor(minor);
+                                            let currency = currency.clone();
+                                            view! {
+                                                <span class="refund-note" data-refund-minor=minor>
+                                                    {t!(i18n, reservations_refund_now, amount = move || view! { <MoneyText amount=refund currency=currency.clone() /> })}
+                                                </span>
+                                            }
+                                        })}
                                         {(status == ReservationStatus::Confirmed).then(|| view! {
                                             <ActionForm action=cancel>
                                                 <input type="hidden" name="id" value=id />

@@ -6,7 +6,7 @@ use crate::components::error::ErrorPanel;
 use crate::components::format::MoneyText;
 use crate::domain::calendar::ZoneOffsets;
 use crate::domain::ledger::{TransactionKind, WalletEntry};
-use crate::domain::money::Currency;
+use crate::domain::money::{Currency, Money};
 use crate::domain::time_text::date_minute;
 use crate::i18n::*;
 use leptos::either::Either;
@@ -47,7 +47,7 @@ fn WalletView(data: WalletData) -> impl IntoView {
     view! {
         <div class="wallet-balance">
             <span class="wallet-balance-label">{t!(i18n, wallet_balance)}</span>
-            <strong class="wallet-balance-amount">
+            <strong class="wallet-balance-amount" data-balance-minor=wallet.balance.minor()>
                 <MoneyText amount=wallet.balance currency=currency.clone() />
             </strong>
         </div>
@@ -106,8 +106,11 @@ fn EntryTable(entries: Vec<WalletEntry>, currency: Currency, zone: ZoneOffsets) 
                                         })}
                                     </td>
                                     <td class=format!("num amount-{direction}")>
-                                        {(direction == "in").then_some("+")}
-                                        <MoneyText amount=entry.amount currency=currency.clone() />
+                                        {if direction == "in" { "+" } else { "−" }}
+                                        <MoneyText
+                                            amount=Money::from_minor(entry.amount.minor().abs())
+                                            currency=currency.clone()
+                                        />
                                     </td>
                                     <td class="num">
                                         <MoneyText amount=entry.balance_after currency=currency.clone() />

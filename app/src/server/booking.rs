@@ -167,8 +167,14 @@ pub async fn create(
     now: DateTime<Utc>,
 ) -> Result<Reservation, AppError> {
     let request = parse_booking(form, actor.user.id, state, now)?;
-    let reservation =
-        db::reservations::book(&state.db, &request, latest_start(state, now), now).await?;
+    let reservation = db::reservations::book(
+        &state.db,
+        &request,
+        latest_start(state, now),
+        now,
+        &state.portal.currency,
+    )
+    .await?;
     tracing::info!(reservation.id = reservation.id, "reservation booked");
     Ok(reservation)
 }
@@ -181,7 +187,15 @@ pub async fn cancel(
     now: DateTime<Utc>,
 ) -> Result<Reservation, AppError> {
     let is_admin = actor.require_platform_admin().is_ok();
-    let reservation = db::reservations::cancel(&state.db, id, actor.user.id, is_admin, now).await?;
+    let reservation = db::reservations::cancel(
+        &state.db,
+        id,
+        actor.user.id,
+        is_admin,
+        now,
+        &state.portal.refund,
+    )
+    .await?;
     tracing::info!(reservation.id = id, "reservation cancelled");
     Ok(reservation)
 }

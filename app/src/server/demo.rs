@@ -125,6 +125,47 @@ pub async fn seed_if_empty(
     })
 }
 
+/// Credits each demo account and demo colleague starts with, in minor units (1,000.00 in a
+/// currency with two decimals), so that demo bookings can be paid.
+pub const DEMO_CREDITS_MINOR: i64 = 100_000;
+
+/// Gives `user_id` the demo credits when its wallet is new (once, even with concurrent calls).
+async fn fund_demo_wallet(
+    db: &impl sea_orm::ConnectionTrait,
+    user_id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    use crate::domain::ledger::{Account, Posting, TransactionKind};
+    use crate::domain::money::Money;
+    if !db::ledger::create_wallet(db, user_id).await? {
+        return Ok(());
+    }
+    let posting = Posting::transfer(
+        Account::Funding,
+        Account::Wallet(user_id),
+        Money::from_minor(DEMO_CREDITS_MINOR),
+    )
+    .map_err(|err| DbErr::Custom(err.to_string()))?;
+    let record = db::ledger::TransactionRecord {
+        kind: TransactionKind::Grant,
+        user_id: Some(user_id),
+        reservation_id: None,
+        reverses_id: None,
+        reason: "Demo credits",
+        actor_id: None,
+        provider: Some(crate::server::ledger::MANUAL_PROVIDER),
+        // Before the demo bookings, which are dated up to a few days back.
+        at: now - chrono::TimeDelta::days(30),
+    };
+    db::ledger::post(db, &record, &posting)
+        .await
+        .map_err(|err| match err {
+            db::ledger::PostError::Db(err) => err,
+            other => DbErr::Custom(other.to_string()),
+        })?;
+    Ok(())
+}
+
 /// People who own the demo bookings besides the demo accounts.
 const DEMO_COLLEAGUES: [(&str, &str); 3] = [
     ("ana.souza@berth.invalid", "Ana Souza"),
@@ -139,6 +180,7 @@ const DEMO_COLLEAGUES: [(&str, &str); 3] = [
 pub async fn seed_demo_bookings(
     conn: &DatabaseConnection,
     now: DateTime<Utc>,
+    currency: &crate::domain::money::Currency,
 ) -> Result<usize, DbErr> {
     use crate::domain::reservation::{NewReservation, Target};
     use crate::domain::schedule::{Share, Window};
@@ -154,7 +196,11 @@ pub async fn seed_demo_bookings(
             name: UserName::parse(name).map_err(|err| DbErr::Custom(err.to_string()))?,
             role: PlatformRole::User,
         };
-        owners.push(db::users::upsert_user(conn, &user, now).await?.id);
+        let txn = db::begin_write(conn).await?;
+        let id = db::users::upsert_user(&txn, &user, now).await?.id;
+        fund_demo_wallet(&txn, id, now).await?;
+        txn.commit().await?;
+        owners.push(id);
     }
     let nodes = db::inventory::list_nodes_with_gpus(conn).await?;
     let day_start = now.date_naive().and_time(chrono::NaiveTime::MIN).and_utc();
@@ -191,9 +237,15 @@ pub async fn seed_demo_bookings(
                     window,
                 };
                 let created_at = (start - TimeDelta::days(2)).min(now);
-                if db::reservations::book(conn, &request, now + TimeDelta::weeks(8), created_at)
-                    .await
-                    .is_ok()
+                if db::reservations::book(
+                    conn,
+                    &request,
+                    now + TimeDelta::weeks(8),
+                    created_at,
+                    currency,
+                )
+                .await
+                .is_ok()
                 {
                     added += 1;
                 }
@@ -267,6 +319,7 @@ pub async fn demo_account(
     };
     let txn = db::begin_write(conn).await?;
     let user = db::users::upsert_user(&txn, &new_user, now).await?;
+    fund_demo_wallet(&txn, user.id, now).await?;
     if let Some(team_role) = team_role {
         let team_name = TeamName::parse(DEMO_TEAM).map_err(|err| DbErr::Custom(err.to_string()))?;
         let team_id = db::teams::ensure_team(&txn, &team_name, now).await?;

@@ -102,6 +102,7 @@ pub async fn change_credits(
         kind: change.kind(),
         user_id: Some(user.id),
         reservation_id: None,
+        reverses_id: None,
         reason: change.reason(),
         actor_id,
         provider: (change.amount().minor() > 0).then_some(MANUAL_PROVIDER),

@@ -22,6 +22,8 @@ pub struct PortalConfig {
     pub session_idle_days: u32,
     /// Users with these addresses become platform admins when they sign in (`BERTH_ADMIN_EMAILS`).
     pub admin_emails: Vec<Email>,
+    /// What a cancellation refunds.
+    pub refund: crate::domain::ledger::RefundPolicy,
     /// Telemetry retention and new-GPU defaults.
     pub telemetry: TelemetrySettings,
 }

@@ -2,10 +2,13 @@
 //! write nothing, and concurrent postings keep the books balanced.
 
 use crate::helpers::{Backend, TestApp, spawn_app};
-use crate::reservations::{get, post_json, user_token};
+use crate::reservations::{
+    TEST_CREDITS_MINOR, get, gpus_of, post_json, unfunded_user_token as user_token,
+};
 use berth_app::domain::user::PlatformRole;
 use berth_app::server::db;
-use berth_app::server::entity::{ledger_entry, ledger_transaction};
+use berth_app::server::entity::{ledger_entry, ledger_transaction, reservation};
+use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};
 
@@ -274,7 +277,110 @@ async fn concurrent_grants_and_deductions_keep_the_books_balanced(backend: Backe
     app.stop().await;
 }
 
+/// `minutes` after the next quarter hour.
+fn on_grid_in(minutes: i64) -> DateTime<Utc> {
+    berth_app::domain::schedule::slot_ceil(Utc::now()) + TimeDelta::minutes(minutes)
+}
+
+async fn book(
+    app: &TestApp,
+    token: &str,
+    gpu: i64,
+    start: DateTime<Utc>,
+    hours: i64,
+) -> (u16, Value) {
+    post_json(
+        app,
+        token,
+        "/api/v1/reservations",
+        &json!({"gpu_ids": [gpu], "start": start.to_rfc3339(), "end": (start + TimeDelta::hours(hours)).to_rfc3339()}),
+    )
+    .await
+}
+
+async fn cancel(app: &TestApp, token: &str, id: &Value) -> Value {
+    let response = crate::helpers::client()
+        .delete(app.url(&format!("/api/v1/reservations/{id}")))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    response.json().await.unwrap()
+}
+
+async fn balance(app: &TestApp, token: &str) -> i64 {
+    get(app, token, "/api/v1/wallet").await.1["balance_minor"]
+        .as_i64()
+        .unwrap()
+}
+
+async fn bookings_are_paid_from_the_wallet_and_refunded_by_the_policy(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let ana = crate::reservations::user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let h100 = gpus_of(&app, "NVIDIA H100 80GB HBM3").await;
+
+    // Two days ahead: charged when booked, refunded in full when cancelled.
+    let (status, booked) = book(&app, &ana, h100[0], on_grid_in(48 * 60), 2).await;
+    assert_eq!(status, 201, "{booked}");
+    assert_eq!(
+        (
+            &booked["price_minor"],
+            &booked["payment_status"],
+            &booked["refunded_minor"]
+        ),
+        (&json!(698), &json!("paid"), &json!(0))
+    );
+    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 698);
+    let (_, wallet) = get(&app, &ana, "/api/v1/wallet").await;
+    assert_eq!(wallet["entries"][0]["kind"], "charge");
+    assert_eq!(wallet["entries"][0]["amount_minor"], -698);
+    assert_eq!(wallet["entries"][0]["reservation_id"], booked["id"]);
+    let cancelled = cancel(&app, &ana, &booked["id"]).await;
+    assert_eq!(cancelled["refunded_minor"], 698, "{cancelled}");
+    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR);
+
+    // Three hours ahead: half back (3 h × $3.49 = $10.47, half rounded down).
+    let (_, soon) = book(&app, &ana, h100[1], on_grid_in(3 * 60), 3).await;
+    assert_eq!(soon["price_minor"], 1047);
+    assert_eq!(cancel(&app, &ana, &soon["id"]).await["refunded_minor"], 523);
+    // Within two hours of the start: nothing back.
+    let (_, late) = book(&app, &ana, h100[2], on_grid_in(15), 1).await;
+    assert_eq!(cancel(&app, &ana, &late["id"]).await["refunded_minor"], 0);
+    assert_eq!(
+        balance(&app, &ana).await,
+        TEST_CREDITS_MINOR - (1047 - 523) - 349
+    );
+
+    // A user without credits is refused with what is missing, and nothing is written.
+    let bia = user_token(&app, "bia@example.org", PlatformRole::User).await;
+    let before = (
+        counts(&app).await,
+        reservation::Entity::find().count(&app.db).await.unwrap(),
+    );
+    let (status, refused) = book(&app, &bia, h100[3], on_grid_in(48 * 60), 1).await;
+    assert_eq!(status, 409, "{refused}");
+    assert_eq!(refused["code"], "insufficient_funds");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("3.49 USD more needed"),
+        "{refused}"
+    );
+    assert_eq!(
+        (
+            counts(&app).await,
+            reservation::Entity::find().count(&app.db).await.unwrap()
+        ),
+        before
+    );
+    assert_books_balance(&app).await;
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    bookings_are_paid_from_the_wallet_and_refunded_by_the_policy,
     admins_grant_and_deduct_credits_and_users_see_their_wallet,
     bad_credit_requests_are_refused_and_write_nothing,
     concurrent_grants_and_deductions_keep_the_books_balanced,

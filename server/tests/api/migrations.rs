@@ -7,7 +7,7 @@ use berth_app::server::demo::demo_fleet;
 use berth_app::server::entity::{reservation, reservation_gpu};
 use berth_migrations::{Migrator, MigratorTrait};
 use chrono::{TimeZone, Utc};
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, ConnectionTrait, EntityTrait};
+use sea_orm::{ConnectionTrait, EntityTrait};
 
 async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
     let database = TestDatabase::create(backend).await;
@@ -62,23 +62,28 @@ async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
     .unwrap();
     let start = Utc.with_ymd_and_hms(2026, 12, 3, 9, 0, 0).unwrap();
     let end = Utc.with_ymd_and_hms(2026, 12, 3, 17, 30, 0).unwrap();
-    let booked = reservation::ActiveModel {
-        owner_id: Set(owner.id),
-        node_id: Set(node_id),
-        model: Set(gpus[0].model.clone()),
-        quarters: Set(4),
-        start_at: Set(start),
-        end_at: Set(end),
-        status: Set("confirmed".into()),
-        price_minor: Set(1000),
-        created_at: Set(now),
-        cancelled_at: Set(None),
-        cancelled_by: Set(None),
-        ..Default::default()
-    }
-    .insert(&conn)
+    conn.execute_unprepared(&format!(
+        "INSERT INTO reservations (owner_id, node_id, model, quarters, start_at, end_at, status, \
+         price_minor, created_at) \
+         VALUES ({}, {node_id}, '{}', 4, '{}', '{}', 'confirmed', 1000, '{}')",
+        owner.id,
+        gpus[0].model,
+        start.to_rfc3339(),
+        end.to_rfc3339(),
+        now.to_rfc3339()
+    ))
     .await
     .unwrap();
+    let booked_id: i64 = conn
+        .query_one_raw(sea_orm::Statement::from_string(
+            conn.get_database_backend(),
+            "SELECT id FROM reservations".to_owned(),
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get("", "id")
+        .unwrap();
     let gpu_ids: Vec<i64> = conn
         .query_all_raw(sea_orm::Statement::from_string(
             conn.get_database_backend(),
@@ -91,8 +96,7 @@ async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
         .collect();
     for gpu_id in &gpu_ids {
         conn.execute_unprepared(&format!(
-            "INSERT INTO reservation_gpus (reservation_id, gpu_id) VALUES ({}, {gpu_id})",
-            booked.id
+            "INSERT INTO reservation_gpus (reservation_id, gpu_id) VALUES ({booked_id}, {gpu_id})"
         ))
         .await
         .unwrap();
@@ -108,6 +112,12 @@ async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
             "copied from the reservation"
         );
     }
+    let booked = reservation::Entity::find_by_id(booked_id)
+        .one(&conn)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(booked.payment_status, "unpaid", "booked before payments");
     let _ = conn.close().await;
 }
 

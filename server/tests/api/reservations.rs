@@ -13,7 +13,29 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 /// A user with an API token.
+/// Credits every test user from [`user_token`] starts with (10,000.00).
+pub(crate) const TEST_CREDITS_MINOR: i64 = 1_000_000;
+
+/// A user with `email` and `role`, holding [`TEST_CREDITS_MINOR`] in their wallet; returns an
+/// API token for them.
 pub(crate) async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -> String {
+    let token = unfunded_user_token(app, email, role).await;
+    berth_app::server::ledger::change_credits(
+        &app.db,
+        &berth_app::domain::money::Currency::new("USD", "$", 2).unwrap(),
+        None,
+        email,
+        TEST_CREDITS_MINOR,
+        "test credits",
+        Utc::now(),
+    )
+    .await
+    .unwrap();
+    token
+}
+
+/// A user with `email` and `role` and an empty wallet; returns an API token for them.
+pub(crate) async fn unfunded_user_token(app: &TestApp, email: &str, role: PlatformRole) -> String {
     let now = Utc::now();
     let user = db::users::upsert_user(
         &app.db,
@@ -516,6 +538,15 @@ async fn two_hundred_concurrent_bookings_never_exceed_capacity(backend: Backend)
         created,
         "every 201 is one row, every 409 wrote nothing"
     );
+    // Every booking was paid exactly once, and the books balance.
+    let audit = db::ledger::audit(&first.db).await.unwrap();
+    assert!(audit.is_clean(), "{audit:?}");
+    let charges = berth_app::server::entity::ledger_transaction::Entity::find()
+        .filter(berth_app::server::entity::ledger_transaction::Column::Kind.eq("charge"))
+        .count(&first.db)
+        .await
+        .unwrap();
+    assert_eq!(charges, created, "one charge per booking");
     first.stop().await;
     if let Some(second) = second {
         second.stop().await;

@@ -28,6 +28,8 @@ pub struct TransactionRecord<'a> {
     pub user_id: Option<i64>,
     /// The reservation paid or refunded.
     pub reservation_id: Option<i64>,
+    /// The transaction this one refunds or corrects.
+    pub reverses_id: Option<i64>,
     /// Why.
     pub reason: &'a str,
     /// Who did it (None: the command line or a job).
@@ -143,7 +145,7 @@ pub async fn post(
         kind: Set(record.kind.as_str().to_owned()),
         user_id: Set(record.user_id),
         reservation_id: Set(record.reservation_id),
-        reverses_id: Set(None),
+        reverses_id: Set(record.reverses_id),
         reason: Set(record.reason.to_owned()),
         actor_id: Set(record.actor_id),
         provider: Set(record.provider.map(str::to_owned)),
@@ -163,6 +165,94 @@ pub async fn post(
     .exec_without_returning(db)
     .await?;
     Ok(transaction)
+}
+
+/// Creates `user_id`'s wallet if it does not exist; true when this call created it (of several
+/// concurrent calls, exactly one).
+pub async fn create_wallet(db: &impl ConnectionTrait, user_id: i64) -> Result<bool, DbErr> {
+    let inserted = ledger_account::Entity::insert(ledger_account::ActiveModel {
+        id: NotSet,
+        kind: Set("wallet".to_owned()),
+        user_id: Set(Some(user_id)),
+        balance_minor: Set(0),
+        created_at: Set(Utc::now()),
+    })
+    .on_conflict(
+        OnConflict::columns([ledger_account::Column::Kind, ledger_account::Column::UserId])
+            .do_nothing()
+            .to_owned(),
+    )
+    .exec_without_returning(db)
+    .await?;
+    Ok(inserted == 1)
+}
+
+/// The charge that paid reservation `reservation_id`: its transaction and amount.
+pub async fn charge_of(
+    db: &impl ConnectionTrait,
+    reservation_id: i64,
+) -> Result<Option<(i64, Money)>, DbErr> {
+    Ok(refund_or_charge(db, "charge", &[reservation_id])
+        .await?
+        .into_iter()
+        .next()
+        .map(|row| (row.transaction_id, Money::from_minor(-row.amount))))
+}
+
+/// What was refunded to the owners' wallets for these reservations, by reservation.
+pub async fn refunds_of(
+    db: &impl ConnectionTrait,
+    reservation_ids: &[i64],
+) -> Result<std::collections::HashMap<i64, Money>, DbErr> {
+    let mut refunds = std::collections::HashMap::new();
+    for row in refund_or_charge(db, "refund", reservation_ids).await? {
+        let total = refunds.entry(row.reservation_id).or_insert(Money::ZERO);
+        *total = Money::from_minor(total.minor() + row.amount);
+    }
+    Ok(refunds)
+}
+
+#[derive(Debug, FromQueryResult)]
+struct ReservationMoneyRow {
+    transaction_id: i64,
+    reservation_id: i64,
+    amount: i64,
+}
+
+/// The wallet side of the `kind` transactions of these reservations.
+async fn refund_or_charge(
+    db: &impl ConnectionTrait,
+    kind: &str,
+    reservation_ids: &[i64],
+) -> Result<Vec<ReservationMoneyRow>, DbErr> {
+    if reservation_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = ledger_entry::Entity::find()
+        .select_only()
+        .column_as(ledger_transaction::Column::Id, "transaction_id")
+        .column_as(ledger_transaction::Column::ReservationId, "reservation_id")
+        .column_as(ledger_entry::Column::AmountMinor, "amount")
+        .join(
+            sea_orm::JoinType::InnerJoin,
+            ledger_entry::Relation::Transaction.def(),
+        )
+        .filter(ledger_transaction::Column::Kind.eq(kind))
+        .filter(ledger_transaction::Column::ReservationId.is_in(reservation_ids.to_vec()))
+        .filter(
+            ledger_entry::Column::AccountId.in_subquery(
+                sea_orm::sea_query::Query::select()
+                    .column(ledger_account::Column::Id)
+                    .from(ledger_account::Entity)
+                    .and_where(ledger_account::Column::Kind.eq("wallet"))
+                    .to_owned(),
+            ),
+        )
+        .order_by_asc(ledger_transaction::Column::Id)
+        .into_model::<ReservationMoneyRow>()
+        .all(db)
+        .await?;
+    Ok(rows)
 }
 
 /// A wallet's cached balance (zero for a user who never had one).
@@ -187,8 +277,8 @@ struct EntryRow {
     created_at: DateTime<Utc>,
 }
 
-/// A wallet's balance and its latest `limit` movements, newest first, each with the balance
-/// right after it.
+/// A wallet's balance and its latest `limit` movements, newest first (by time, then by posting
+/// order), each with the balance right after it.
 pub async fn wallet(
     db: &impl ConnectionTrait,
     user_id: i64,
@@ -217,6 +307,7 @@ pub async fn wallet(
                     .to_owned(),
             ),
         )
+        .order_by_desc(ledger_transaction::Column::CreatedAt)
         .order_by_desc(ledger_entry::Column::TransactionId)
         .limit(limit)
         .into_model::<EntryRow>()

@@ -8,9 +8,11 @@
 //! `gpu_slot_load` table counts the quarters booked per GPU and 15-minute slot, and its CHECK
 //! refuses more than a whole GPU whatever the application does.
 
+use crate::domain::ledger::{Account, Posting, RefundPolicy, TransactionKind};
+use crate::domain::money::{Currency, Money};
 use crate::domain::problem::Problem;
 use crate::domain::reservation::{
-    Clash, NewReservation, Reservation, ReservationStatus, SlotOffer, Target,
+    Clash, NewReservation, PaymentStatus, Reservation, ReservationStatus, SlotOffer, Target,
 };
 use crate::domain::schedule::{
     Occupancy, SLOT_MINUTES, Share, WHOLE_GPU, Window, earliest_fit, first_overflow, fits,
@@ -18,6 +20,7 @@ use crate::domain::schedule::{
 };
 use crate::error::AppError;
 use crate::server::db::begin_write;
+use crate::server::db::ledger::{PostError, TransactionRecord};
 use crate::server::entity::{gpu, maintenance_window, node, reservation, reservation_gpu, user};
 use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, OnConflict, Query};
@@ -249,11 +252,12 @@ pub async fn book(
     request: &NewReservation,
     latest_start: DateTime<Utc>,
     now: DateTime<Utc>,
+    currency: &Currency,
 ) -> Result<Reservation, AppError> {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match try_book(db, request, latest_start, now).await {
+        match try_book(db, request, latest_start, now, currency).await {
             Err(BookError::Db(err)) if attempt < MAX_ATTEMPTS && is_retryable(&err) => {
                 tracing::debug!(attempt, error = %err, "booking retried");
                 tokio_sleep_ms(10 * u64::from(attempt)).await;
@@ -305,6 +309,7 @@ async fn try_book(
     request: &NewReservation,
     latest_start: DateTime<Utc>,
     now: DateTime<Utc>,
+    currency: &Currency,
 ) -> Result<Reservation, BookError> {
     let txn = begin_write(db).await?;
     let quarters = request.share.quarters();
@@ -430,10 +435,45 @@ async fn try_book(
         created_at: Set(now),
         cancelled_at: Set(None),
         cancelled_by: Set(None),
+        payment_status: Set(if price > 0 {
+            PaymentStatus::Paid
+        } else {
+            PaymentStatus::Free
+        }
+        .as_str()
+        .to_owned()),
         ..Default::default()
     }
     .insert(&txn)
     .await?;
+    // Paid in the same transaction: a short wallet refuses the booking and nothing is kept.
+    if price > 0 {
+        let posting = Posting::transfer(
+            Account::Wallet(request.owner_id),
+            Account::Revenue,
+            Money::from_minor(price),
+        )
+        .map_err(|err| BookError::Db(DbErr::Custom(err.to_string())))?;
+        let record = TransactionRecord {
+            kind: TransactionKind::Charge,
+            user_id: Some(request.owner_id),
+            reservation_id: Some(row.id),
+            reverses_id: None,
+            reason: "",
+            actor_id: Some(request.owner_id),
+            provider: None,
+            at: now,
+        };
+        match super::ledger::post(&txn, &record, &posting).await {
+            Ok(_) => {}
+            Err(PostError::InsufficientFunds { missing, .. }) => {
+                return Err(BookError::App(crate::server::ledger::insufficient(
+                    missing, currency,
+                )));
+            }
+            Err(PostError::Db(err)) => return Err(BookError::Db(err)),
+        }
+    }
     reservation_gpu::Entity::insert_many(chosen.iter().map(|g| reservation_gpu::ActiveModel {
         reservation_id: Set(row.id),
         gpu_id: Set(g.id),
@@ -739,6 +779,7 @@ pub async fn cancel(
     actor_id: i64,
     actor_is_admin: bool,
     now: DateTime<Utc>,
+    policy: &RefundPolicy,
 ) -> Result<Reservation, AppError> {
     let txn = begin_write(db).await?;
     let row = reservation::Entity::find_by_id(id)
@@ -782,6 +823,32 @@ pub async fn cancel(
         .and_where(Expr::col(Alias::new("slot_start")).gte(row.start_at))
         .and_where(Expr::col(Alias::new("slot_start")).lt(row.end_at));
     txn.execute(&update).await?;
+    // The refund the policy gives, in the same transaction as the cancellation.
+    if let Some((charge_id, paid)) = super::ledger::charge_of(&txn, id).await? {
+        let refund = policy.refund(paid, row.start_at, now);
+        if refund.minor() > 0 {
+            let posting =
+                Posting::transfer(Account::Revenue, Account::Wallet(row.owner_id), refund)
+                    .map_err(|err| AppError::internal(DbErr::Custom(err.to_string())))?;
+            let record = TransactionRecord {
+                kind: TransactionKind::Refund,
+                user_id: Some(row.owner_id),
+                reservation_id: Some(id),
+                reverses_id: Some(charge_id),
+                reason: "",
+                actor_id: Some(actor_id),
+                provider: None,
+                at: now,
+            };
+            super::ledger::post(&txn, &record, &posting)
+                .await
+                .map_err(|err| match err {
+                    PostError::Db(err) => AppError::from(err),
+                    // Money goes into the wallet: it cannot run short.
+                    other => AppError::internal(other),
+                })?;
+        }
+    }
     let fresh = reservation::Entity::find_by_id(id)
         .one(&txn)
         .await?
@@ -832,9 +899,14 @@ async fn views(
         .into_iter()
         .map(|n| (n.id, n.name))
         .collect();
+    let refunds =
+        super::ledger::refunds_of(db, &rows.iter().map(|r| r.id).collect::<Vec<_>>()).await?;
     rows.into_iter()
         .map(|row| {
             let window = stored_window(&row)?;
+            let payment_status = PaymentStatus::parse(&row.payment_status).ok_or_else(|| {
+                DbErr::Custom(format!("reservations.id={}: payment_status", row.id))
+            })?;
             let share = u8::try_from(row.quarters)
                 .ok()
                 .and_then(Share::from_quarters)
@@ -851,6 +923,8 @@ async fn views(
                 node_id: row.node_id,
                 model: row.model,
                 price_minor: row.price_minor,
+                payment_status,
+                refunded_minor: refunds.get(&row.id).map_or(0, |m| m.minor()),
                 created_at: row.created_at,
             })
         })

@@ -31,6 +31,8 @@ pub struct Model {
     pub cancelled_at: Option<DateTimeUtc>,
     /// Who cancelled.
     pub cancelled_by: Option<i64>,
+    /// `paid`, `free` or `unpaid` (booked before payments).
+    pub payment_status: String,
 }
 
 /// Relations of `reservations`.

@@ -1,0 +1,75 @@
+import { expect, test, type Page } from "@playwright/test";
+import { signIn, snapshot } from "./helpers";
+
+test.use({ locale: "en-US", viewport: { width: 1600, height: 1000 }, timezoneId: "America/Sao_Paulo" });
+
+async function balanceMinor(page: Page): Promise<number> {
+  await page.goto("/wallet");
+  const amount = page.locator(".wallet-balance-amount");
+  await expect(amount).toBeVisible();
+  return Number(await amount.getAttribute("data-balance-minor"));
+}
+
+async function calendarReady(page: Page) {
+  await expect(page.locator(".calendar-toolbar .lede")).toContainText("America/Sao_Paulo");
+  await expect(page.locator(".calendar-layout")).toHaveAttribute("data-hydrated", "true");
+}
+
+test("a booking is paid from the wallet, and a booking the wallet cannot pay is refused", async ({ page }) => {
+  // The demo accounts start with demo credits.
+  await signIn(page, "the demo user", "/wallet");
+  await expect(page.getByRole("heading", { level: 1, name: "Wallet" })).toBeVisible();
+  await expect(page.locator("tr[data-kind='grant']").last()).toContainText("Demo credits");
+  const before = await balanceMinor(page);
+  expect(before).toBeGreaterThan(0);
+
+  // Book two hours of an L40S three days ahead by dragging on the day view.
+  const day = new Date(Date.now() + 3 * 86400000).toISOString().slice(0, 10);
+  await page.goto(`/calendar?start=${day}&span=day&model=NVIDIA%20L40S`);
+  await calendarReady(page);
+  const track = page.locator(".cal-track").nth(1);
+  const box = (await track.boundingBox())!;
+  const y = box.y + box.height / 2;
+  await page.mouse.move(box.x + box.width * (1 / 24 + 0.001), y);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * (2 / 24), y, { steps: 4 });
+  await page.mouse.move(box.x + box.width * (3 / 24 - 0.002), y, { steps: 4 });
+  await page.mouse.up();
+  const panel = page.locator(".calendar-side .panel").first();
+  const priceText = await panel.locator(".panel-price").innerText();
+  await panel.getByRole("button", { name: "Book", exact: true }).click();
+  await expect(page.getByRole("status")).toContainText("Booked: reservation #");
+  const id = (await page.getByRole("status").innerText()).match(/#(\d+)/)![1];
+
+  // The wallet shows the charge, and the balance dropped by the quoted price.
+  const after = await balanceMinor(page);
+  const price = Math.round(Number(priceText.replace(/[^\d.]/g, "")) * 100);
+  expect(before - after).toBe(price);
+  const charge = page.locator("tr[data-kind='charge']").first();
+  await expect(charge).toContainText("Reservation paid");
+  await expect(charge.getByRole("link", { name: /^#\d+$/ })).toBeVisible();
+  await snapshot(page, "wallet");
+
+  // Two weeks of an H100 cost more than the demo credits: refused, saying what is missing.
+  await page.goto("/calendar");
+  await calendarReady(page);
+  const find = page.locator("form.find-form");
+  await find.locator("select[name=model]").selectOption("NVIDIA H100 80GB HBM3");
+  await find.locator("input[name=hours]").fill("336");
+  await find.getByRole("button").click();
+  await page.getByRole("button", { name: "Book this" }).first().click();
+  await expect(page.getByRole("alert")).toContainText(/Not enough credits: \$?[\d,.]+ ?USD more needed|Not enough credits/);
+  await snapshot(page, "calendar-insufficient-funds");
+  expect(await balanceMinor(page)).toBe(after);
+
+  // Cancelling the paid booking ahead of time shows and gives the refund.
+  await page.goto("/reservations");
+  const mine = (status: string) =>
+    page.locator(`tr[data-status='${status}']`).filter({ has: page.locator("td", { hasText: new RegExp(`^${id}$`) }) });
+  const row = mine("confirmed");
+  await expect(row.locator(".refund-note")).toContainText("Cancelling now refunds");
+  await row.getByRole("button", { name: /Cancel reservation/ }).click();
+  await expect(mine("cancelled")).toContainText("refunded");
+  await snapshot(page, "reservations-refunded");
+  expect(await balanceMinor(page)).toBe(before);
+});

@@ -15,6 +15,7 @@ mod m20261130_000007_reservation_gpus_window;
 mod m20261130_000008_telemetry;
 mod m20261201_000009_ledger;
 mod m20261201_000010_reservation_payment;
+mod m20261201_000011_idempotency_keys;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -34,6 +35,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000008_telemetry::Migration),
             Box::new(m20261201_000009_ledger::Migration),
             Box::new(m20261201_000010_reservation_payment::Migration),
+            Box::new(m20261201_000011_idempotency_keys::Migration),
         ]
     }
 }

@@ -498,10 +498,13 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
     berth_app::server::ledger::change_credits(
         conn,
         &berth_app::domain::money::Currency::new("USD", "$", 2).expect("USD"),
-        None,
-        "bench-user-0@berth.invalid",
-        berth_app::domain::ledger::MAX_CREDIT_MINOR,
-        "bench credits",
+        berth_app::server::ledger::CreditRequest {
+            actor_id: None,
+            email: "bench-user-0@berth.invalid",
+            amount_minor: berth_app::domain::ledger::MAX_CREDIT_MINOR,
+            reason: "bench credits",
+            idempotency_key: None,
+        },
         now,
     )
     .await

@@ -142,10 +142,13 @@ pub async fn change_credits(
     let done = berth_app::server::ledger::change_credits(
         &conn,
         &config.portal.currency,
-        None,
-        email,
-        amount_minor,
-        reason,
+        berth_app::server::ledger::CreditRequest {
+            actor_id: None,
+            email,
+            amount_minor,
+            reason,
+            idempotency_key: None,
+        },
         Utc::now(),
     )
     .await

@@ -84,7 +84,7 @@ pub async fn book_reservation(
                 start,
                 end,
             };
-            booking::create(&state, &actor, &form, chrono::Utc::now()).await
+            booking::create(&state, &actor, &form, chrono::Utc::now(), None).await
         }
         .await,
     )

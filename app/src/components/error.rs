@@ -106,6 +106,12 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         }
         Problem::RangeTooLong { days } => t_string!(i18n, problem_range_too_long, days).to_string(),
         Problem::NotAnEmail { raw } => t_string!(i18n, problem_not_an_email, raw).to_string(),
+        Problem::BadIdempotencyKey { max } => {
+            t_string!(i18n, problem_bad_idempotency_key, max).to_string()
+        }
+        Problem::IdempotencyKeyReused => {
+            t_string!(i18n, problem_idempotency_key_reused).to_string()
+        }
         Problem::ZeroAmount => t_string!(i18n, problem_zero_amount).to_string(),
         Problem::NotMinorUnits { raw } => t_string!(i18n, problem_not_minor_units, raw).to_string(),
         Problem::InsufficientFunds { missing, .. } => {

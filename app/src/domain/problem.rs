@@ -235,6 +235,15 @@ pub enum Problem {
         /// What was sent.
         raw: String,
     },
+    /// An `Idempotency-Key` that is empty, too long or not visible ASCII.
+    #[error("an idempotency key is 1 to {max} visible ASCII characters")]
+    BadIdempotencyKey {
+        /// The limit.
+        max: usize,
+    },
+    /// An `Idempotency-Key` used before for a different request.
+    #[error("this idempotency key was used for a different request; use a new key")]
+    IdempotencyKeyReused,
     /// An amount of money that must not be zero.
     #[error("the amount must not be zero")]
     ZeroAmount,

@@ -165,14 +165,19 @@ pub async fn create(
     actor: &Actor,
     form: &BookingForm,
     now: DateTime<Utc>,
+    idempotency_key: Option<&str>,
 ) -> Result<Reservation, AppError> {
     let request = parse_booking(form, actor.user.id, state, now)?;
+    let key = idempotency_key
+        .map(|key| db::idempotency::IdempotencyKey::new(actor.user.id, key, "book", form))
+        .transpose()?;
     let reservation = db::reservations::book(
         &state.db,
         &request,
         latest_start(state, now),
         now,
         &state.portal.currency,
+        key.as_ref(),
     )
     .await?;
     tracing::info!(reservation.id = reservation.id, "reservation booked");

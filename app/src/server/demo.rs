@@ -243,6 +243,7 @@ pub async fn seed_demo_bookings(
                     now + TimeDelta::weeks(8),
                     created_at,
                     currency,
+                    None,
                 )
                 .await
                 .is_ok()

@@ -8,6 +8,7 @@ use crate::domain::problem::Problem;
 use crate::domain::user::{Email, UserSummary};
 use crate::error::AppError;
 use crate::server::db;
+use crate::server::db::idempotency::{Claim, IdempotencyKey, replayed};
 use crate::server::db::ledger::{PostError, TransactionRecord};
 use chrono::{DateTime, Utc};
 use sea_orm::{DatabaseConnection, DbErr};
@@ -72,18 +73,37 @@ pub fn insufficient(missing: Money, currency: &Currency) -> AppError {
     })
 }
 
+/// A grant or deduction to make.
+#[derive(Debug, Clone, Copy)]
+pub struct CreditRequest<'a> {
+    /// The acting platform admin (`None`: the command line or a seed).
+    pub actor_id: Option<i64>,
+    /// Whose wallet, by e-mail address.
+    pub email: &'a str,
+    /// Minor units: positive grants, negative deducts.
+    pub amount_minor: i64,
+    /// Why.
+    pub reason: &'a str,
+    /// The client's `Idempotency-Key` (with an actor only).
+    pub idempotency_key: Option<&'a str>,
+}
+
 /// Grants (positive) or deducts (negative) credits for the user with `email`, recorded with
-/// `reason` and the acting admin (`None`: the command line). Callers check the actor's role.
-#[tracing::instrument(skip_all, fields(actor.id = actor_id))]
+/// `reason` and the acting admin. Callers check the actor's role.
+#[tracing::instrument(skip_all, fields(actor.id = request.actor_id))]
 pub async fn change_credits(
     db: &DatabaseConnection,
     currency: &Currency,
-    actor_id: Option<i64>,
-    email: &str,
-    amount_minor: i64,
-    reason: &str,
+    request: CreditRequest<'_>,
     now: DateTime<Utc>,
 ) -> Result<CreditResult, AppError> {
+    let CreditRequest {
+        actor_id,
+        email,
+        amount_minor,
+        reason,
+        idempotency_key,
+    } = request;
     let email = Email::parse(email).map_err(|_| {
         AppError::invalid(
             "email",
@@ -97,6 +117,13 @@ pub async fn change_credits(
     let user = db::users::find_user_by_email(db, &email)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("user {email}")))?;
+    let key = match (idempotency_key, actor_id) {
+        (Some(key), Some(actor)) => {
+            let parameters = (user.id, amount_minor, change.reason());
+            Some(IdempotencyKey::new(actor, key, "credits", &parameters)?)
+        }
+        _ => None,
+    };
     let posting = change.posting(user.id);
     let record = TransactionRecord {
         kind: change.kind(),
@@ -109,18 +136,33 @@ pub async fn change_credits(
         at: now,
     };
     let mut attempt = 0;
-    let (transaction_id, balance) = loop {
+    let done = loop {
         attempt += 1;
-        let result: Result<(i64, Money), PostError> = async {
+        let result: Result<Result<CreditResult, AppError>, PostError> = async {
             let txn = db::begin_write(db).await?;
-            let id = db::ledger::post(&txn, &record, &posting).await?;
-            let balance = db::ledger::wallet_balance(&txn, user.id).await?;
+            if let Some(key) = &key {
+                match db::idempotency::claim(&txn, key, now).await? {
+                    Ok(Claim::Fresh) => {}
+                    Ok(Claim::Replay { body, .. }) => return Ok(replayed(&body)),
+                    Err(err) => return Ok(Err(err)),
+                }
+            }
+            let transaction_id = db::ledger::post(&txn, &record, &posting).await?;
+            let done = CreditResult {
+                transaction_id,
+                user: user.clone(),
+                amount: change.amount(),
+                balance: db::ledger::wallet_balance(&txn, user.id).await?,
+            };
+            if let Some(key) = &key {
+                db::idempotency::record(&txn, key, 201, &done).await?;
+            }
             txn.commit().await?;
-            Ok((id, balance))
+            Ok(Ok(done))
         }
         .await;
         match result {
-            Ok(done) => break done,
+            Ok(done) => break done?,
             Err(PostError::InsufficientFunds { missing, .. }) => {
                 return Err(insufficient(missing, currency));
             }
@@ -134,17 +176,12 @@ pub async fn change_credits(
         }
     };
     tracing::info!(
-        user.id = user.id,
-        transaction.id = transaction_id,
+        user.id = done.user.id,
+        transaction.id = done.transaction_id,
         amount_minor,
         "credits changed"
     );
-    Ok(CreditResult {
-        transaction_id,
-        user,
-        amount: change.amount(),
-        balance,
-    })
+    Ok(done)
 }
 
 /// `user_id`'s wallet with its latest movements.

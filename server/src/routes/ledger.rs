@@ -1,7 +1,7 @@
 //! The money part of the JSON API: a user's wallet, and credits granted or deducted by platform
 //! admins. Amounts are integer minor units of the portal's currency.
 
-use crate::routes::reservations::body_error;
+use crate::routes::reservations::{body_error, idempotency_key};
 use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
@@ -82,22 +82,28 @@ pub struct ApiCredit {
 }
 
 /// `POST /api/v1/admin/credits` (platform admins): `{"email", "amount_minor", "reason"}`;
-/// a negative amount deducts. 201 with the new balance; 409 when a deduction exceeds it.
+/// a negative amount deducts. 201 with the new balance; 409 when a deduction exceeds it. With an
+/// `Idempotency-Key` header, a retry of the same request answers the first result.
 pub async fn change_credits(
     State(state): State<AppState>,
     actor: Actor,
+    headers: axum::http::HeaderMap,
     body: Result<Json<CreditForm>, JsonRejection>,
 ) -> Result<(StatusCode, Json<ApiCredit>), AppError> {
     actor.require_platform_admin()?;
     let Json(form) = body.map_err(body_error)?;
+    let key = idempotency_key(&headers)?;
     let amount_minor = ledger::parse_minor_units(&form.amount_minor)?;
     let done = ledger::change_credits(
         &state.db,
         &state.portal.currency,
-        Some(actor.user.id),
-        &form.email,
-        amount_minor,
-        &form.reason,
+        berth_app::server::ledger::CreditRequest {
+            actor_id: Some(actor.user.id),
+            email: &form.email,
+            amount_minor,
+            reason: &form.reason,
+            idempotency_key: key,
+        },
         chrono::Utc::now(),
     )
     .await?;

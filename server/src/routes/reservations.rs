@@ -116,14 +116,34 @@ pub async fn slots(
     ))
 }
 
+/// The `Idempotency-Key` header, if sent (422 when it is not text).
+pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, AppError> {
+    headers
+        .get("idempotency-key")
+        .map(|value| {
+            value.to_str().map_err(|_| {
+                AppError::invalid(
+                    "Idempotency-Key",
+                    Problem::BadIdempotencyKey {
+                        max: db::idempotency::MAX_KEY_CHARS,
+                    },
+                )
+            })
+        })
+        .transpose()
+}
+
 /// `POST /api/v1/reservations`: 201 with the reservation; 409 with the clash and a suggestion.
+/// With an `Idempotency-Key` header, a retry of the same request answers the first booking.
 pub async fn create(
     State(state): State<AppState>,
     actor: Actor,
+    headers: axum::http::HeaderMap,
     body: Result<Json<BookingForm>, JsonRejection>,
 ) -> Result<(StatusCode, Json<Reservation>), AppError> {
     let Json(form) = body.map_err(body_error)?;
-    let reservation = booking::create(&state, &actor, &form, chrono::Utc::now()).await?;
+    let key = idempotency_key(&headers)?;
+    let reservation = booking::create(&state, &actor, &form, chrono::Utc::now(), key).await?;
     Ok((StatusCode::CREATED, Json(reservation)))
 }
 
@@ -201,7 +221,7 @@ pub async fn book_form(
             start,
             end,
         };
-        booking::create(&state, &actor, &booking_form, chrono::Utc::now()).await
+        booking::create(&state, &actor, &booking_form, chrono::Utc::now(), None).await
     }
     .await;
     let target = match result {

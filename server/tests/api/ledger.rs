@@ -379,7 +379,100 @@ async fn bookings_are_paid_from_the_wallet_and_refunded_by_the_policy(backend: B
     app.stop().await;
 }
 
+async fn post_with_key(
+    app: &TestApp,
+    token: &str,
+    path: &str,
+    key: &str,
+    body: &Value,
+) -> (u16, Value) {
+    let response = crate::helpers::client()
+        .post(app.url(path))
+        .bearer_auth(token)
+        .header("Idempotency-Key", key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn a_retried_request_with_one_key_is_done_once(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let ana = crate::reservations::user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let h100 = gpus_of(&app, "NVIDIA H100 80GB HBM3").await;
+    let start = on_grid_in(48 * 60);
+    let body = json!({"gpu_ids": [h100[0]], "start": start.to_rfc3339(), "end": (start + TimeDelta::hours(2)).to_rfc3339()});
+    let path = "/api/v1/reservations";
+
+    // Sent again (a lost answer), the same request answers the first booking: one charge.
+    let (status, first) = post_with_key(&app, &ana, path, "book-7f3a", &body).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, again) = post_with_key(&app, &ana, path, "book-7f3a", &body).await;
+    assert_eq!((status, &again), (201, &first));
+    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 698);
+
+    // The same key with other parameters is refused, and writes nothing.
+    let before = counts(&app).await;
+    let other = json!({"gpu_ids": [h100[1]], "start": start.to_rfc3339(), "end": (start + TimeDelta::hours(2)).to_rfc3339()});
+    let (status, refused) = post_with_key(&app, &ana, path, "book-7f3a", &other).await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(
+        (&refused["field"], &refused["code"]),
+        (&json!("Idempotency-Key"), &json!("idempotency_key_reused"))
+    );
+    let (status, bad) = post_with_key(&app, &ana, path, &"k".repeat(300), &other).await;
+    assert_eq!((status, &bad["code"]), (422, &json!("bad_idempotency_key")));
+    assert_eq!(counts(&app).await, before);
+
+    // Twenty copies at once: one booking, one charge, every answer the same.
+    let body = json!({"gpu_ids": [h100[2]], "start": start.to_rfc3339(), "end": (start + TimeDelta::hours(1)).to_rfc3339()});
+    let mut copies = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let (url, token, body) = (app.url(path), ana.clone(), body.clone());
+        copies.spawn(async move {
+            let response = crate::helpers::client()
+                .post(url)
+                .bearer_auth(token)
+                .header("Idempotency-Key", "book-burst")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap())
+        });
+    }
+    let answers = copies.join_all().await;
+    assert!(
+        answers.iter().all(|(status, _)| *status == 201),
+        "{answers:?}"
+    );
+    assert!(
+        answers
+            .iter()
+            .all(|(_, answer)| answer["id"] == answers[0].1["id"])
+    );
+    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 698 - 349);
+
+    // Credits too: a retried grant adds once; keys belong to their user.
+    let grant = json!({"email": "ana@example.org", "amount_minor": 5_000, "reason": "invoice 9"});
+    let (status, granted) = post_with_key(&app, &admin, CREDITS, "grant-9", &grant).await;
+    assert_eq!(status, 201, "{granted}");
+    let (status, again) = post_with_key(&app, &admin, CREDITS, "grant-9", &grant).await;
+    assert_eq!((status, &again), (201, &granted));
+    assert_eq!(
+        balance(&app, &ana).await,
+        TEST_CREDITS_MINOR - 698 - 349 + 5_000
+    );
+    assert_books_balance(&app).await;
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    a_retried_request_with_one_key_is_done_once,
     bookings_are_paid_from_the_wallet_and_refunded_by_the_policy,
     admins_grant_and_deduct_credits_and_users_see_their_wallet,
     bad_credit_requests_are_refused_and_write_nothing,

@@ -23,10 +23,13 @@ pub(crate) async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -
     berth_app::server::ledger::change_credits(
         &app.db,
         &berth_app::domain::money::Currency::new("USD", "$", 2).unwrap(),
-        None,
-        email,
-        TEST_CREDITS_MINOR,
-        "test credits",
+        berth_app::server::ledger::CreditRequest {
+            actor_id: None,
+            email,
+            amount_minor: TEST_CREDITS_MINOR,
+            reason: "test credits",
+            idempotency_key: None,
+        },
         Utc::now(),
     )
     .await

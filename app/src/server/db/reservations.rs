@@ -20,6 +20,7 @@ use crate::domain::schedule::{
 };
 use crate::error::AppError;
 use crate::server::db::begin_write;
+use crate::server::db::idempotency::{Claim, IdempotencyKey, replayed};
 use crate::server::db::ledger::{PostError, TransactionRecord};
 use crate::server::entity::{gpu, maintenance_window, node, reservation, reservation_gpu, user};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -238,6 +239,8 @@ pub(crate) fn is_retryable(err: &DbErr) -> bool {
         "deadlock",
         "database is locked",
         "SQLITE_BUSY",
+        // A concurrent request with the same idempotency key committed first.
+        "uq_idempotency_keys_user_key",
     ]
     .iter()
     .any(|needle| text.contains(needle))
@@ -253,11 +256,12 @@ pub async fn book(
     latest_start: DateTime<Utc>,
     now: DateTime<Utc>,
     currency: &Currency,
+    idempotency: Option<&IdempotencyKey>,
 ) -> Result<Reservation, AppError> {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match try_book(db, request, latest_start, now, currency).await {
+        match try_book(db, request, latest_start, now, currency, idempotency).await {
             Err(BookError::Db(err)) if attempt < MAX_ATTEMPTS && is_retryable(&err) => {
                 tracing::debug!(attempt, error = %err, "booking retried");
                 tokio_sleep_ms(10 * u64::from(attempt)).await;
@@ -310,8 +314,16 @@ async fn try_book(
     latest_start: DateTime<Utc>,
     now: DateTime<Utc>,
     currency: &Currency,
+    idempotency: Option<&IdempotencyKey>,
 ) -> Result<Reservation, BookError> {
     let txn = begin_write(db).await?;
+    if let Some(key) = idempotency {
+        match super::idempotency::claim(&txn, key, now).await? {
+            Ok(Claim::Fresh) => {}
+            Ok(Claim::Replay { body, .. }) => return Ok(replayed(&body)?),
+            Err(err) => return Err(err.into()),
+        }
+    }
     let quarters = request.share.quarters();
     let window = request.window;
     let chosen: Vec<BookableGpu> = match &request.target {
@@ -485,6 +497,9 @@ async fn try_book(
     let ids: Vec<i64> = chosen.iter().map(|g| g.id).collect();
     add_slot_load(&txn, &ids, &window, i16::from(quarters)).await?;
     let reservation = reservation_view(&txn, row, now).await?;
+    if let Some(key) = idempotency {
+        super::idempotency::record(&txn, key, 201, &reservation).await?;
+    }
     txn.commit().await?;
     Ok(reservation)
 }

@@ -6,6 +6,7 @@ pub mod gpu_event;
 pub mod gpu_live;
 pub mod gpu_rollup;
 pub mod gpu_sample;
+pub mod idempotency_key;
 pub mod identity;
 pub mod ledger_account;
 pub mod ledger_entry;

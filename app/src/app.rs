@@ -3,7 +3,7 @@
 use crate::components::layout::{Footer, Header};
 use crate::i18n::*;
 use crate::pages::{
-    calendar::CalendarPage, gpu::GpuDetailPage, inventory::InventoryPage,
+    calendar::CalendarPage, credits::CreditsPage, gpu::GpuDetailPage, inventory::InventoryPage,
     maintenance::MaintenancePage, nodes::NodesAdminPage, not_found::NotFoundPage,
     profile::ProfilePage, reservations::ReservationsPage, sign_in::SignInPage, wallet::WalletPage,
 };
@@ -64,6 +64,11 @@ pub fn App() -> impl IntoView {
                         <Route
                             path=(StaticSegment("admin"), StaticSegment("maintenance"))
                             view=MaintenancePage
+                            ssr=SsrMode::Async
+                        />
+                        <Route
+                            path=(StaticSegment("admin"), StaticSegment("credits"))
+                            view=CreditsPage
                             ssr=SsrMode::Async
                         />
                         <Route

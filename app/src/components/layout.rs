@@ -47,6 +47,9 @@ pub fn Header() -> impl IntoView {
                                     <a href="/admin/nodes" aria-current=move || current("/admin/nodes")>
                                         {t!(i18n, nav_nodes)}
                                     </a>
+                                    <a href="/admin/credits" aria-current=move || current("/admin/credits")>
+                                        {t!(i18n, nav_credits)}
+                                    </a>
                                 }
                             })
                     }}

@@ -95,6 +95,39 @@ impl Money {
     pub fn to_decimal_string(self, currency: &Currency) -> String {
         DecimalAmount::new(self, currency).to_string()
     }
+
+    /// Reads a positive amount typed in major units: digits, then optionally `.` or `,` and at
+    /// most the currency's decimal places (`100`, `100.5`, `1234,56`). Thousands separators,
+    /// signs and other text are refused, so nothing is guessed.
+    pub fn parse_decimal(raw: &str, currency: &Currency) -> Option<Money> {
+        let raw = raw.trim();
+        let (whole, fraction) = match raw.find(['.', ',']) {
+            Some(at) => (&raw[..at], &raw[at + 1..]),
+            None => (raw, ""),
+        };
+        let exponent = usize::from(currency.exponent());
+        if whole.is_empty()
+            || !whole.bytes().all(|b| b.is_ascii_digit())
+            || !fraction.bytes().all(|b| b.is_ascii_digit())
+            || fraction.len() > exponent
+            || (raw.len() > whole.len() && fraction.is_empty())
+        {
+            return None;
+        }
+        let scale = 10_i64.checked_pow(u32::from(currency.exponent()))?;
+        let padded = format!("{fraction:0<exponent$}");
+        let fraction: i64 = if padded.is_empty() {
+            0
+        } else {
+            padded.parse().ok()?
+        };
+        whole
+            .parse::<i64>()
+            .ok()?
+            .checked_mul(scale)?
+            .checked_add(fraction)
+            .map(Money)
+    }
 }
 
 /// An amount split into sign, whole part and fraction digits for display.
@@ -160,6 +193,35 @@ impl fmt::Display for DecimalAmount {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn typed_amounts_are_read_exactly() {
+        let usd = super::Currency::new("USD", "$", 2).unwrap();
+        let yen = super::Currency::new("JPY", "¥", 0).unwrap();
+        let read = |raw: &str, c: &super::Currency| {
+            super::Money::parse_decimal(raw, c).map(super::Money::minor)
+        };
+        assert_eq!(read("100", &usd), Some(10_000));
+        assert_eq!(read(" 100.5 ", &usd), Some(10_050));
+        assert_eq!(read("1234,56", &usd), Some(123_456));
+        assert_eq!(read("0.01", &usd), Some(1));
+        assert_eq!(read("1500", &yen), Some(1500));
+        for bad in [
+            "",
+            "1.234",
+            "1,000.00",
+            "-5",
+            "+5",
+            "1e3",
+            "abc",
+            "5.",
+            ".5",
+            "99999999999999999999",
+        ] {
+            assert_eq!(read(bad, &usd), None, "{bad}");
+        }
+        assert_eq!(read("1.5", &yen), None);
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -1,6 +1,7 @@
 //! Routed pages, one per file.
 
 pub mod calendar;
+pub mod credits;
 pub mod gpu;
 pub mod inventory;
 pub mod maintenance;

@@ -51,7 +51,14 @@ fn WalletView(data: WalletData) -> impl IntoView {
                 <MoneyText amount=wallet.balance currency=currency.clone() />
             </strong>
         </div>
-        <h2>{t!(i18n, wallet_history)}</h2>
+        <div class="section-head">
+            <h2>{t!(i18n, wallet_history)}</h2>
+            {(!wallet.entries.is_empty()).then(|| view! {
+                <a class="button-secondary" href="/api/v1/wallet?format=csv" download="berth-wallet.csv">
+                    {t!(i18n, wallet_csv)}
+                </a>
+            })}
+        </div>
         {if wallet.entries.is_empty() {
             Either::Left(view! { <p class="empty">{t!(i18n, wallet_none)}</p> })
         } else {

@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
 use berth_app::domain::ledger::{Wallet, WalletEntry};
+use berth_app::domain::problem::Problem;
 use berth_app::error::AppError;
 use berth_app::server::auth::actor::Actor;
 use berth_app::server::ledger::{self, CreditForm};
@@ -52,24 +53,101 @@ impl ApiEntry {
     }
 }
 
-/// `GET /api/v1/wallet`: the caller's balance and movements.
+/// `?format=json` (default) or `?format=csv`.
+#[derive(Debug, serde::Deserialize)]
+pub struct WalletQuery {
+    #[serde(default)]
+    format: Option<String>,
+}
+
+/// `GET /api/v1/wallet`: the caller's balance and movements; `?format=csv` downloads the
+/// movements as CSV (RFC 4180, UTF-8; amounts as decimal strings, times in RFC 3339 UTC).
 pub async fn wallet(
     State(state): State<AppState>,
     actor: Actor,
-) -> Result<Json<ApiWallet>, AppError> {
+    query: Result<axum::extract::Query<WalletQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::response::Response, AppError> {
+    use axum::response::IntoResponse;
+    let axum::extract::Query(query) = query.map_err(|rejection| {
+        AppError::invalid(
+            "query",
+            Problem::Unreadable {
+                detail: rejection.body_text(),
+            },
+        )
+    })?;
+    let wallet = ledger::wallet(&state.db, &state.portal.currency, actor.user.id).await?;
+    match query.format.as_deref() {
+        None | Some("json") => Ok(Json(api_wallet(wallet)).into_response()),
+        Some("csv") => {
+            let csv = wallet_csv(&wallet).map_err(AppError::internal)?;
+            Ok((
+                [
+                    (axum::http::header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                    (
+                        axum::http::header::CONTENT_DISPOSITION,
+                        "attachment; filename=\"berth-wallet.csv\"",
+                    ),
+                ],
+                csv,
+            )
+                .into_response())
+        }
+        Some(other) => Err(AppError::invalid(
+            "format",
+            Problem::Unreadable {
+                detail: format!("unknown format `{other}`: use json or csv"),
+            },
+        )),
+    }
+}
+
+/// The movements as CSV, newest first.
+fn wallet_csv(wallet: &Wallet) -> Result<String, csv::Error> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record([
+        "transaction_id",
+        "at",
+        "kind",
+        "amount",
+        "balance_after",
+        "currency",
+        "reason",
+        "reservation_id",
+    ])?;
+    for entry in &wallet.entries {
+        writer.write_record([
+            entry.transaction_id.to_string(),
+            entry.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            entry.kind.as_str().to_owned(),
+            entry.amount.to_decimal_string(&wallet.currency),
+            entry.balance_after.to_decimal_string(&wallet.currency),
+            wallet.currency.code().to_owned(),
+            entry.reason.clone(),
+            entry
+                .reservation_id
+                .map(|id| id.to_string())
+                .unwrap_or_default(),
+        ])?;
+    }
+    let bytes = writer.into_inner().map_err(|err| err.into_error())?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+fn api_wallet(wallet: Wallet) -> ApiWallet {
     let Wallet {
         balance,
         currency,
         entries,
         ..
-    } = ledger::wallet(&state.db, &state.portal.currency, actor.user.id).await?;
-    Ok(Json(ApiWallet {
+    } = wallet;
+    ApiWallet {
         balance_minor: balance.minor(),
         on_hold_minor: 0,
         balance: balance.to_decimal_string(&currency),
         currency: currency.code().to_owned(),
         entries: entries.into_iter().map(ApiEntry::new).collect(),
-    }))
+    }
 }
 
 /// The answer to a grant or deduction.
@@ -116,4 +194,75 @@ pub async fn change_credits(
             balance_minor: done.balance.minor(),
         }),
     ))
+}
+
+/// The credits page's form (`/admin/credits`), without JavaScript.
+#[derive(Debug, serde::Deserialize)]
+pub struct CreditsFormPost {
+    email: String,
+    /// `grant` or `deduct`.
+    direction: String,
+    /// In major units as typed (`100.50` or `100,50`).
+    amount: String,
+    reason: String,
+    #[serde(default)]
+    idempotency_key: Option<String>,
+}
+
+/// `POST /admin/credits`: records the grant or deduction, then back to the page with `done=ID`
+/// or `error=` (the error as JSON, shown in the reader's language).
+pub async fn credits_form(
+    State(state): State<AppState>,
+    actor: Actor,
+    axum::Form(form): axum::Form<CreditsFormPost>,
+) -> Result<axum::response::Redirect, AppError> {
+    actor.require_platform_admin()?;
+    let result = async {
+        let amount =
+            berth_app::domain::money::Money::parse_decimal(&form.amount, &state.portal.currency)
+                .filter(|amount| amount.minor() > 0)
+                .ok_or_else(|| {
+                    AppError::invalid(
+                        "amount",
+                        Problem::NotMinorUnits {
+                            raw: form.amount.clone(),
+                        },
+                    )
+                })?;
+        let amount_minor = match form.direction.as_str() {
+            "grant" => amount.minor(),
+            "deduct" => -amount.minor(),
+            other => {
+                return Err(AppError::invalid(
+                    "direction",
+                    Problem::Unreadable {
+                        detail: format!("`{other}`: use grant or deduct"),
+                    },
+                ));
+            }
+        };
+        ledger::change_credits(
+            &state.db,
+            &state.portal.currency,
+            ledger::CreditRequest {
+                actor_id: Some(actor.user.id),
+                email: &form.email,
+                amount_minor,
+                reason: &form.reason,
+                idempotency_key: form.idempotency_key.as_deref().filter(|k| !k.is_empty()),
+            },
+            chrono::Utc::now(),
+        )
+        .await
+    }
+    .await;
+    let target = match result {
+        Ok(done) => format!("/admin/credits?done={}", done.transaction_id),
+        Err(error) => {
+            let data = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
+            let message: String = url::form_urlencoded::byte_serialize(data.as_bytes()).collect();
+            format!("/admin/credits?error={message}")
+        }
+    };
+    Ok(axum::response::Redirect::to(&target))
 }

@@ -136,6 +136,56 @@ async fn admins_grant_and_deduct_credits_and_users_see_their_wallet(backend: Bac
         !page.contains("correction"),
         "only the viewer's own movements"
     );
+    assert!(
+        page.contains("href=\"/api/v1/wallet?format=csv\""),
+        "a CSV download"
+    );
+
+    // The CSV export round-trips through a CSV parser, commas, quotes and accents included.
+    let reason = "Fatura \"março\", 2026 — ação";
+    let (status, _) = post_json(
+        &app,
+        &admin,
+        CREDITS,
+        &json!({"email": "ana@example.org", "amount_minor": 1_234, "reason": reason}),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let response = crate::helpers::client()
+        .get(app.url("/api/v1/wallet?format=csv"))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/csv; charset=utf-8"
+    );
+    let text = response.text().await.unwrap();
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    assert_eq!(
+        reader.headers().unwrap(),
+        vec![
+            "transaction_id",
+            "at",
+            "kind",
+            "amount",
+            "balance_after",
+            "currency",
+            "reason",
+            "reservation_id"
+        ]
+    );
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert_eq!(
+        rows[0].iter().skip(2).collect::<Vec<_>>(),
+        vec!["grant", "12.34", "86.84", "USD", reason, ""]
+    );
+    assert_eq!(&rows[1][3], "-25.50");
+    let (status, _) = get(&app, &user, "/api/v1/wallet?format=xml").await;
+    assert_eq!(status, 422);
     app.stop().await;
 }
 
@@ -471,7 +521,104 @@ async fn a_retried_request_with_one_key_is_done_once(backend: Backend) {
     app.stop().await;
 }
 
+async fn post_credits_form(app: &TestApp, form: &[(&str, &str)]) -> (u16, String) {
+    let response = app
+        .client
+        .post(app.url("/admin/credits"))
+        .form(form)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let location = response
+        .headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    (status, location)
+}
+
+async fn platform_admins_change_credits_on_the_credits_page(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
+    app.sign_in("platform_admin").await;
+    let (status, page) = app.get_text("/admin/credits").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("<h1>Credits</h1>"), "{page}");
+    assert!(page.contains("demo-user@berth.invalid") && page.contains("$1,000.00"));
+    let key = page
+        .split("name=\"idempotency_key\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+
+    let form = [
+        ("email", "demo-user@berth.invalid"),
+        ("direction", "grant"),
+        ("amount", "12,50"),
+        ("reason", "invoice 3"),
+        ("idempotency_key", key.as_str()),
+    ];
+    let (status, done) = post_credits_form(&app, &form).await;
+    assert_eq!(status, 303);
+    assert!(done.starts_with("/admin/credits?done="), "{done}");
+    // The same form sent twice (a double click, a reload) records once.
+    assert_eq!(post_credits_form(&app, &form).await, (303, done.clone()));
+    let user = db::users::find_user_by_email(
+        &app.db,
+        &berth_app::domain::user::Email::parse("demo-user@berth.invalid").unwrap(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let balance = db::ledger::wallet_balance(&app.db, user.id).await.unwrap();
+    assert_eq!(balance.minor(), 100_000 + 1_250);
+    let (_, page) = app.get_text(&done).await;
+    assert!(page.contains("Done: ledger transaction #"), "{page}");
+
+    // Bad input comes back as an error on the page; nothing is written.
+    let before = counts(&app).await;
+    for (field, value) in [
+        ("amount", "12.345"),
+        ("amount", "-3"),
+        ("direction", "steal"),
+    ] {
+        let mut bad = form.to_vec();
+        bad.retain(|(name, _)| *name != field && *name != "idempotency_key");
+        bad.push((field, value));
+        let (status, location) = post_credits_form(&app, &bad).await;
+        assert_eq!(status, 303);
+        assert!(location.starts_with("/admin/credits?error="), "{location}");
+    }
+    let (_, page) = app
+        .get_text(
+            &post_credits_form(
+                &app,
+                &[
+                    ("email", "demo-user@berth.invalid"),
+                    ("direction", "deduct"),
+                    ("amount", "5000"),
+                    ("reason", "x"),
+                ],
+            )
+            .await
+            .1,
+        )
+        .await;
+    assert!(page.contains("Not enough credits"), "{page}");
+    assert_eq!(counts(&app).await, before);
+
+    // Only platform admins.
+    app.sign_in("user").await;
+    assert_eq!(post_credits_form(&app, &form).await.0, 403);
+    let (status, _) = app.get_text("/admin/credits").await;
+    assert_eq!(status, 403);
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    platform_admins_change_credits_on_the_credits_page,
     a_retried_request_with_one_key_is_done_once,
     bookings_are_paid_from_the_wallet_and_refunded_by_the_policy,
     admins_grant_and_deduct_credits_and_users_see_their_wallet,

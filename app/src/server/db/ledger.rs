@@ -255,6 +255,19 @@ async fn refund_or_charge(
     Ok(rows)
 }
 
+/// Every wallet's balance, by user.
+pub async fn balances(
+    db: &impl ConnectionTrait,
+) -> Result<std::collections::HashMap<i64, Money>, DbErr> {
+    Ok(ledger_account::Entity::find()
+        .filter(ledger_account::Column::Kind.eq("wallet"))
+        .all(db)
+        .await?
+        .into_iter()
+        .filter_map(|row| Some((row.user_id?, Money::from_minor(row.balance_minor))))
+        .collect())
+}
+
 /// A wallet's cached balance (zero for a user who never had one).
 pub async fn wallet_balance(db: &impl ConnectionTrait, user_id: i64) -> Result<Money, DbErr> {
     Ok(Money::from_minor(

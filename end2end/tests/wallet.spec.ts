@@ -73,3 +73,35 @@ test("a booking is paid from the wallet, and a booking the wallet cannot pay is 
   await snapshot(page, "reservations-refunded");
   expect(await balanceMinor(page)).toBe(before);
 });
+
+test("a platform admin adds credits on the credits page, and the user sees them", async ({ page }) => {
+  await signIn(page, "the demo platform admin", "/admin/credits");
+  await expect(page.getByRole("heading", { level: 1, name: "Credits" })).toBeVisible();
+  const row = page.locator("tr[data-email='demo-admin@berth.invalid']");
+  const before = await row.locator("td.num").innerText();
+  const form = page.locator("form.credits-form");
+  await form.locator("select[name=email]").selectOption("demo-admin@berth.invalid");
+  await form.getByLabel("Add credits").check();
+  await form.getByLabel(/Amount/).fill("25,50");
+  await form.getByLabel(/Reason/).fill("Invoice 12, “março”");
+  await form.getByRole("button", { name: "Record" }).click();
+  await expect(page.getByRole("status")).toContainText("Done: ledger transaction #");
+  const after = await row.locator("td.num").innerText();
+  const cents = (text: string) => Math.round(Number(text.replace(/[^\d.]/g, "")) * 100);
+  expect(cents(after) - cents(before)).toBe(2550);
+  await snapshot(page, "admin-credits");
+
+  // A bad amount is refused with a message, and nothing changes.
+  await form.getByLabel(/Amount/).fill("12.345");
+  await form.getByLabel(/Reason/).fill("typo");
+  await form.getByRole("button", { name: "Record" }).click();
+  await expect(page.getByRole("alert")).toContainText("12.345");
+  expect(await row.locator("td.num").innerText()).toBe(after);
+
+  await page.goto("/wallet");
+  await expect(page.locator("tr[data-kind='grant']").first()).toContainText("Invoice 12, “março”");
+  await page.getByRole("button", { name: "Português (Brasil)" }).click();
+  await expect(page.getByRole("heading", { level: 1, name: "Carteira" })).toBeVisible();
+  await expect(page.locator("tr[data-kind='grant']").first()).toContainText("Créditos adicionados");
+  await snapshot(page, "wallet-pt-BR");
+});

@@ -95,7 +95,7 @@ test("a platform admin adds credits on the credits page, and the user sees them"
   await form.getByLabel(/Amount/).fill("12.345");
   await form.getByLabel(/Reason/).fill("typo");
   await form.getByRole("button", { name: "Record" }).click();
-  await expect(page.getByRole("alert")).toContainText("12.345");
+  await expect(page.getByRole("alert")).toContainText("“12.345” is not an amount such as 100.50");
   expect(await row.locator("td.num").innerText()).toBe(after);
 
   await page.goto("/wallet");

@@ -112,6 +112,9 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         Problem::IdempotencyKeyReused => {
             t_string!(i18n, problem_idempotency_key_reused).to_string()
         }
+        Problem::NotAnAmount { raw, decimals } => {
+            t_string!(i18n, problem_not_an_amount, raw, decimals).to_string()
+        }
         Problem::ZeroAmount => t_string!(i18n, problem_zero_amount).to_string(),
         Problem::NotMinorUnits { raw } => t_string!(i18n, problem_not_minor_units, raw).to_string(),
         Problem::InsufficientFunds { missing, .. } => {

@@ -244,6 +244,16 @@ pub enum Problem {
     /// An `Idempotency-Key` used before for a different request.
     #[error("this idempotency key was used for a different request; use a new key")]
     IdempotencyKeyReused,
+    /// Not an amount as typed in a form.
+    #[error(
+        "`{raw}` is not an amount such as 100.50 (more than zero, at most {decimals} decimals)"
+    )]
+    NotAnAmount {
+        /// What was sent.
+        raw: String,
+        /// The currency's decimal places.
+        decimals: u8,
+    },
     /// An amount of money that must not be zero.
     #[error("the amount must not be zero")]
     ZeroAmount,

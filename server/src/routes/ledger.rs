@@ -224,8 +224,9 @@ pub async fn credits_form(
                 .ok_or_else(|| {
                     AppError::invalid(
                         "amount",
-                        Problem::NotMinorUnits {
+                        Problem::NotAnAmount {
                             raw: form.amount.clone(),
+                            decimals: state.portal.currency.exponent(),
                         },
                     )
                 })?;

@@ -590,6 +590,11 @@ async fn platform_admins_change_credits_on_the_credits_page(backend: Backend) {
         let (status, location) = post_credits_form(&app, &bad).await;
         assert_eq!(status, 303);
         assert!(location.starts_with("/admin/credits?error="), "{location}");
+        assert_eq!(
+            location.contains("not_an_amount"),
+            field == "amount",
+            "{location}"
+        );
     }
     let (_, page) = app
         .get_text(

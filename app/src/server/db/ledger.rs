@@ -77,20 +77,7 @@ pub async fn account_id(db: &impl ConnectionTrait, account: Account) -> Result<i
     };
     // Two first postings for one user at once (PostgreSQL) both get here: one inserts, the
     // other's insert does nothing, and both read the one row.
-    ledger_account::Entity::insert(ledger_account::ActiveModel {
-        id: NotSet,
-        kind: Set(account.kind().to_owned()),
-        user_id: Set(Some(user)),
-        balance_minor: Set(0),
-        created_at: Set(Utc::now()),
-    })
-    .on_conflict(
-        OnConflict::columns([ledger_account::Column::Kind, ledger_account::Column::UserId])
-            .do_nothing()
-            .to_owned(),
-    )
-    .exec_without_returning(db)
-    .await?;
+    create_wallet(db, user).await?;
     find()
         .one(db)
         .await?

@@ -5,7 +5,8 @@ use crate::i18n::*;
 use crate::pages::{
     calendar::CalendarPage, credits::CreditsPage, gpu::GpuDetailPage, inventory::InventoryPage,
     maintenance::MaintenancePage, nodes::NodesAdminPage, not_found::NotFoundPage,
-    profile::ProfilePage, reservations::ReservationsPage, sign_in::SignInPage, wallet::WalletPage,
+    payments::PaymentsPage, profile::ProfilePage, reservations::ReservationsPage,
+    sign_in::SignInPage, wallet::WalletPage,
 };
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
@@ -69,6 +70,11 @@ pub fn App() -> impl IntoView {
                         <Route
                             path=(StaticSegment("admin"), StaticSegment("credits"))
                             view=CreditsPage
+                            ssr=SsrMode::Async
+                        />
+                        <Route
+                            path=(StaticSegment("admin"), StaticSegment("payments"))
+                            view=PaymentsPage
                             ssr=SsrMode::Async
                         />
                         <Route

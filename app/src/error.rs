@@ -45,6 +45,20 @@ pub enum AppError {
     /// The request did not reach the server function or its answer could not be read.
     #[error("request failed: {0}")]
     Transport(String),
+    /// A [`AppError::Validation`] or [`AppError::Conflict`] already put into the reader's language
+    /// on the server. Server functions answer this, so pages in the browser need no translations
+    /// of problems of their own.
+    #[error("{message}")]
+    Explained {
+        /// 422 (invalid input) or 409 (clash with the current state).
+        status: u16,
+        /// The offending input, for invalid input.
+        field: Option<String>,
+        /// The problem's stable code.
+        code: String,
+        /// What is wrong, in the reader's language.
+        message: String,
+    },
 }
 
 impl FromServerFnError for AppError {
@@ -83,6 +97,7 @@ impl AppError {
             AppError::TooManyRequests(_) => 429,
             AppError::Unavailable => 503,
             AppError::Internal | AppError::Transport(_) => 500,
+            AppError::Explained { status, .. } => *status,
         }
     }
 }
@@ -129,6 +144,8 @@ impl axum::response::IntoResponse for AppError {
             AppError::TooManyRequests(_) => "too_many_requests",
             AppError::Unavailable => "unavailable",
             AppError::Internal | AppError::Transport(_) => "internal",
+            AppError::Explained { status: 422, .. } => "validation",
+            AppError::Explained { .. } => "conflict",
         };
         let mut body = serde_json::json!({ "error": kind, "message": self.to_string() });
         match &self {
@@ -137,6 +154,12 @@ impl axum::response::IntoResponse for AppError {
                 body["code"] = serde_json::json!(problem.code());
             }
             AppError::Conflict(problem) => body["code"] = serde_json::json!(problem.code()),
+            AppError::Explained { field, code, .. } => {
+                if let Some(field) = field {
+                    body["field"] = serde_json::json!(field);
+                }
+                body["code"] = serde_json::json!(code);
+            }
             AppError::Clash(clash) => {
                 body["clash"] = serde_json::to_value(clash).unwrap_or_default();
             }

@@ -16,6 +16,7 @@ mod m20261130_000008_telemetry;
 mod m20261201_000009_ledger;
 mod m20261201_000010_reservation_payment;
 mod m20261201_000011_idempotency_keys;
+mod m20261201_000012_charge_mode;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -36,6 +37,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000009_ledger::Migration),
             Box::new(m20261201_000010_reservation_payment::Migration),
             Box::new(m20261201_000011_idempotency_keys::Migration),
+            Box::new(m20261201_000012_charge_mode::Migration),
         ]
     }
 }

@@ -614,6 +614,9 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 cancelled_by: Set(None),
                 // The dataset's bookings are rows, not payments: no ledger behind them.
                 payment_status: Set("unpaid".to_owned()),
+                charge_mode: Set("at_booking".to_owned()),
+                charge_at: Set(None),
+                released_reason: Set(None),
             });
             for i in chosen {
                 holds.push((id, node_gpus[*i], start, end));

@@ -2,6 +2,7 @@
 //! environment variables. Loaded and validated once, before anything is opened or written.
 
 use berth_app::domain::money::{Currency, CurrencyError};
+use berth_app::domain::payment::{ChargeMode, ChargePolicy};
 use berth_app::domain::schedule::BookingLimits;
 use berth_app::domain::user::Email;
 use berth_app::server::auth::oidc::OidcProviderSettings;
@@ -47,7 +48,7 @@ pub struct RawSettings {
     pub dev_sign_in: Option<bool>,
     /// E-mail addresses that become platform admins when they sign in (a list, or one string
     /// separated by commas).
-    pub admin_emails: EmailList,
+    pub admin_emails: TextList,
     /// OpenID Connect providers by id: `[oidc.<id>]` tables.
     pub oidc: BTreeMap<String, RawOidcProvider>,
     /// Sign-in and token-creation requests allowed per client address and minute.
@@ -67,6 +68,17 @@ pub struct RawSettings {
     pub refund_partial_hours: u32,
     /// The partial refund, in percent of the price.
     pub refund_partial_percent: u8,
+    /// Charge modes users may choose: `at_booking`, `before_start` (a list, or one string
+    /// separated by commas).
+    pub charge_modes: TextList,
+    /// The charge mode of a booking that names none.
+    pub charge_default: String,
+    /// Minutes before the start at which `before_start` bookings are charged.
+    pub charge_lead_minutes: u32,
+    /// Minutes before the start at which a booking still unpaid is released.
+    pub release_unpaid_minutes: u32,
+    /// Seconds between runs of the payment job.
+    pub payment_job_seconds: u32,
     /// Hours raw GPU samples are kept.
     pub raw_samples_hours: u32,
     /// Days one-minute rollups and GPU events are kept.
@@ -113,10 +125,10 @@ pub struct LocalAgentSettings {
     pub job_every: std::time::Duration,
 }
 
-/// Addresses as a TOML list or one comma-separated string (`BERTH_ADMIN_EMAILS=a@x.org,b@y.org`).
+/// Items as a TOML list or one comma-separated string (`BERTH_ADMIN_EMAILS=a@x.org,b@y.org`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum EmailList {
+pub enum TextList {
     /// `["a@x.org", "b@y.org"]`
     List(Vec<String>),
     /// `"a@x.org, b@y.org"`
@@ -126,17 +138,17 @@ pub enum EmailList {
     None,
 }
 
-impl EmailList {
+impl TextList {
     fn items(&self) -> Vec<String> {
         match self {
-            EmailList::List(items) => items.clone(),
-            EmailList::Joined(joined) => joined
+            TextList::List(items) => items.clone(),
+            TextList::Joined(joined) => joined
                 .split([',', ' ', ';'])
                 .map(str::trim)
                 .filter(|item| !item.is_empty())
                 .map(str::to_owned)
                 .collect(),
-            EmailList::None => Vec::new(),
+            TextList::None => Vec::new(),
         }
     }
 }
@@ -186,7 +198,7 @@ impl Default for RawSettings {
             public_url: None,
             session_idle_days: 7,
             dev_sign_in: None,
-            admin_emails: EmailList::None,
+            admin_emails: TextList::None,
             oidc: BTreeMap::new(),
             sign_in_rate_per_minute: 20,
             trust_forwarded_for: false,
@@ -196,6 +208,11 @@ impl Default for RawSettings {
             refund_full_hours: 24,
             refund_partial_hours: 2,
             refund_partial_percent: 50,
+            charge_modes: TextList::Joined("at_booking,before_start".to_owned()),
+            charge_default: "at_booking".to_owned(),
+            charge_lead_minutes: 120,
+            release_unpaid_minutes: 15,
+            payment_job_seconds: 60,
             raw_samples_hours: 24,
             rollup_days: 30,
             new_gpu_price_minor: 200,
@@ -299,6 +316,8 @@ pub struct Config {
     pub local_agent: LocalAgentSettings,
     /// Bearer token `GET /metrics` requires, if any.
     pub metrics_token: Option<String>,
+    /// Time between runs of the payment job.
+    pub payment_job_every: std::time::Duration,
 }
 
 /// A setting that cannot be used. Each message names the setting and the problem.
@@ -354,6 +373,9 @@ pub enum ConfigError {
     /// A booking limit is out of range.
     #[error("{0}")]
     BookingLimit(&'static str),
+    /// A charge-mode setting cannot be used.
+    #[error("charge settings: {0}")]
+    Charge(String),
     /// `sign_in_rate_per_minute` is 0.
     #[error("sign_in_rate_per_minute (BERTH_SIGN_IN_RATE_PER_MINUTE) must be at least 1")]
     RateLimit,
@@ -440,6 +462,7 @@ impl Config {
                  refund_partial_percent 0-100",
             ));
         }
+        let charge = charge_policy(&raw)?;
         if !(1..=24 * 30).contains(&raw.raw_samples_hours)
             || !(1..=3660).contains(&raw.rollup_days)
             || !(1..=3600).contains(&raw.agent_interval_seconds)
@@ -490,6 +513,7 @@ impl Config {
                     partial_before: chrono::TimeDelta::hours(i64::from(raw.refund_partial_hours)),
                     partial_percent: raw.refund_partial_percent,
                 },
+                charge,
                 telemetry: berth_app::server::state::TelemetrySettings {
                     raw_keep: chrono::TimeDelta::hours(i64::from(raw.raw_samples_hours)),
                     rollup_keep: chrono::TimeDelta::days(i64::from(raw.rollup_days)),
@@ -513,8 +537,55 @@ impl Config {
                 job_every: std::time::Duration::from_secs(u64::from(raw.telemetry_job_seconds)),
             },
             metrics_token: raw.metrics_token.filter(|t| !t.trim().is_empty()),
+            payment_job_every: std::time::Duration::from_secs(u64::from(raw.payment_job_seconds)),
         })
     }
+}
+
+/// The charge modes offered and their timing.
+fn charge_policy(raw: &RawSettings) -> Result<ChargePolicy, ConfigError> {
+    let parse = |raw: &str| {
+        ChargeMode::parse(raw.trim()).ok_or_else(|| {
+            ConfigError::Charge(format!(
+                "`{raw}` is not a charge mode (at_booking or before_start)"
+            ))
+        })
+    };
+    let modes = raw
+        .charge_modes
+        .items()
+        .iter()
+        .map(|item| parse(item))
+        .collect::<Result<Vec<_>, _>>()?;
+    if modes.is_empty() {
+        return Err(ConfigError::Charge(
+            "charge_modes names no mode (at_booking, before_start)".to_owned(),
+        ));
+    }
+    let default = parse(&raw.charge_default)?;
+    if !modes.contains(&default) {
+        return Err(ConfigError::Charge(format!(
+            "charge_default {} is not one of charge_modes",
+            default.as_str()
+        )));
+    }
+    if raw.charge_lead_minutes > 24 * 60 * 30
+        || raw.release_unpaid_minutes > raw.charge_lead_minutes
+        || !(1..=3600).contains(&raw.payment_job_seconds)
+    {
+        return Err(ConfigError::Charge(
+            "charge_lead_minutes at most 43200, release_unpaid_minutes at most \
+             charge_lead_minutes, payment_job_seconds 1-3600"
+                .to_owned(),
+        ));
+    }
+    Ok(ChargePolicy {
+        at_booking: modes.contains(&ChargeMode::AtBooking),
+        before_start: modes.contains(&ChargeMode::BeforeStart),
+        default,
+        lead: chrono::TimeDelta::minutes(i64::from(raw.charge_lead_minutes)),
+        release_before: chrono::TimeDelta::minutes(i64::from(raw.release_unpaid_minutes)),
+    })
 }
 
 fn database_settings(url: Option<&str>, data_dir: &Path) -> Result<DatabaseSettings, ConfigError> {
@@ -810,13 +881,13 @@ mod tests {
 
     #[test]
     fn admin_emails_come_as_a_list_or_one_string() {
-        let joined = EmailList::Joined(" A@Example.com, b@example.com;c@example.com ".into());
+        let joined = TextList::Joined(" A@Example.com, b@example.com;c@example.com ".into());
         assert_eq!(
             joined.items(),
             ["A@Example.com", "b@example.com", "c@example.com"]
         );
         let config = Config::from_raw(RawSettings {
-            admin_emails: EmailList::List(vec!["Ops@Example.com".into()]),
+            admin_emails: TextList::List(vec!["Ops@Example.com".into()]),
             ..RawSettings::default()
         })
         .unwrap();

@@ -10,6 +10,7 @@ pub mod agent;
 pub mod cli;
 pub mod configuration;
 pub mod metrics;
+pub mod payments;
 pub mod routes;
 pub mod startup;
 pub mod telemetry;

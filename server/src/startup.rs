@@ -92,6 +92,8 @@ pub struct Application {
     limiter: SignInLimiter,
     local_agent: crate::configuration::LocalAgentSettings,
     telemetry: berth_app::server::state::TelemetrySettings,
+    charge: berth_app::domain::payment::ChargePolicy,
+    payment_job_every: std::time::Duration,
 }
 
 impl std::fmt::Debug for Application {
@@ -203,6 +205,8 @@ impl Application {
             limiter,
             local_agent: config.local_agent.clone(),
             telemetry: config.portal.telemetry.clone(),
+            charge: config.portal.charge,
+            payment_job_every: config.payment_job_every,
         })
     }
 
@@ -241,6 +245,12 @@ impl Application {
             self.local_agent.job_every,
             Arc::new(berth_app::server::clock::SystemClock),
         );
+        let payments = crate::payments::spawn_job(
+            self.db.clone(),
+            self.charge,
+            self.payment_job_every,
+            Arc::new(berth_app::server::clock::SystemClock),
+        );
         // The peer address feeds the sign-in rate limit.
         let service = self
             .router
@@ -250,6 +260,7 @@ impl Application {
             .await;
         sweeper.abort();
         job.abort();
+        payments.abort();
         for agent in agents {
             let _ = agent.stop().await;
         }
@@ -353,6 +364,7 @@ pub fn router(
         )
         .route("/api/v1/wallet", get(ledger::wallet))
         .route("/api/v1/admin/credits", post(ledger::change_credits))
+        .route("/api/v1/admin/payments-due", get(ledger::payments_due))
         .route("/admin/credits", post(ledger::credits_form))
         .route("/api/v1/gpus/{id}/telemetry", get(telemetry::history))
         .route("/api/v1/gpus/{id}/events", get(telemetry::events))

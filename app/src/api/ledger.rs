@@ -25,11 +25,24 @@ pub async fn get_wallet() -> Result<WalletPage, AppError> {
         async {
             let actor = require_actor().await?;
             let state = state::app_state()?;
-            let wallet = ledger::wallet(&state.db, &state.portal.currency, actor.user.id).await?;
+            let wallet = ledger::wallet(
+                &state.db,
+                &state.portal.currency,
+                &state.portal.charge,
+                actor.user.id,
+            )
+            .await?;
             let now = chrono::Utc::now();
             let from = wallet.entries.iter().map(|e| e.at).min().unwrap_or(now);
+            let to = wallet
+                .payments_due
+                .iter()
+                .map(|due| due.start)
+                .max()
+                .unwrap_or(now)
+                .max(now);
             Ok(WalletPage {
-                zone: booking::zone_named(request_zone(&actor).as_deref(), from, now),
+                zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
                 wallet,
             })
         }
@@ -77,6 +90,51 @@ pub async fn get_credits_page() -> Result<CreditsPage, AppError> {
                 users,
                 currency: state.portal.currency.clone(),
                 form_key: uuid::Uuid::new_v4().to_string(),
+            })
+        }
+        .await,
+    )
+}
+
+/// What the payments page shows platform admins.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PaymentsPage {
+    /// Soonest start first.
+    pub due: Vec<crate::domain::ledger::DuePayment>,
+    /// The currency.
+    pub currency: crate::domain::money::Currency,
+    /// The viewer's time zone over the reservations' times.
+    pub zone: ZoneOffsets,
+}
+
+/// Reservations whose payment is due, for platform admins.
+#[server(endpoint = "get_payments_page")]
+pub async fn get_payments_page() -> Result<PaymentsPage, AppError> {
+    use crate::api::reservations::request_zone;
+    use crate::server::{auth::actor::require_actor, booking, ledger, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            actor.require_platform_admin()?;
+            let state = state::app_state()?;
+            let now = chrono::Utc::now();
+            let due = ledger::payments_due(&state.db, &state.portal.charge, now).await?;
+            let from = due
+                .iter()
+                .map(|d| d.release_at)
+                .min()
+                .unwrap_or(now)
+                .min(now);
+            let to = due
+                .iter()
+                .map(|d| d.reservation.window.start())
+                .max()
+                .unwrap_or(now)
+                .max(now);
+            Ok(PaymentsPage {
+                due,
+                currency: state.portal.currency.clone(),
+                zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
             })
         }
         .await,

@@ -94,6 +94,9 @@ pub async fn set_maintenance(
     start: String,
     end: String,
     reason: String,
+    /// `on` (a ticked checkbox): release the reservations in the way, refunded in full.
+    #[server(default)]
+    release: Option<String>,
 ) -> Result<Vec<MaintenanceWindow>, AppError> {
     use crate::api::reservations::request_zone;
     use crate::server::maintenance::MaintenanceForm;
@@ -124,6 +127,7 @@ pub async fn set_maintenance(
                 start: booking::local_to_rfc3339(zone.as_deref(), "start", &start)?,
                 end: booking::local_to_rfc3339(zone.as_deref(), "end", &end)?,
                 reason,
+                release_reservations: release.is_some_and(|value| !value.is_empty()),
             };
             maintenance::create(&state, &actor, &form, chrono::Utc::now()).await
         }

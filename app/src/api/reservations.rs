@@ -69,6 +69,12 @@ pub async fn book_reservation(
     share: String,
     start: String,
     end: String,
+    /// `at_booking` or `before_start` (default: the portal's).
+    #[server(default)]
+    charge: Option<String>,
+    /// The booking form's key: the same key again books once.
+    #[server(default)]
+    idempotency_key: Option<String>,
 ) -> Result<Reservation, AppError> {
     use crate::server::booking::{BookingForm, ShareInput};
     use crate::server::{auth::actor::require_actor, booking, state};
@@ -83,8 +89,10 @@ pub async fn book_reservation(
                 share: Some(ShareInput::Text(share)),
                 start,
                 end,
+                charge,
             };
-            booking::create(&state, &actor, &form, chrono::Utc::now(), None).await
+            let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
+            booking::create(&state, &actor, &form, chrono::Utc::now(), key).await
         }
         .await,
     )
@@ -139,6 +147,7 @@ pub async fn list_my_reservations() -> Result<MyReservations, AppError> {
                 zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
                 currency: state.portal.currency.clone(),
                 refunds_now,
+                release_before_minutes: state.portal.charge.release_before.num_minutes(),
                 list,
             })
         }

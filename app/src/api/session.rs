@@ -14,10 +14,14 @@ pub async fn current_user() -> Result<Option<SignedInUser>, AppError> {
                 return Ok(None);
             };
             let state = state::app_state()?;
-            let teams = db::teams::memberships_of(&state.db, actor.user.id).await?;
+            let (teams, payments_due) = tokio::try_join!(
+                db::teams::memberships_of(&state.db, actor.user.id),
+                db::payments::count_due(&state.db, actor.user.id),
+            )?;
             Ok(Some(SignedInUser {
                 user: actor.user,
                 teams,
+                payments_due,
             }))
         }
         .await,

@@ -11,11 +11,13 @@ use leptos::prelude::*;
 pub fn ErrorPanel(error: AppError) -> impl IntoView {
     let i18n = use_i18n();
     let message = move || match &error {
-        AppError::Validation { problem, .. } => problem_text(i18n, problem),
+        AppError::Validation { problem, .. } | AppError::Conflict(problem) => {
+            described(i18n, problem)
+        }
+        AppError::Explained { message, .. } => message.clone(),
         AppError::Unauthorized => t_string!(i18n, error_unauthorized).to_string(),
         AppError::Forbidden => t_string!(i18n, error_forbidden).to_string(),
         AppError::NotFound(_) => t_string!(i18n, error_not_found).to_string(),
-        AppError::Conflict(problem) => problem_text(i18n, problem),
         AppError::Clash(clash) => clash.to_string(),
         AppError::TooManyRequests(seconds) => {
             t_string!(i18n, error_too_many_requests, seconds = *seconds).to_string()
@@ -30,6 +32,19 @@ pub fn ErrorPanel(error: AppError) -> impl IntoView {
             <p>{message}</p>
         </div>
     }
+}
+
+/// `problem` in the current language. In the browser, problems arrive already explained by the
+/// server ([`AppError::Explained`]); one made in the browser shows its English text, so that the
+/// translation tables of problems stay out of the pages' WebAssembly.
+fn described(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        let _ = i18n;
+        problem.to_string()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    problem_text(i18n, problem)
 }
 
 /// `problem` in the current language.
@@ -117,8 +132,19 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         }
         Problem::ZeroAmount => t_string!(i18n, problem_zero_amount).to_string(),
         Problem::NotMinorUnits { raw } => t_string!(i18n, problem_not_minor_units, raw).to_string(),
-        Problem::InsufficientFunds { missing, .. } => {
+        Problem::InsufficientFunds {
+            missing_minor,
+            missing,
+        } => {
+            let missing = local_amount(i18n, missing_minor).unwrap_or(missing);
             t_string!(i18n, problem_insufficient_funds, missing).to_string()
+        }
+        Problem::UnknownChargeMode { raw } => {
+            t_string!(i18n, problem_unknown_charge_mode, raw).to_string()
+        }
+        Problem::ChargeModeNotAllowed { mode } => {
+            let mode = charge_mode_text(i18n, &mode);
+            t_string!(i18n, problem_charge_mode_not_allowed, mode).to_string()
         }
         Problem::ReservationsInTheWay { ids } => {
             let count = ids.len();
@@ -130,4 +156,38 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             }
         }
     }
+}
+
+/// A charge mode's name (`at_booking`, `before_start`) in the current language.
+pub fn charge_mode_text(i18n: leptos_i18n::I18nContext<Locale>, mode: &str) -> String {
+    match crate::domain::payment::ChargeMode::parse(mode) {
+        Some(crate::domain::payment::ChargeMode::AtBooking) => {
+            t_string!(i18n, charge_mode_at_booking).to_string()
+        }
+        Some(crate::domain::payment::ChargeMode::BeforeStart) => {
+            t_string!(i18n, charge_mode_before_start).to_string()
+        }
+        None => mode.to_owned(),
+    }
+}
+
+/// `minor` units of the portal's currency written for the current language (`R$ 12,50`), when
+/// the portal's settings are at hand (on the server).
+#[cfg(feature = "ssr")]
+fn local_amount(i18n: leptos_i18n::I18nContext<Locale>, minor: i64) -> Option<String> {
+    use crate::components::format::with_number_style;
+    use crate::domain::money::{DecimalAmount, Money};
+    let state = use_context::<crate::server::state::AppState>()?;
+    let currency = &state.portal.currency;
+    let decimal = DecimalAmount::new(Money::from_minor(minor), currency);
+    let amount = with_number_style(i18n, |style| {
+        crate::domain::numbers::format_amount(decimal, style)
+    });
+    let symbol = currency.symbol().to_owned();
+    Some(t_string!(i18n, money, symbol, amount).to_string())
+}
+
+#[cfg(not(feature = "ssr"))]
+fn local_amount(_: leptos_i18n::I18nContext<Locale>, _: i64) -> Option<String> {
+    None
 }

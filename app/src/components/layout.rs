@@ -1,6 +1,7 @@
 //! The page frame: header with navigation and language switch, and footer.
 
 use crate::api::session::current_user;
+use crate::components::format::t_count;
 use crate::domain::sign_in::{HighestRole, SignedInUser};
 use crate::i18n::*;
 use leptos::prelude::*;
@@ -50,6 +51,9 @@ pub fn Header() -> impl IntoView {
                                     <a href="/admin/credits" aria-current=move || current("/admin/credits")>
                                         {t!(i18n, nav_credits)}
                                     </a>
+                                    <a href="/admin/payments" aria-current=move || current("/admin/payments")>
+                                        {t!(i18n, nav_payments)}
+                                    </a>
                                 }
                             })
                     }}
@@ -58,6 +62,23 @@ pub fn Header() -> impl IntoView {
             <LanguageSwitch />
             <UserMenu user />
         </header>
+        <Transition fallback=|| ()>
+            {move || {
+                let due = user.get().and_then(Result::ok).flatten().map_or(0, |me| me.payments_due);
+                (due > 0)
+                    .then(|| {
+                        view! {
+                            <div class="payment-due-banner" role="alert">
+                                <strong>{t!(i18n, payment_due_title)}</strong>
+                                " "
+                                {t_count!(i18n, due, payment_due_banner_singular, payment_due_banner_plural)}
+                                " "
+                                <a href="/wallet">{t!(i18n, payment_due_link)}</a>
+                            </div>
+                        }
+                    })
+            }}
+        </Transition>
     }
 }
 

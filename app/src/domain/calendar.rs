@@ -187,6 +187,31 @@ pub struct CalendarView {
     pub next: NaiveDate,
     /// Today, locally.
     pub today: NaiveDate,
+    /// What the booking panel needs to show how a booking is paid.
+    pub payment: BookingPayment,
+}
+
+/// The viewer's money and the charge modes, for the booking panel's quote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BookingPayment {
+    /// The wallet's balance.
+    pub balance: crate::domain::money::Money,
+    /// Committed to reservations not charged yet.
+    pub on_hold: crate::domain::money::Money,
+    /// The charge modes offered, the default first.
+    pub modes: Vec<crate::domain::payment::ChargeMode>,
+    /// How long before the start `before_start` bookings are charged, in minutes.
+    pub lead_minutes: i64,
+    /// A fresh idempotency key for this page's booking form (a suffix counts the bookings made
+    /// from it, so that a retry of one booking reuses its key and the next booking does not).
+    pub form_key: String,
+}
+
+impl BookingPayment {
+    /// The balance left once the unpaid reservations and a booking of `price` are charged.
+    pub fn balance_after(&self, price: crate::domain::money::Money) -> i64 {
+        self.balance.minor() - self.on_hold.minor() - price.minor()
+    }
 }
 
 impl CalendarView {

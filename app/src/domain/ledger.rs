@@ -294,8 +294,38 @@ pub struct Wallet {
     pub balance: Money,
     /// The currency.
     pub currency: Currency,
+    /// Committed to upcoming reservations that are charged before their start and not charged
+    /// yet: the balance this leaves is what can be spent without a later charge failing.
+    pub on_hold: Money,
+    /// Reservations whose charge failed for want of credits, soonest first.
+    pub payments_due: Vec<PaymentDue>,
     /// Movements, newest first.
     pub entries: Vec<WalletEntry>,
+}
+
+/// A reservation whose charge failed for want of credits: paid as soon as the wallet holds
+/// enough, released at `release_at` if not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PaymentDue {
+    /// The reservation.
+    pub reservation_id: i64,
+    /// Its price.
+    pub price: Money,
+    /// Its start (UTC).
+    pub start: DateTime<Utc>,
+    /// When it is released if still unpaid (UTC).
+    pub release_at: DateTime<Utc>,
+}
+
+/// A reservation whose payment is due, as platform admins see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DuePayment {
+    /// The reservation.
+    pub reservation: crate::domain::reservation::Reservation,
+    /// When it is released if still unpaid (UTC).
+    pub release_at: DateTime<Utc>,
+    /// The owner's wallet balance now.
+    pub balance: Money,
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod maintenance;
 pub mod money;
 pub mod numbers;
+pub mod payment;
 pub mod problem;
 pub mod reservation;
 pub mod schedule;

@@ -277,6 +277,18 @@ pub enum Problem {
         /// The reservations.
         ids: Vec<i64>,
     },
+    /// Not a charge mode.
+    #[error("`{raw}` is not a charge mode (at_booking or before_start)")]
+    UnknownChargeMode {
+        /// What was sent.
+        raw: String,
+    },
+    /// A charge mode this portal does not offer.
+    #[error("this portal does not offer the charge mode {mode}")]
+    ChargeModeNotAllowed {
+        /// The mode asked for.
+        mode: String,
+    },
 }
 
 fn in_the_way(ids: &[i64]) -> String {

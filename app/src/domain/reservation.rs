@@ -43,6 +43,11 @@ pub enum PaymentStatus {
     Free,
     /// Booked before Berth took payments.
     Unpaid,
+    /// To be charged by the payment job before the start.
+    Pending,
+    /// The payment job found the wallet short: paid as soon as credits arrive, released shortly
+    /// before the start if not.
+    Due,
 }
 
 impl PaymentStatus {
@@ -52,6 +57,8 @@ impl PaymentStatus {
             PaymentStatus::Paid => "paid",
             PaymentStatus::Free => "free",
             PaymentStatus::Unpaid => "unpaid",
+            PaymentStatus::Pending => "pending",
+            PaymentStatus::Due => "due",
         }
     }
 
@@ -61,6 +68,37 @@ impl PaymentStatus {
             "paid" => Some(PaymentStatus::Paid),
             "free" => Some(PaymentStatus::Free),
             "unpaid" => Some(PaymentStatus::Unpaid),
+            "pending" => Some(PaymentStatus::Pending),
+            "due" => Some(PaymentStatus::Due),
+            _ => None,
+        }
+    }
+}
+
+/// Why Berth released a reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReleaseReason {
+    /// Still unpaid shortly before its start.
+    Unpaid,
+    /// A platform admin took its GPU for maintenance or retired it; refunded in full.
+    Maintenance,
+}
+
+impl ReleaseReason {
+    /// As stored and sent.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReleaseReason::Unpaid => "unpaid",
+            ReleaseReason::Maintenance => "maintenance",
+        }
+    }
+
+    /// From the stored text.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "unpaid" => Some(ReleaseReason::Unpaid),
+            "maintenance" => Some(ReleaseReason::Maintenance),
             _ => None,
         }
     }
@@ -95,6 +133,13 @@ pub struct Reservation {
     pub payment_status: PaymentStatus,
     /// Returned to the owner's wallet on cancellation, minor units.
     pub refunded_minor: i64,
+    /// When it is charged.
+    pub charge_mode: crate::domain::payment::ChargeMode,
+    /// When the payment job charges it (pending or due ones).
+    pub charge_at: Option<DateTime<Utc>>,
+    /// Released by Berth rather than cancelled by a person: not paid in time, or its GPU taken
+    /// for maintenance (refunded in full).
+    pub released: Option<ReleaseReason>,
     /// When it was booked.
     pub created_at: DateTime<Utc>,
 }
@@ -124,6 +169,8 @@ pub struct NewReservation {
     pub share: Share,
     /// When.
     pub window: Window,
+    /// When it is charged (the portal's default when the request names none).
+    pub charge: crate::domain::payment::ChargeMode,
 }
 
 /// A window that would fit instead, offered with a conflict and by "find a slot".
@@ -189,6 +236,8 @@ pub struct MyReservations {
     pub currency: crate::domain::money::Currency,
     /// What cancelling now would refund, by reservation id (upcoming paid ones).
     pub refunds_now: Vec<(i64, i64)>,
+    /// Reservations whose payment is due are released this many minutes before their start.
+    pub release_before_minutes: i64,
 }
 
 /// What a block of time on the calendar is.

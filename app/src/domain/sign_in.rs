@@ -31,6 +31,9 @@ pub struct SignedInUser {
     pub user: UserSummary,
     /// The teams they belong to, by name.
     pub teams: Vec<TeamMembership>,
+    /// How many of their reservations wait for credits to be paid (shown on every page).
+    #[serde(default)]
+    pub payments_due: u32,
 }
 
 /// The most powerful role a user holds, as the header shows it.
@@ -175,6 +178,7 @@ mod tests {
 
     fn user(role: PlatformRole, teams: &[(&str, TeamRole)]) -> SignedInUser {
         SignedInUser {
+            payments_due: 0,
             user: UserSummary {
                 id: 1,
                 email: Email::parse("ana@example.com").unwrap(),

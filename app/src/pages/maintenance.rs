@@ -113,6 +113,11 @@ fn MaintenanceForm(nodes: Vec<NodeChoice>, set: ServerAction<SetMaintenance>) ->
                     maxlength="200"
                     placeholder=move || t_string!(i18n, maintenance_reason_hint).to_string()
                 />
+                <label class="check maintenance-release">
+                    <input type="checkbox" name="release" value="on" />
+                    " "
+                    {t!(i18n, maintenance_release)}
+                </label>
                 <button type="submit" class="button-primary">{t!(i18n, maintenance_submit)}</button>
             </ActionForm>
             {move || {

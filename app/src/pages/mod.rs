@@ -7,6 +7,7 @@ pub mod inventory;
 pub mod maintenance;
 pub mod nodes;
 pub mod not_found;
+pub mod payments;
 pub mod profile;
 pub mod reservations;
 pub mod sign_in;

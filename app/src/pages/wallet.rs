@@ -51,6 +51,53 @@ fn WalletView(data: WalletData) -> impl IntoView {
                 <MoneyText amount=wallet.balance currency=currency.clone() />
             </strong>
         </div>
+        {(wallet.on_hold.minor() > 0).then(|| {
+            let available = Money::from_minor(wallet.balance.minor() - wallet.on_hold.minor());
+            view! {
+                <dl class="wallet-hold">
+                    <dt>{t!(i18n, wallet_on_hold)}</dt>
+                    <dd data-on-hold-minor=wallet.on_hold.minor()>
+                        <MoneyText amount=wallet.on_hold currency=currency.clone() />
+                    </dd>
+                    <dt>{t!(i18n, wallet_available)}</dt>
+                    <dd class:negative=available.minor() < 0>
+                        <MoneyText amount=available currency=currency.clone() />
+                    </dd>
+                </dl>
+            }
+        })}
+        {(!wallet.payments_due.is_empty()).then(|| {
+            let items = wallet
+                .payments_due
+                .iter()
+                .map(|due| {
+                    let id = due.reservation_id;
+                    let start = date_minute(zone.local(due.start));
+                    let release = date_minute(zone.local(due.release_at));
+                    let price = due.price;
+                    let currency = currency.clone();
+                    view! {
+                        <li data-reservation=id>
+                            {t!(
+                                i18n,
+                                wallet_due_item,
+                                id,
+                                price = move || view! { <MoneyText amount=price currency=currency.clone() /> },
+                                start = move || start.clone(),
+                                release = move || release.clone()
+                            )}
+                        </li>
+                    }
+                })
+                .collect_view();
+            view! {
+                <section class="payment-due" role="alert">
+                    <h2>{t!(i18n, wallet_due_title)}</h2>
+                    <p>{t!(i18n, wallet_due_intro)}</p>
+                    <ul>{items}</ul>
+                </section>
+            }
+        })}
         <div class="section-head">
             <h2>{t!(i18n, wallet_history)}</h2>
             {(!wallet.entries.is_empty()).then(|| view! {

@@ -1,6 +1,7 @@
 //! The booking service shared by the server functions (pages) and the JSON API: parses raw input
 //! into domain types with field-level errors, checks who may do what, and calls `db::reservations`.
 
+use crate::domain::payment::ChargeMode;
 use crate::domain::problem::Problem;
 use crate::domain::reservation::{
     BlockKind, BusyBlock, GpuAvailability, NewReservation, Reservation, SlotOffer, Target,
@@ -61,6 +62,9 @@ pub struct BookingForm {
     pub start: String,
     /// RFC 3339 end.
     pub end: String,
+    /// `at_booking` or `before_start` (default: the portal's).
+    #[serde(default)]
+    pub charge: Option<String>,
 }
 
 fn invalid(field: &str, problem: Problem) -> AppError {
@@ -145,11 +149,33 @@ pub fn parse_booking(
             return Err(invalid("gpu_ids", Problem::GpusOrModel));
         }
     };
+    let charge = form
+        .charge
+        .as_deref()
+        .map(str::trim)
+        .filter(|raw| !raw.is_empty())
+        .map(|raw| {
+            ChargeMode::parse(raw).ok_or_else(|| {
+                invalid(
+                    "charge",
+                    Problem::UnknownChargeMode {
+                        raw: raw.to_owned(),
+                    },
+                )
+            })
+        })
+        .transpose()?;
+    let charge = state
+        .portal
+        .charge
+        .mode(charge)
+        .map_err(|problem| invalid("charge", problem))?;
     Ok(NewReservation {
         owner_id,
         target,
         share,
         window,
+        charge,
     })
 }
 
@@ -174,9 +200,12 @@ pub async fn create(
     let reservation = db::reservations::book(
         &state.db,
         &request,
-        latest_start(state, now),
-        now,
-        &state.portal.currency,
+        &db::reservations::BookingTerms {
+            latest_start: latest_start(state, now),
+            now,
+            currency: &state.portal.currency,
+            charge: &state.portal.charge,
+        },
         key.as_ref(),
     )
     .await?;
@@ -531,6 +560,27 @@ pub async fn calendar(
         nodes,
         models,
         currency: state.portal.currency.clone(),
+        payment: booking_payment(state, actor.user.id).await?,
+    })
+}
+
+/// The viewer's balance, what unpaid reservations hold, and the charge modes.
+async fn booking_payment(
+    state: &AppState,
+    user_id: i64,
+) -> Result<crate::domain::calendar::BookingPayment, AppError> {
+    let (balance, unpaid) = tokio::try_join!(
+        db::ledger::wallet_balance(&state.db, user_id),
+        db::payments::unpaid_of(&state.db, user_id),
+    )?;
+    Ok(crate::domain::calendar::BookingPayment {
+        balance,
+        on_hold: crate::domain::money::Money::from_minor(
+            unpaid.iter().map(|row| row.price_minor).sum(),
+        ),
+        modes: state.portal.charge.offered(),
+        lead_minutes: state.portal.charge.lead.num_minutes(),
+        form_key: uuid::Uuid::new_v4().to_string(),
     })
 }
 

@@ -4,6 +4,7 @@
 use crate::domain::gpu::{GpuMemory, GpuStatus};
 use crate::domain::inventory::{NewGpu, NewNode};
 use crate::domain::money::Money;
+use crate::domain::payment::{ChargeMode, ChargePolicy};
 use crate::domain::team::{TeamName, TeamRole};
 use crate::domain::user::{Email, NewUser, PlatformRole, UserName, UserSummary};
 use crate::server::db;
@@ -235,18 +236,18 @@ pub async fn seed_demo_bookings(
                     target: Target::Gpus(vec![gpu.id]),
                     share,
                     window,
+                    charge: ChargeMode::AtBooking,
                 };
                 let created_at = (start - TimeDelta::days(2)).min(now);
-                if db::reservations::book(
-                    conn,
-                    &request,
-                    now + TimeDelta::weeks(8),
-                    created_at,
+                let terms = db::reservations::BookingTerms {
+                    latest_start: now + TimeDelta::weeks(8),
+                    now: created_at,
                     currency,
-                    None,
-                )
-                .await
-                .is_ok()
+                    charge: &ChargePolicy::default(),
+                };
+                if db::reservations::book(conn, &request, &terms, None)
+                    .await
+                    .is_ok()
                 {
                     added += 1;
                 }

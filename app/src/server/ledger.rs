@@ -2,9 +2,11 @@
 //! credit grant or deduction, posts it in one write transaction (retried when the database is
 //! busy or reports a serialization failure), and reads wallets.
 
-use crate::domain::ledger::{CreditChange, Wallet};
+use crate::domain::ledger::{CreditChange, PaymentDue, Wallet};
 use crate::domain::money::{Currency, Money};
+use crate::domain::payment::ChargePolicy;
 use crate::domain::problem::Problem;
+use crate::domain::reservation::PaymentStatus;
 use crate::domain::user::{Email, UserSummary};
 use crate::error::AppError;
 use crate::server::db;
@@ -181,20 +183,69 @@ pub async fn change_credits(
         amount_minor,
         "credits changed"
     );
+    // Reservations waiting for these credits are paid now rather than at the job's next run.
+    if change.amount().minor() > 0 {
+        match db::payments::retry_for(db, done.user.id, now).await {
+            Ok(outcome) if outcome.charged > 0 => {
+                tracing::info!(user.id = done.user.id, ?outcome, "due payments made");
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(error = %err, "paying due reservations after credits"),
+        }
+    }
     Ok(done)
 }
 
-/// `user_id`'s wallet with its latest movements.
+/// `user_id`'s wallet with its latest movements, what upcoming charges hold, and the
+/// reservations whose payment is due.
 pub async fn wallet(
     db: &DatabaseConnection,
     currency: &Currency,
+    charge: &ChargePolicy,
     user_id: i64,
 ) -> Result<Wallet, DbErr> {
     let (balance, entries) = db::ledger::wallet(db, user_id, WALLET_ENTRIES).await?;
+    let unpaid = db::payments::unpaid_of(db, user_id).await?;
+    let on_hold = Money::from_minor(unpaid.iter().map(|row| row.price_minor).sum());
+    let payments_due = unpaid
+        .into_iter()
+        .filter(|row| row.payment_status == PaymentStatus::Due.as_str())
+        .map(|row| PaymentDue {
+            reservation_id: row.id,
+            price: Money::from_minor(row.price_minor),
+            start: row.start_at,
+            release_at: charge.release_at(row.start_at),
+        })
+        .collect();
     Ok(Wallet {
         user_id,
         balance,
         currency: currency.clone(),
+        on_hold,
+        payments_due,
         entries,
     })
+}
+
+/// Every confirmed reservation whose payment is due, soonest start first, with its release time
+/// and its owner's balance (platform admins).
+pub async fn payments_due(
+    db: &DatabaseConnection,
+    charge: &ChargePolicy,
+    now: DateTime<Utc>,
+) -> Result<Vec<crate::domain::ledger::DuePayment>, DbErr> {
+    let rows = db::payments::due(db).await?;
+    let balances = db::ledger::balances(db).await?;
+    let reservations = db::reservations::views_of(db, rows, now).await?;
+    Ok(reservations
+        .into_iter()
+        .map(|reservation| crate::domain::ledger::DuePayment {
+            release_at: charge.release_at(reservation.window.start()),
+            balance: balances
+                .get(&reservation.owner_id)
+                .copied()
+                .unwrap_or(Money::ZERO),
+            reservation,
+        })
+        .collect())
 }

@@ -26,6 +26,9 @@ pub struct MaintenanceForm {
     pub end: String,
     /// Why (shown to admins; users see "maintenance").
     pub reason: String,
+    /// Release confirmed reservations in the way (refunded in full) instead of refusing.
+    #[serde(default)]
+    pub release_reservations: bool,
 }
 
 fn invalid(field: &str, problem: Problem) -> AppError {
@@ -59,7 +62,15 @@ pub async fn create(
             },
         ));
     }
-    let created = db::maintenance::create(&state.db, &ids, &request, actor.user.id, now).await?;
+    let created = db::maintenance::create(
+        &state.db,
+        &ids,
+        &request,
+        actor.user.id,
+        now,
+        form.release_reservations,
+    )
+    .await?;
     tracing::info!(windows = created.len(), "maintenance set");
     Ok(created)
 }

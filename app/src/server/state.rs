@@ -24,6 +24,8 @@ pub struct PortalConfig {
     pub admin_emails: Vec<Email>,
     /// What a cancellation refunds.
     pub refund: crate::domain::ledger::RefundPolicy,
+    /// When bookings are charged.
+    pub charge: crate::domain::payment::ChargePolicy,
     /// Telemetry retention and new-GPU defaults.
     pub telemetry: TelemetrySettings,
 }
@@ -80,8 +82,11 @@ pub fn app_state() -> Result<AppState, AppError> {
 }
 
 /// Passes `result` through, setting the HTTP status of the current response to match the error
-/// (503 when the database is down, 401, 403, …) instead of the default 500.
+/// (503 when the database is down, 401, 403, …) instead of the default 500. Problems with the
+/// input or the current state are put into the reader's language here
+/// ([`AppError::Explained`]).
 pub fn with_status<T>(result: Result<T, AppError>) -> Result<T, AppError> {
+    let result = result.map_err(explained);
     if let Err(error) = &result
         && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
         && let Ok(status) = http::StatusCode::from_u16(error.status_code())
@@ -89,4 +94,39 @@ pub fn with_status<T>(result: Result<T, AppError>) -> Result<T, AppError> {
         response.set_status(status);
     }
     result
+}
+
+/// `error` with its problem in the language of the current request (cookie or
+/// `Accept-Language`); other errors unchanged.
+pub fn explained(error: AppError) -> AppError {
+    let (status, field, problem) = match error {
+        AppError::Validation { field, problem } => (422, Some(field), problem),
+        AppError::Conflict(problem) => (409, None, problem),
+        other => return other,
+    };
+    let owner = Owner::new();
+    let message = owner.with(|| {
+        // The same context `I18nContextProvider` provides.
+        #[allow(deprecated)]
+        leptos_i18n::context::provide_i18n_context::<crate::i18n::Locale>();
+        crate::components::error::problem_text(crate::i18n::use_i18n(), &problem)
+    });
+    AppError::Explained {
+        status,
+        field,
+        code: problem.code(),
+        message,
+    }
+}
+
+/// [`explained`] outside Leptos' request handling (plain form routes): the language comes from
+/// `headers` (cookie or `Accept-Language`).
+pub fn explained_for(error: AppError, headers: &http::HeaderMap, state: &AppState) -> AppError {
+    let (mut parts, ()) = http::Request::new(()).into_parts();
+    parts.headers = headers.clone();
+    Owner::new().with(|| {
+        provide_context(parts);
+        provide_context(state.clone());
+        explained(error)
+    })
 }

@@ -18,13 +18,24 @@ use serde::Serialize;
 #[derive(Debug, Serialize)]
 pub struct ApiWallet {
     balance_minor: i64,
-    /// Money set aside for reservations not yet charged (none yet: every booking is charged or
-    /// free when made).
+    /// Committed to upcoming reservations charged before their start and not charged yet.
     on_hold_minor: i64,
+    /// Reservations whose charge failed for want of credits.
+    payments_due: Vec<ApiPaymentDue>,
     /// The balance as a decimal string in the currency (`125.00`).
     balance: String,
     currency: String,
     entries: Vec<ApiEntry>,
+}
+
+/// A reservation waiting for credits: paid as soon as the wallet holds `price_minor`, released
+/// at `release_at` if not.
+#[derive(Debug, Serialize)]
+pub struct ApiPaymentDue {
+    reservation_id: i64,
+    price_minor: i64,
+    start: String,
+    release_at: String,
 }
 
 /// One movement of the wallet, newest first.
@@ -76,7 +87,13 @@ pub async fn wallet(
             },
         )
     })?;
-    let wallet = ledger::wallet(&state.db, &state.portal.currency, actor.user.id).await?;
+    let wallet = ledger::wallet(
+        &state.db,
+        &state.portal.currency,
+        &state.portal.charge,
+        actor.user.id,
+    )
+    .await?;
     match query.format.as_deref() {
         None | Some("json") => Ok(Json(api_wallet(wallet)).into_response()),
         Some("csv") => {
@@ -139,11 +156,24 @@ fn api_wallet(wallet: Wallet) -> ApiWallet {
         balance,
         currency,
         entries,
+        on_hold,
+        payments_due,
         ..
     } = wallet;
+    let utc =
+        |at: chrono::DateTime<chrono::Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     ApiWallet {
         balance_minor: balance.minor(),
-        on_hold_minor: 0,
+        on_hold_minor: on_hold.minor(),
+        payments_due: payments_due
+            .into_iter()
+            .map(|due| ApiPaymentDue {
+                reservation_id: due.reservation_id,
+                price_minor: due.price.minor(),
+                start: utc(due.start),
+                release_at: utc(due.release_at),
+            })
+            .collect(),
         balance: balance.to_decimal_string(&currency),
         currency: currency.code().to_owned(),
         entries: entries.into_iter().map(ApiEntry::new).collect(),
@@ -266,4 +296,33 @@ pub async fn credits_form(
         }
     };
     Ok(axum::response::Redirect::to(&target))
+}
+
+/// One reservation whose payment is due.
+#[derive(Debug, Serialize)]
+pub struct ApiDuePayment {
+    reservation: berth_app::domain::reservation::Reservation,
+    release_at: String,
+    owner_balance_minor: i64,
+}
+
+/// `GET /api/v1/admin/payments-due` (platform admins): reservations whose charge failed for want
+/// of credits, soonest start first.
+pub async fn payments_due(
+    State(state): State<AppState>,
+    actor: Actor,
+) -> Result<Json<Vec<ApiDuePayment>>, AppError> {
+    actor.require_platform_admin()?;
+    let due = ledger::payments_due(&state.db, &state.portal.charge, chrono::Utc::now()).await?;
+    Ok(Json(
+        due.into_iter()
+            .map(|item| ApiDuePayment {
+                release_at: item
+                    .release_at
+                    .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                owner_balance_minor: item.balance.minor(),
+                reservation: item.reservation,
+            })
+            .collect(),
+    ))
 }

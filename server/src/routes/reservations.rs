@@ -194,6 +194,10 @@ pub struct BookFormPost {
     end: String,
     #[serde(default)]
     return_to: Option<String>,
+    #[serde(default)]
+    charge: Option<String>,
+    #[serde(default)]
+    idempotency_key: Option<String>,
 }
 
 /// `POST /calendar/book`: books, then back to the calendar with `booked=ID` or `error=message`.
@@ -220,14 +224,20 @@ pub async fn book_form(
             share: form.share.clone().map(booking::ShareInput::Text),
             start,
             end,
+            charge: form.charge.clone(),
         };
-        booking::create(&state, &actor, &booking_form, chrono::Utc::now(), None).await
+        let key = form
+            .idempotency_key
+            .as_deref()
+            .filter(|key| !key.is_empty());
+        booking::create(&state, &actor, &booking_form, chrono::Utc::now(), key).await
     }
     .await;
     let target = match result {
         Ok(reservation) => format!("{back}{separator}booked={}", reservation.id),
         Err(error) => {
-            // The error as data, so the page can show it in the reader's language.
+            // The error as data, already in the reader's language.
+            let error = berth_app::server::state::explained_for(error, &headers, &state);
             let data = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
             let message: String = url::form_urlencoded::byte_serialize(data.as_bytes()).collect();
             format!("{back}{separator}error={message}")

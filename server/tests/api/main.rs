@@ -13,6 +13,7 @@ mod maintenance;
 mod migrations;
 mod oidc;
 mod oidc_provider;
+mod payments;
 mod profile;
 mod reservations;
 mod sessions;

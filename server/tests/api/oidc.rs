@@ -7,7 +7,7 @@ use crate::oidc_provider::{CLIENT_ID, CLIENT_SECRET, Person, Tamper, TestProvide
 use berth_app::domain::user::{Email, NewUser, PlatformRole, UserName};
 use berth_app::server::db;
 use berth_app::server::entity::{identity, session, user};
-use berth_server::configuration::{EmailList, RawOidcProvider, RawSettings};
+use berth_server::configuration::{RawOidcProvider, RawSettings, TextList};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use std::collections::BTreeMap;
 
@@ -243,7 +243,7 @@ async fn a_user_added_by_the_cli_is_bound_at_first_sign_in_and_admin_emails_prom
 ) {
     let provider = TestProvider::start().await;
     let (app, _db) = spawn_with_provider(backend, &provider, |settings| {
-        settings.admin_emails = EmailList::Joined("Ops@Example.com, boss@example.com".into());
+        settings.admin_emails = TextList::Joined("Ops@Example.com, boss@example.com".into());
     })
     .await;
 

@@ -75,7 +75,7 @@ async fn tokens_need_a_name_a_session_and_their_owner(backend: Backend) {
     let blank = post_form(&app, "/api/create_api_token", "name=%20%20").await;
     assert_eq!(blank.status().as_u16(), 422);
     let body: serde_json::Value = blank.json().await.unwrap();
-    assert_eq!(body["Validation"]["field"], "name");
+    assert_eq!(body["Explained"]["field"], "name");
 
     let created: serde_json::Value = post_form(&app, "/api/create_api_token", "name=mine")
         .await

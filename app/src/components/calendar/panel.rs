@@ -6,8 +6,9 @@ use super::{Selection, local_date_time};
 use crate::api::reservations::{BookReservation, FindSlots};
 use crate::components::error::ErrorPanel;
 use crate::components::format::MoneyText;
-use crate::domain::calendar::CalendarView;
+use crate::domain::calendar::{BookingPayment, CalendarView};
 use crate::domain::money::Money;
+use crate::domain::payment::ChargeMode;
 use crate::domain::reservation::SlotOffer;
 use crate::domain::schedule::{Share, Window, price_minor};
 use crate::error::AppError;
@@ -39,6 +40,18 @@ pub fn BookingPanel(
 ) -> impl IntoView {
     let i18n = use_i18n();
     let share = RwSignal::new(Share::Whole);
+    let payment = StoredValue::new(view.with_value(|v| v.payment.clone()));
+    let charge = RwSignal::new(
+        payment.with_value(|p| p.modes.first().copied().unwrap_or(ChargeMode::AtBooking)),
+    );
+    // Bookings made from this page: each gets its own idempotency key, a retry of one reuses it.
+    let made = RwSignal::new(0_u32);
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = book.value().get() {
+            made.update(|n| *n += 1);
+        }
+    });
+    let key = move || payment.with_value(|p| format!("{}-{}", p.form_key, made.get()));
     let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
     let gpu_of = move |gpu_id: i64| {
         view.with_value(|v| {
@@ -72,6 +85,8 @@ pub fn BookingPanel(
                 share: share_value(share).to_owned(),
                 start: start.to_rfc3339(),
                 end: end.to_rfc3339(),
+                charge: Some(charge.get_untracked().as_str().to_owned()),
+                idempotency_key: Some(key()),
             });
         }
     };
@@ -112,7 +127,9 @@ pub fn BookingPanel(
                         }}
                     </dd>
                     <dt>{t!(i18n, panel_price)}</dt>
-                    <dd class="panel-price"><MoneyText amount=Money::from_minor(price) currency /></dd>
+                    <dd class="panel-price"><MoneyText amount=Money::from_minor(price) currency=currency.clone() /></dd>
+                    <ChargeChoice payment charge />
+                    <BalanceAfter payment price=Money::from_minor(price) currency />
                 </dl>
             }
         })
@@ -154,6 +171,7 @@ pub fn BookingPanel(
                 {flash}
                 <form class="booking-form" method="post" action="/calendar/book" on:submit=on_submit>
                     <input type="hidden" name="return_to" value=return_to />
+                    <input type="hidden" name="idempotency_key" value=key />
                     {move || match chosen() {
                         Some((_, _, gpu, start, end)) => Either::Left(view! {
                             <input type="hidden" name="gpu_id" value=gpu.id />
@@ -161,7 +179,7 @@ pub fn BookingPanel(
                             <input type="hidden" name="end" value=local_input(end) />
                             {summary}
                         }),
-                        None => Either::Right(view! { <NoJsFields view /> }),
+                        None => Either::Right(view! { <NoJsFields view /> <dl class="panel-facts"><ChargeChoice payment charge /></dl> }),
                     }}
                     <button type="submit" class="button-primary" disabled=move || book.pending().get()>
                         {t!(i18n, panel_book)}
@@ -171,6 +189,72 @@ pub fn BookingPanel(
             </section>
             <FindSlot view book />
         </aside>
+    }
+}
+
+/// How the booking is paid: a choice when the portal offers both modes.
+#[component]
+fn ChargeChoice(
+    payment: StoredValue<BookingPayment>,
+    charge: RwSignal<ChargeMode>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let (modes, lead) = payment.with_value(|p| (p.modes.clone(), p.lead_minutes));
+    let label = move |mode: ChargeMode| match mode {
+        ChargeMode::AtBooking => t_string!(i18n, panel_pay_now).to_string(),
+        ChargeMode::BeforeStart => {
+            let lead = crate::components::format::hours_text(i18n, lead);
+            t_string!(i18n, panel_pay_later, lead).to_string()
+        }
+    };
+    let choice = if modes.len() > 1 {
+        Either::Left(view! {
+            <select name="charge" aria-label=move || t_string!(i18n, panel_payment).to_string()
+                on:change=move |ev| charge.set(ChargeMode::parse(&event_target_value(&ev)).unwrap_or(ChargeMode::AtBooking))>
+                {modes.into_iter().map(|mode| view! {
+                    <option value=mode.as_str() selected=move || charge.get() == mode>{move || label(mode)}</option>
+                }).collect_view()}
+            </select>
+        })
+    } else {
+        let mode = modes.first().copied().unwrap_or(ChargeMode::AtBooking);
+        Either::Right(
+            view! { <span>{move || label(mode)}<input type="hidden" name="charge" value=mode.as_str() /></span> },
+        )
+    };
+    view! {
+        <dt>{t!(i18n, panel_payment)}</dt>
+        <dd class="panel-charge">{choice}</dd>
+    }
+}
+
+/// The wallet's balance once this booking and the unpaid ones are charged; a warning and a link
+/// to the wallet when it falls short.
+#[component]
+fn BalanceAfter(
+    payment: StoredValue<BookingPayment>,
+    price: Money,
+    currency: crate::domain::money::Currency,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let after = payment.with_value(|p| p.balance_after(price));
+    let short = (after < 0).then(|| {
+        let missing = Money::from_minor(-after);
+        let currency = currency.clone();
+        view! {
+            <dd class="panel-short" role="status">
+                {t!(i18n, panel_short, missing = move || view! { <MoneyText amount=missing currency=currency.clone() /> })}
+                " "
+                <a href="/wallet">{t!(i18n, nav_wallet)}</a>
+            </dd>
+        }
+    });
+    view! {
+        <dt>{t!(i18n, panel_balance_after)}</dt>
+        <dd class="panel-balance-after" class:negative=after < 0 data-balance-after-minor=after>
+            <MoneyText amount=Money::from_minor(after) currency />
+        </dd>
+        {short}
     }
 }
 
@@ -278,6 +362,8 @@ fn OfferRow(
                 share: share_value(offer.share).to_owned(),
                 start: offer.window.start().to_rfc3339(),
                 end: offer.window.end().to_rfc3339(),
+                charge: None,
+                idempotency_key: None,
             });
         }
     };

@@ -10,7 +10,7 @@
 
 use crate::domain::ledger::{Account, Posting, TransactionKind, WalletEntry};
 use crate::domain::money::Money;
-use crate::server::entity::{ledger_account, ledger_entry, ledger_transaction};
+use crate::server::entity::{ledger_account, ledger_entry, ledger_transaction, reservation};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
@@ -152,6 +152,81 @@ pub async fn post(
     .exec_without_returning(db)
     .await?;
     Ok(transaction)
+}
+
+/// Moves `amount` from `from` to `to` as one transaction described by `record`.
+pub async fn transfer(
+    db: &impl ConnectionTrait,
+    record: &TransactionRecord<'_>,
+    from: Account,
+    to: Account,
+    amount: Money,
+) -> Result<i64, PostError> {
+    let posting = Posting::transfer(from, to, amount)
+        .map_err(|err| PostError::Db(DbErr::Custom(err.to_string())))?;
+    post(db, record, &posting).await
+}
+
+/// Charges reservation `row`'s price to its owner's wallet (inside the caller's transaction,
+/// which also marks it paid). `actor`: who booked, or None for the payment job.
+pub async fn charge(
+    db: &impl ConnectionTrait,
+    row: &reservation::Model,
+    actor: Option<i64>,
+    at: DateTime<Utc>,
+) -> Result<i64, PostError> {
+    let record = TransactionRecord {
+        kind: TransactionKind::Charge,
+        user_id: Some(row.owner_id),
+        reservation_id: Some(row.id),
+        reverses_id: None,
+        reason: "",
+        actor_id: actor,
+        provider: None,
+        at,
+    };
+    transfer(
+        db,
+        &record,
+        Account::Wallet(row.owner_id),
+        Account::Revenue,
+        Money::from_minor(row.price_minor),
+    )
+    .await
+}
+
+/// Refunds `amount` of reservation `row`'s charge `charge_id` to its owner's wallet.
+pub async fn refund(
+    db: &impl ConnectionTrait,
+    row: &reservation::Model,
+    charge_id: i64,
+    amount: Money,
+    actor: Option<i64>,
+    at: DateTime<Utc>,
+) -> Result<i64, DbErr> {
+    let record = TransactionRecord {
+        kind: TransactionKind::Refund,
+        user_id: Some(row.owner_id),
+        reservation_id: Some(row.id),
+        reverses_id: Some(charge_id),
+        reason: "",
+        actor_id: actor,
+        provider: None,
+        at,
+    };
+    transfer(
+        db,
+        &record,
+        Account::Revenue,
+        Account::Wallet(row.owner_id),
+        amount,
+    )
+    .await
+    .map_err(|err| match err {
+        PostError::Db(err) => err,
+        // Money goes into the wallet: it cannot run short.
+        other => DbErr::Custom(other.to_string()),
+    })
 }
 
 /// Creates `user_id`'s wallet if it does not exist; true when this call created it (of several

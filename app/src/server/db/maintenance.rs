@@ -4,15 +4,16 @@
 
 use crate::domain::maintenance::{EndEarly, MaintenanceWindow, NewMaintenance, end_early};
 use crate::domain::problem::Problem;
+use crate::domain::reservation::ReleaseReason;
 use crate::domain::schedule::Window;
 use crate::error::AppError;
 use crate::server::db::begin_write;
-use crate::server::db::reservations::{holds_on, lock_gpus};
-use crate::server::entity::{gpu, maintenance_window, node, user};
+use crate::server::db::reservations::{holds_on, lock_gpus, withdraw};
+use crate::server::entity::{gpu, maintenance_window, node, reservation, user};
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
+    DatabaseTransaction, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
 };
 use std::collections::HashMap;
 
@@ -20,7 +21,9 @@ use std::collections::HashMap;
 const LIST_LIMIT: u64 = 500;
 
 /// Takes `gpu_ids` out of booking during `request.window`, one row per GPU, all or none. Fails
-/// with `Validation` for unknown GPUs and `Conflict` naming the reservations in the way.
+/// with `Validation` for unknown GPUs and `Conflict` naming the reservations in the way, unless
+/// `release` is set: then those reservations are released and their charges refunded in full,
+/// in the same transaction.
 #[tracing::instrument(skip_all, fields(user.id = created_by))]
 pub async fn create(
     db: &DatabaseConnection,
@@ -28,6 +31,7 @@ pub async fn create(
     request: &NewMaintenance,
     created_by: i64,
     now: DateTime<Utc>,
+    release: bool,
 ) -> Result<Vec<MaintenanceWindow>, AppError> {
     let txn = begin_write(db).await?;
     let found: Vec<i64> = gpu::Entity::find()
@@ -49,12 +53,15 @@ pub async fn create(
         .into_iter()
         .map(|hold| hold.reservation_id)
         .collect();
-    if !in_the_way.is_empty() {
-        in_the_way.sort_unstable();
-        in_the_way.dedup();
+    in_the_way.sort_unstable();
+    in_the_way.dedup();
+    if !in_the_way.is_empty() && !release {
         return Err(AppError::Conflict(Problem::ReservationsInTheWay {
             ids: in_the_way,
         }));
+    }
+    for id in in_the_way {
+        release_for_maintenance(&txn, id, created_by, now).await?;
     }
     let mut ids = Vec::with_capacity(gpu_ids.len());
     for gpu_id in gpu_ids {
@@ -79,6 +86,35 @@ pub async fn create(
     let created = views(&txn, rows).await?;
     txn.commit().await?;
     Ok(created)
+}
+
+/// Releases reservation `id` because its GPUs are taken for maintenance, refunding what was
+/// paid in full.
+async fn release_for_maintenance(
+    txn: &DatabaseTransaction,
+    id: i64,
+    admin: i64,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let Some(row) = reservation::Entity::find_by_id(id).one(txn).await? else {
+        return Ok(());
+    };
+    if !withdraw(
+        txn,
+        &row,
+        now,
+        Some(admin),
+        Some(ReleaseReason::Maintenance),
+    )
+    .await?
+    {
+        return Ok(());
+    }
+    if let Some((charge_id, paid)) = crate::server::db::ledger::charge_of(txn, id).await? {
+        crate::server::db::ledger::refund(txn, &row, charge_id, paid, Some(admin), now).await?;
+    }
+    tracing::info!(reservation.id = id, "reservation released for maintenance");
+    Ok(())
 }
 
 /// Windows that end after `from`, soonest first (at most 500).

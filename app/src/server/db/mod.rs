@@ -6,6 +6,7 @@ pub mod idempotency;
 pub mod inventory;
 pub mod ledger;
 pub mod maintenance;
+pub mod payments;
 pub mod reservations;
 pub mod sessions;
 pub mod teams;

@@ -8,11 +8,13 @@
 //! `gpu_slot_load` table counts the quarters booked per GPU and 15-minute slot, and its CHECK
 //! refuses more than a whole GPU whatever the application does.
 
-use crate::domain::ledger::{Account, Posting, RefundPolicy, TransactionKind};
-use crate::domain::money::{Currency, Money};
+use crate::domain::ledger::RefundPolicy;
+use crate::domain::money::Currency;
+use crate::domain::payment::{ChargeMode, ChargePlan, ChargePolicy};
 use crate::domain::problem::Problem;
 use crate::domain::reservation::{
-    Clash, NewReservation, PaymentStatus, Reservation, ReservationStatus, SlotOffer, Target,
+    Clash, NewReservation, PaymentStatus, ReleaseReason, Reservation, ReservationStatus, SlotOffer,
+    Target,
 };
 use crate::domain::schedule::{
     Occupancy, SLOT_MINUTES, Share, WHOLE_GPU, Window, earliest_fit, first_overflow, fits,
@@ -21,7 +23,7 @@ use crate::domain::schedule::{
 use crate::error::AppError;
 use crate::server::db::begin_write;
 use crate::server::db::idempotency::{Claim, IdempotencyKey, replayed};
-use crate::server::db::ledger::{PostError, TransactionRecord};
+use crate::server::db::ledger::PostError;
 use crate::server::entity::{gpu, maintenance_window, node, reservation, reservation_gpu, user};
 use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, OnConflict, Query};
@@ -246,6 +248,19 @@ pub(crate) fn is_retryable(err: &DbErr) -> bool {
     .any(|needle| text.contains(needle))
 }
 
+/// What a booking is made under besides the request itself.
+#[derive(Debug, Clone, Copy)]
+pub struct BookingTerms<'a> {
+    /// The latest start allowed (the booking horizon).
+    pub latest_start: DateTime<Utc>,
+    /// The time of booking.
+    pub now: DateTime<Utc>,
+    /// The currency, for the insufficient-funds message.
+    pub currency: &'a Currency,
+    /// When bookings are charged.
+    pub charge: &'a ChargePolicy,
+}
+
 /// Books `request`, all GPUs or none, in one transaction; retried a few times when the database
 /// reports a serialization failure or is busy. A clash answers [`AppError::Clash`] with the
 /// nearest window that fits; bad GPUs answer [`AppError::Validation`] or [`AppError::Conflict`].
@@ -253,15 +268,13 @@ pub(crate) fn is_retryable(err: &DbErr) -> bool {
 pub async fn book(
     db: &DatabaseConnection,
     request: &NewReservation,
-    latest_start: DateTime<Utc>,
-    now: DateTime<Utc>,
-    currency: &Currency,
+    terms: &BookingTerms<'_>,
     idempotency: Option<&IdempotencyKey>,
 ) -> Result<Reservation, AppError> {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match try_book(db, request, latest_start, now, currency, idempotency).await {
+        match try_book(db, request, terms, idempotency).await {
             Err(BookError::Db(err)) if attempt < MAX_ATTEMPTS && is_retryable(&err) => {
                 tracing::debug!(attempt, error = %err, "booking retried");
                 tokio_sleep_ms(10 * u64::from(attempt)).await;
@@ -311,11 +324,15 @@ fn invalid(field: &str, problem: Problem) -> BookError {
 async fn try_book(
     db: &DatabaseConnection,
     request: &NewReservation,
-    latest_start: DateTime<Utc>,
-    now: DateTime<Utc>,
-    currency: &Currency,
+    terms: &BookingTerms<'_>,
     idempotency: Option<&IdempotencyKey>,
 ) -> Result<Reservation, BookError> {
+    let BookingTerms {
+        latest_start,
+        now,
+        currency,
+        charge,
+    } = *terms;
     let txn = begin_write(db).await?;
     if let Some(key) = idempotency {
         match super::idempotency::claim(&txn, key, now).await? {
@@ -435,6 +452,12 @@ async fn try_book(
         .map(|g| price_minor(g.hourly_price_minor, quarters, &window))
         .sum();
     let first = &chosen[0];
+    let plan = charge.plan(request.charge, window.start(), now);
+    let (payment_status, charge_mode, charge_at) = match plan {
+        _ if price == 0 => (PaymentStatus::Free, ChargeMode::AtBooking, None),
+        ChargePlan::Now => (PaymentStatus::Paid, ChargeMode::AtBooking, None),
+        ChargePlan::At(at) => (PaymentStatus::Pending, ChargeMode::BeforeStart, Some(at)),
+    };
     let row = reservation::ActiveModel {
         owner_id: Set(request.owner_id),
         node_id: Set(first.node_id),
@@ -447,36 +470,17 @@ async fn try_book(
         created_at: Set(now),
         cancelled_at: Set(None),
         cancelled_by: Set(None),
-        payment_status: Set(if price > 0 {
-            PaymentStatus::Paid
-        } else {
-            PaymentStatus::Free
-        }
-        .as_str()
-        .to_owned()),
+        payment_status: Set(payment_status.as_str().to_owned()),
+        charge_mode: Set(charge_mode.as_str().to_owned()),
+        charge_at: Set(charge_at),
+        released_reason: Set(None),
         ..Default::default()
     }
     .insert(&txn)
     .await?;
     // Paid in the same transaction: a short wallet refuses the booking and nothing is kept.
-    if price > 0 {
-        let posting = Posting::transfer(
-            Account::Wallet(request.owner_id),
-            Account::Revenue,
-            Money::from_minor(price),
-        )
-        .map_err(|err| BookError::Db(DbErr::Custom(err.to_string())))?;
-        let record = TransactionRecord {
-            kind: TransactionKind::Charge,
-            user_id: Some(request.owner_id),
-            reservation_id: Some(row.id),
-            reverses_id: None,
-            reason: "",
-            actor_id: Some(request.owner_id),
-            provider: None,
-            at: now,
-        };
-        match super::ledger::post(&txn, &record, &posting).await {
+    if payment_status == PaymentStatus::Paid {
+        match super::ledger::charge(&txn, &row, Some(request.owner_id), now).await {
             Ok(_) => {}
             Err(PostError::InsufficientFunds { missing, .. }) => {
                 return Err(BookError::App(crate::server::ledger::insufficient(
@@ -785,6 +789,53 @@ async fn add_slot_load(
     Ok(())
 }
 
+/// Marks confirmed reservation `row` cancelled at `now` (by a person, or released by Berth for
+/// `released`) and frees its slots, inside the caller's write transaction. False when it was no
+/// longer confirmed (a concurrent cancellation won).
+pub(crate) async fn withdraw(
+    txn: &DatabaseTransaction,
+    row: &reservation::Model,
+    now: DateTime<Utc>,
+    cancelled_by: Option<i64>,
+    released: Option<ReleaseReason>,
+) -> Result<bool, DbErr> {
+    let held: Vec<i64> = reservation_gpu::Entity::find()
+        .filter(reservation_gpu::Column::ReservationId.eq(row.id))
+        .all(txn)
+        .await?
+        .into_iter()
+        .map(|r| r.gpu_id)
+        .collect();
+    lock_gpus(txn, &held).await?;
+    let updated = reservation::Entity::update_many()
+        .col_expr(reservation::Column::Status, Expr::value("cancelled"))
+        .col_expr(reservation::Column::CancelledAt, Expr::value(now))
+        .col_expr(reservation::Column::CancelledBy, Expr::value(cancelled_by))
+        .col_expr(
+            reservation::Column::ReleasedReason,
+            Expr::value(released.map(|reason| reason.as_str().to_owned())),
+        )
+        .filter(reservation::Column::Id.eq(row.id))
+        .filter(reservation::Column::Status.eq("confirmed"))
+        .exec(txn)
+        .await?;
+    if updated.rows_affected != 1 {
+        return Ok(false);
+    }
+    let mut update = Query::update();
+    update
+        .table(Alias::new("gpu_slot_load"))
+        .value(
+            Alias::new("quarters"),
+            Expr::col(Alias::new("quarters")).sub(row.quarters),
+        )
+        .and_where(Expr::col(Alias::new("gpu_id")).is_in(held))
+        .and_where(Expr::col(Alias::new("slot_start")).gte(row.start_at))
+        .and_where(Expr::col(Alias::new("slot_start")).lt(row.end_at));
+    txn.execute(&update).await?;
+    Ok(true)
+}
+
 /// Cancels reservation `id` before it starts. Only its owner or a platform admin may; others get
 /// `NotFound` (they cannot tell it exists).
 #[tracing::instrument(skip_all, fields(reservation.id = id, user.id = actor_id))]
@@ -808,60 +859,14 @@ pub async fn cancel(
     if now >= row.start_at {
         return Err(AppError::Conflict(Problem::AlreadyStarted { id }));
     }
-    let held: Vec<i64> = reservation_gpu::Entity::find()
-        .filter(reservation_gpu::Column::ReservationId.eq(id))
-        .all(&txn)
-        .await?
-        .into_iter()
-        .map(|r| r.gpu_id)
-        .collect();
-    lock_gpus(&txn, &held).await?;
-    let updated = reservation::Entity::update_many()
-        .col_expr(reservation::Column::Status, Expr::value("cancelled"))
-        .col_expr(reservation::Column::CancelledAt, Expr::value(now))
-        .col_expr(reservation::Column::CancelledBy, Expr::value(actor_id))
-        .filter(reservation::Column::Id.eq(id))
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .exec(&txn)
-        .await?;
-    if updated.rows_affected != 1 {
+    if !withdraw(&txn, &row, now, Some(actor_id), None).await? {
         return Err(AppError::Conflict(Problem::AlreadyCancelled { id }));
     }
-    let mut update = Query::update();
-    update
-        .table(Alias::new("gpu_slot_load"))
-        .value(
-            Alias::new("quarters"),
-            Expr::col(Alias::new("quarters")).sub(row.quarters),
-        )
-        .and_where(Expr::col(Alias::new("gpu_id")).is_in(held))
-        .and_where(Expr::col(Alias::new("slot_start")).gte(row.start_at))
-        .and_where(Expr::col(Alias::new("slot_start")).lt(row.end_at));
-    txn.execute(&update).await?;
     // The refund the policy gives, in the same transaction as the cancellation.
     if let Some((charge_id, paid)) = super::ledger::charge_of(&txn, id).await? {
         let refund = policy.refund(paid, row.start_at, now);
         if refund.minor() > 0 {
-            let posting =
-                Posting::transfer(Account::Revenue, Account::Wallet(row.owner_id), refund)
-                    .map_err(|err| AppError::internal(DbErr::Custom(err.to_string())))?;
-            let record = TransactionRecord {
-                kind: TransactionKind::Refund,
-                user_id: Some(row.owner_id),
-                reservation_id: Some(id),
-                reverses_id: Some(charge_id),
-                reason: "",
-                actor_id: Some(actor_id),
-                provider: None,
-                at: now,
-            };
-            super::ledger::post(&txn, &record, &posting)
-                .await
-                .map_err(|err| match err {
-                    PostError::Db(err) => AppError::from(err),
-                    // Money goes into the wallet: it cannot run short.
-                    other => AppError::internal(other),
-                })?;
+            super::ledger::refund(&txn, &row, charge_id, refund, Some(actor_id), now).await?;
         }
     }
     let fresh = reservation::Entity::find_by_id(id)
@@ -880,6 +885,15 @@ async fn reservation_view(
     now: DateTime<Utc>,
 ) -> Result<Reservation, DbErr> {
     Ok(views(db, vec![row], now).await?.remove(0))
+}
+
+/// Rows as [`Reservation`]s (for other modules of `db`).
+pub async fn views_of(
+    db: &impl ConnectionTrait,
+    rows: Vec<reservation::Model>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Reservation>, DbErr> {
+    views(db, rows, now).await
 }
 
 /// Rows as [`Reservation`]s, reading owners, nodes and GPUs in three queries.
@@ -940,6 +954,14 @@ async fn views(
                 price_minor: row.price_minor,
                 payment_status,
                 refunded_minor: refunds.get(&row.id).map_or(0, |m| m.minor()),
+                charge_mode: ChargeMode::parse(&row.charge_mode).ok_or_else(|| {
+                    DbErr::Custom(format!("reservations.id={}: charge_mode", row.id))
+                })?,
+                charge_at: row.charge_at,
+                released: row
+                    .released_reason
+                    .as_deref()
+                    .and_then(ReleaseReason::parse),
                 created_at: row.created_at,
             })
         })

@@ -31,8 +31,15 @@ pub struct Model {
     pub cancelled_at: Option<DateTimeUtc>,
     /// Who cancelled.
     pub cancelled_by: Option<i64>,
-    /// `paid`, `free` or `unpaid` (booked before payments).
+    /// `paid`, `free`, `pending` (charged later), `due` (the wallet was short when the charge was
+    /// due) or `unpaid` (booked before payments).
     pub payment_status: String,
+    /// `at_booking` or `before_start`.
+    pub charge_mode: String,
+    /// When the payment job charges a `before_start` reservation (UTC).
+    pub charge_at: Option<DateTimeUtc>,
+    /// Why Berth released it: `unpaid` or `maintenance` (None: cancelled by a person, or not).
+    pub released_reason: Option<String>,
 }
 
 /// Relations of `reservations`.

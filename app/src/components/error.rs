@@ -18,7 +18,12 @@ pub fn ErrorPanel(error: AppError) -> impl IntoView {
         AppError::Unauthorized => t_string!(i18n, error_unauthorized).to_string(),
         AppError::Forbidden => t_string!(i18n, error_forbidden).to_string(),
         AppError::NotFound(_) => t_string!(i18n, error_not_found).to_string(),
+        // The calendar shows clashes itself (with the nearest free window); elsewhere the
+        // server's English sentence is the fallback, and the browser has no copy of it.
+        #[cfg(not(feature = "hydrate"))]
         AppError::Clash(clash) => clash.to_string(),
+        #[cfg(feature = "hydrate")]
+        AppError::Clash(_) => t_string!(i18n, error_refused).to_string(),
         AppError::TooManyRequests(seconds) => {
             t_string!(i18n, error_too_many_requests, seconds = *seconds).to_string()
         }
@@ -35,13 +40,13 @@ pub fn ErrorPanel(error: AppError) -> impl IntoView {
 }
 
 /// `problem` in the current language. In the browser, problems arrive already explained by the
-/// server ([`AppError::Explained`]); one made in the browser shows its English text, so that the
-/// translation tables of problems stay out of the pages' WebAssembly.
+/// server ([`AppError::Explained`]); the browser has no texts of its own for them (they would
+/// weigh on every page's WebAssembly), only a general one.
 fn described(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -> String {
     #[cfg(feature = "hydrate")]
     {
-        let _ = i18n;
-        problem.to_string()
+        let _ = problem;
+        t_string!(i18n, error_refused).to_string()
     }
     #[cfg(not(feature = "hydrate"))]
     problem_text(i18n, problem)

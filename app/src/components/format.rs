@@ -24,12 +24,15 @@ pub fn with_number_style<R>(i18n: I18nContext<Locale>, f: impl FnOnce(NumberStyl
 #[component]
 pub fn MoneyText(amount: Money, currency: Currency) -> impl IntoView {
     let i18n = use_i18n();
-    let decimal = DecimalAmount::new(amount, &currency);
+    move || money_string(i18n, amount, &currency)
+}
+
+/// `amount` with its currency symbol, digits grouped for the current language, as text.
+pub fn money_string(i18n: I18nContext<Locale>, amount: Money, currency: &Currency) -> String {
+    let decimal = DecimalAmount::new(amount, currency);
     let symbol = currency.symbol().to_owned();
-    move || {
-        let amount = with_number_style(i18n, |style| format_amount(decimal, style));
-        t_string!(i18n, money, symbol = symbol.clone(), amount = amount).to_string()
-    }
+    let amount = with_number_style(i18n, |style| format_amount(decimal, style));
+    t_string!(i18n, money, symbol, amount).to_string()
 }
 
 /// A price per hour.

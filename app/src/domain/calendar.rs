@@ -189,6 +189,128 @@ pub struct CalendarView {
     pub today: NaiveDate,
     /// What the booking panel needs to show how a booking is paid.
     pub payment: BookingPayment,
+    /// The booking panel's texts in the viewer's language, translated on the server so that the
+    /// calendar's WebAssembly carries no translations of its own for them.
+    pub texts: PanelTexts,
+}
+
+/// A text of the booking panel (its translation key in the comment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PanelText {
+    /// `panel_title`.
+    Title,
+    /// `panel_gpu`.
+    Gpu,
+    /// `panel_window`.
+    Window,
+    /// `panel_length`.
+    Length,
+    /// `panel_share`.
+    Share,
+    /// `share_whole`.
+    Whole,
+    /// `share_half`.
+    Half,
+    /// `share_quarter`.
+    Quarter,
+    /// `panel_price`.
+    Price,
+    /// `panel_book`.
+    Book,
+    /// `panel_hint`.
+    Hint,
+    /// `panel_start`.
+    Start,
+    /// `panel_end`.
+    End,
+    /// `offer_book`.
+    OfferBook,
+    /// `find_title`.
+    FindTitle,
+    /// `find_intro`.
+    FindIntro,
+    /// `find_count`.
+    FindCount,
+    /// `find_hours`.
+    FindHours,
+    /// `find_submit`.
+    FindSubmit,
+    /// `find_none`.
+    FindNone,
+    /// `filter_model`.
+    Model,
+    /// `clash_title`.
+    ClashTitle,
+    /// `clash_suggestion`.
+    ClashSuggestion,
+    /// `clash_no_suggestion`.
+    ClashNoSuggestion,
+    /// `panel_payment`.
+    Payment,
+    /// `panel_pay_now`.
+    PayNow,
+    /// `panel_pay_later`.
+    PayLater,
+    /// `panel_balance_after`.
+    BalanceAfter,
+    /// `panel_short`.
+    Short,
+    /// `nav_wallet`.
+    Wallet,
+    /// `panel_booked_id`.
+    BookedId,
+    /// `clash_body`.
+    ClashBody,
+}
+
+impl PanelText {
+    /// Every text, in the order [`PanelTexts`] holds them.
+    pub const ALL: [PanelText; 32] = [
+        PanelText::Title,
+        PanelText::Gpu,
+        PanelText::Window,
+        PanelText::Length,
+        PanelText::Share,
+        PanelText::Whole,
+        PanelText::Half,
+        PanelText::Quarter,
+        PanelText::Price,
+        PanelText::Book,
+        PanelText::Hint,
+        PanelText::Start,
+        PanelText::End,
+        PanelText::OfferBook,
+        PanelText::FindTitle,
+        PanelText::FindIntro,
+        PanelText::FindCount,
+        PanelText::FindHours,
+        PanelText::FindSubmit,
+        PanelText::FindNone,
+        PanelText::Model,
+        PanelText::ClashTitle,
+        PanelText::ClashSuggestion,
+        PanelText::ClashNoSuggestion,
+        PanelText::Payment,
+        PanelText::PayNow,
+        PanelText::PayLater,
+        PanelText::BalanceAfter,
+        PanelText::Short,
+        PanelText::Wallet,
+        PanelText::BookedId,
+        PanelText::ClashBody,
+    ];
+}
+
+/// The booking panel's texts, in [`PanelText::ALL`] order. Templates keep `{name}` placeholders
+/// (`{id}`, `{what}`, `{at}`, `{missing}`) for the browser to fill in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PanelTexts(pub Vec<String>);
+
+impl PanelTexts {
+    /// The text of `key` (empty if missing).
+    pub fn get(&self, key: PanelText) -> String {
+        self.0.get(key as usize).cloned().unwrap_or_default()
+    }
 }
 
 /// The viewer's money and the charge modes, for the booking panel's quote.
@@ -202,8 +324,7 @@ pub struct BookingPayment {
     pub modes: Vec<crate::domain::payment::ChargeMode>,
     /// How long before the start `before_start` bookings are charged, in minutes.
     pub lead_minutes: i64,
-    /// A fresh idempotency key for this page's booking form (a suffix counts the bookings made
-    /// from it, so that a retry of one booking reuses its key and the next booking does not).
+    /// A fresh idempotency key for this page's booking form (the page reloads after a booking).
     pub form_key: String,
 }
 

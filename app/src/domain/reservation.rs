@@ -236,8 +236,9 @@ pub struct MyReservations {
     pub currency: crate::domain::money::Currency,
     /// What cancelling now would refund, by reservation id (upcoming paid ones).
     pub refunds_now: Vec<(i64, i64)>,
-    /// Reservations whose payment is due are released this many minutes before their start.
-    pub release_before_minutes: i64,
+    /// How a reservation is or will be paid, when that needs saying (the coming charge, a
+    /// payment that is due, why Berth released it), by id, in the viewer's language.
+    pub payment_notes: Vec<(i64, String)>,
 }
 
 /// What a block of time on the calendar is.

@@ -108,9 +108,9 @@ fn CalendarBoard(
     {
         let return_to = return_to.clone();
         Effect::new(move |_| {
-            if let Some(Ok(reservation)) = book.value().get() {
+            if let Some(Ok(id)) = book.value().get() {
                 let separator = if return_to.contains('?') { '&' } else { '?' };
-                go_to(&format!("{return_to}{separator}booked={}", reservation.id));
+                go_to(&format!("{return_to}{separator}booked={id}"));
             } else if zone_known.get() {
                 // The server drew the grid before it knew the browser's zone.
                 go_to(&return_to);

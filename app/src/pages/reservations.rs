@@ -5,9 +5,7 @@ use crate::components::error::ErrorPanel;
 use crate::components::format::MoneyText;
 use crate::domain::calendar::ZoneOffsets;
 use crate::domain::money::Currency;
-use crate::domain::reservation::{
-    MyReservations, PaymentStatus, ReleaseReason, Reservation, ReservationStatus,
-};
+use crate::domain::reservation::{MyReservations, PaymentStatus, Reservation, ReservationStatus};
 use crate::domain::schedule::Share;
 use crate::i18n::*;
 use leptos::either::Either;
@@ -47,7 +45,8 @@ fn ReservationsBoard() -> impl IntoView {
                 {move || {
                     list.get().map(|result| match result {
                         Ok(mine) => {
-                            let MyReservations { list: all, zone, currency, refunds_now, release_before_minutes } = mine;
+                            let MyReservations { list: all, zone, currency, refunds_now, payment_notes } = mine;
+                            let payment_notes = StoredValue::new(payment_notes);
                             let refunds_now = StoredValue::new(refunds_now);
                             let zone_name = zone.name.clone();
                             let zone = StoredValue::new(zone);
@@ -59,9 +58,9 @@ fn ReservationsBoard() -> impl IntoView {
                             Either::Left(view! {
                                 <p class="hint">{t!(i18n, reservations_zone, zone = move || zone_name.clone())}</p>
                                 <h2>{t!(i18n, reservations_upcoming)}</h2>
-                                <ReservationTable list=upcoming currency=currency.clone() zone cancel refunds_now release_before_minutes />
+                                <ReservationTable list=upcoming currency=currency.clone() zone cancel refunds_now payment_notes />
                                 <h2>{t!(i18n, reservations_past)}</h2>
-                                <ReservationTable list=past currency zone cancel refunds_now release_before_minutes />
+                                <ReservationTable list=past currency zone cancel refunds_now payment_notes />
                             })
                         }
                         Err(error) => Either::Right(view! { <ErrorPanel error /> }),
@@ -78,7 +77,7 @@ fn ReservationTable(
     zone: StoredValue<ZoneOffsets>,
     cancel: ServerAction<CancelReservation>,
     refunds_now: StoredValue<Vec<(i64, i64)>>,
-    release_before_minutes: i64,
+    payment_notes: StoredValue<Vec<(i64, String)>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     if list.is_empty() {
@@ -137,7 +136,7 @@ fn ReservationTable(
                                     <td>{status_text}</td>
                                     <td class="num">
                                         <MoneyText amount=crate::domain::money::Money::from_minor(r.price_minor) currency=currency.clone() />
-                                        {payment_note(i18n, &r, zone, release_before_minutes)}
+                                        {payment_notes.with_value(|notes| notes.iter().find(|(rid, _)| *rid == id).map(|(_, note)| note.clone())).map(|note| view! { <span class="payment-note">{note}</span> })}
                                         {(r.refunded_minor > 0).then(|| {
                                             let refunded = crate::domain::money::Money::from_minor(r.refunded_minor);
                                             let currency = currency.clone();
@@ -176,35 +175,4 @@ fn ReservationTable(
             </table>
         </div>
     })
-}
-
-/// How the reservation is or will be paid, when that needs saying: the coming charge, a
-/// payment that is due, or why Berth released it.
-fn payment_note(
-    i18n: leptos_i18n::I18nContext<Locale>,
-    r: &Reservation,
-    zone: StoredValue<ZoneOffsets>,
-    release_before_minutes: i64,
-) -> Option<impl IntoView + use<>> {
-    let at = |when: chrono::DateTime<chrono::Utc>| {
-        zone.with_value(|zone| crate::domain::time_text::date_minute(zone.local(when)))
-    };
-    let text = match (r.released, r.status, r.payment_status) {
-        (Some(ReleaseReason::Unpaid), ..) => {
-            t_string!(i18n, reservations_released_unpaid).to_string()
-        }
-        (Some(ReleaseReason::Maintenance), ..) => {
-            t_string!(i18n, reservations_released_maintenance).to_string()
-        }
-        (None, ReservationStatus::Confirmed, PaymentStatus::Pending) => {
-            let when = at(r.charge_at?);
-            t_string!(i18n, reservations_charged_at, when).to_string()
-        }
-        (None, ReservationStatus::Confirmed, PaymentStatus::Due) => {
-            let when = at(r.window.start() - chrono::TimeDelta::minutes(release_before_minutes));
-            t_string!(i18n, reservations_payment_due, when).to_string()
-        }
-        _ => return None,
-    };
-    Some(view! { <span class="payment-note">{text}</span> })
 }

@@ -561,6 +561,7 @@ pub async fn calendar(
         models,
         currency: state.portal.currency.clone(),
         payment: booking_payment(state, actor.user.id).await?,
+        texts: panel_texts(state.portal.charge.lead.num_minutes()),
     })
 }
 
@@ -581,6 +582,54 @@ async fn booking_payment(
         modes: state.portal.charge.offered(),
         lead_minutes: state.portal.charge.lead.num_minutes(),
         form_key: uuid::Uuid::new_v4().to_string(),
+    })
+}
+
+/// The booking panel's texts in the request's language.
+pub fn panel_texts(lead_minutes: i64) -> crate::domain::calendar::PanelTexts {
+    use crate::domain::calendar::{PanelText, PanelTexts};
+    use crate::i18n::*;
+    crate::server::state::in_request_language(|i18n| {
+        let lead = crate::components::format::hours_text(i18n, lead_minutes);
+        let text = |key: PanelText| match key {
+            PanelText::Title => t_string!(i18n, panel_title).to_string(),
+            PanelText::Gpu => t_string!(i18n, panel_gpu).to_string(),
+            PanelText::Window => t_string!(i18n, panel_window).to_string(),
+            PanelText::Length => t_string!(i18n, panel_length).to_string(),
+            PanelText::Share => t_string!(i18n, panel_share).to_string(),
+            PanelText::Whole => t_string!(i18n, share_whole).to_string(),
+            PanelText::Half => t_string!(i18n, share_half).to_string(),
+            PanelText::Quarter => t_string!(i18n, share_quarter).to_string(),
+            PanelText::Price => t_string!(i18n, panel_price).to_string(),
+            PanelText::Book => t_string!(i18n, panel_book).to_string(),
+            PanelText::Hint => t_string!(i18n, panel_hint).to_string(),
+            PanelText::Start => t_string!(i18n, panel_start).to_string(),
+            PanelText::End => t_string!(i18n, panel_end).to_string(),
+            PanelText::OfferBook => t_string!(i18n, offer_book).to_string(),
+            PanelText::FindTitle => t_string!(i18n, find_title).to_string(),
+            PanelText::FindIntro => t_string!(i18n, find_intro).to_string(),
+            PanelText::FindCount => t_string!(i18n, find_count).to_string(),
+            PanelText::FindHours => t_string!(i18n, find_hours).to_string(),
+            PanelText::FindSubmit => t_string!(i18n, find_submit).to_string(),
+            PanelText::FindNone => t_string!(i18n, find_none).to_string(),
+            PanelText::Model => t_string!(i18n, filter_model).to_string(),
+            PanelText::ClashTitle => t_string!(i18n, clash_title).to_string(),
+            PanelText::ClashSuggestion => t_string!(i18n, clash_suggestion).to_string(),
+            PanelText::ClashNoSuggestion => t_string!(i18n, clash_no_suggestion).to_string(),
+            PanelText::Payment => t_string!(i18n, panel_payment).to_string(),
+            PanelText::PayNow => t_string!(i18n, panel_pay_now).to_string(),
+            PanelText::PayLater => {
+                t_string!(i18n, panel_pay_later, lead = lead.as_str()).to_string()
+            }
+            PanelText::BalanceAfter => t_string!(i18n, panel_balance_after).to_string(),
+            PanelText::Short => t_string!(i18n, panel_short, missing = "{missing}").to_string(),
+            PanelText::Wallet => t_string!(i18n, nav_wallet).to_string(),
+            PanelText::BookedId => t_string!(i18n, panel_booked_id, id = "{id}").to_string(),
+            PanelText::ClashBody => {
+                t_string!(i18n, clash_body, what = "{what}", at = "{at}").to_string()
+            }
+        };
+        PanelTexts(PanelText::ALL.into_iter().map(text).collect())
     })
 }
 
@@ -660,4 +709,40 @@ pub fn zone_from_headers(headers: &http::HeaderMap) -> Option<String> {
         .filter_map(Result::ok)
         .find(|cookie| cookie.name() == crate::api::reservations::ZONE_COOKIE)
         .map(|cookie| cookie.value().replace("%2F", "/"))
+}
+
+/// What needs saying about how each reservation is paid, in the request's language: when a
+/// pending one is charged, until when a due one can still be paid, why Berth released one.
+pub fn payment_notes(
+    list: &[Reservation],
+    zone: &crate::domain::calendar::ZoneOffsets,
+    charge: &crate::domain::payment::ChargePolicy,
+) -> Vec<(i64, String)> {
+    use crate::domain::reservation::{PaymentStatus, ReleaseReason, ReservationStatus};
+    use crate::i18n::*;
+    let at = |when: DateTime<Utc>| crate::domain::time_text::date_minute(zone.local(when));
+    crate::server::state::in_request_language(|i18n| {
+        list.iter()
+            .filter_map(|r| {
+                let note = match (r.released, r.status, r.payment_status) {
+                    (Some(ReleaseReason::Unpaid), ..) => {
+                        t_string!(i18n, reservations_released_unpaid).to_string()
+                    }
+                    (Some(ReleaseReason::Maintenance), ..) => {
+                        t_string!(i18n, reservations_released_maintenance).to_string()
+                    }
+                    (None, ReservationStatus::Confirmed, PaymentStatus::Pending) => {
+                        let when = at(r.charge_at?);
+                        t_string!(i18n, reservations_charged_at, when).to_string()
+                    }
+                    (None, ReservationStatus::Confirmed, PaymentStatus::Due) => {
+                        let when = at(charge.release_at(r.window.start()));
+                        t_string!(i18n, reservations_payment_due, when).to_string()
+                    }
+                    _ => return None,
+                };
+                Some((r.id, note))
+            })
+            .collect()
+    })
 }

@@ -104,13 +104,8 @@ pub fn explained(error: AppError) -> AppError {
         AppError::Conflict(problem) => (409, None, problem),
         other => return other,
     };
-    let owner = Owner::new();
-    let message = owner.with(|| {
-        // The same context `I18nContextProvider` provides.
-        #[allow(deprecated)]
-        leptos_i18n::context::provide_i18n_context::<crate::i18n::Locale>();
-        crate::components::error::problem_text(crate::i18n::use_i18n(), &problem)
-    });
+    let message =
+        in_request_language(|i18n| crate::components::error::problem_text(i18n, &problem));
     AppError::Explained {
         status,
         field,
@@ -128,5 +123,19 @@ pub fn explained_for(error: AppError, headers: &http::HeaderMap, state: &AppStat
         provide_context(parts);
         provide_context(state.clone());
         explained(error)
+    })
+}
+
+/// Runs `f` with the translations of the current request's language (cookie or
+/// `Accept-Language`): for texts the server puts together for a page's islands, so that the
+/// browser's WebAssembly carries no translation code for them.
+pub fn in_request_language<R>(
+    f: impl FnOnce(leptos_i18n::I18nContext<crate::i18n::Locale>) -> R,
+) -> R {
+    Owner::new().with(|| {
+        // The same context `I18nContextProvider` provides.
+        #[allow(deprecated)]
+        let i18n = leptos_i18n::context::provide_i18n_context::<crate::i18n::Locale>();
+        f(i18n)
     })
 }

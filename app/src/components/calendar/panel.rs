@@ -5,8 +5,8 @@
 use super::{Selection, local_date_time};
 use crate::api::reservations::{BookReservation, FindSlots};
 use crate::components::error::ErrorPanel;
-use crate::components::format::MoneyText;
-use crate::domain::calendar::{BookingPayment, CalendarView};
+use crate::components::format::{MoneyText, money_string};
+use crate::domain::calendar::{CalendarView, PanelText};
 use crate::domain::money::Money;
 use crate::domain::payment::ChargeMode;
 use crate::domain::reservation::SlotOffer;
@@ -16,6 +16,11 @@ use crate::i18n::*;
 use chrono::{DateTime, TimeDelta, Utc};
 use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
+
+/// A panel text, translated on the server.
+fn text(view: StoredValue<CalendarView>, key: PanelText) -> String {
+    view.with_value(|v| v.texts.get(key))
+}
 
 fn share_value(share: Share) -> &'static str {
     match share {
@@ -44,14 +49,9 @@ pub fn BookingPanel(
     let charge = RwSignal::new(
         payment.with_value(|p| p.modes.first().copied().unwrap_or(ChargeMode::AtBooking)),
     );
-    // Bookings made from this page: each gets its own idempotency key, a retry of one reuses it.
-    let made = RwSignal::new(0_u32);
-    Effect::new(move |_| {
-        if let Some(Ok(_)) = book.value().get() {
-            made.update(|n| *n += 1);
-        }
-    });
-    let key = move || payment.with_value(|p| format!("{}-{}", p.form_key, made.get()));
+    // One key per page: a booking sent twice books once, and the page reloads (with a new key)
+    // after a booking succeeds. A refused booking records nothing, so the key stays usable.
+    let key = move || payment.with_value(|p| p.form_key.clone());
     let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
     let gpu_of = move |gpu_id: i64| {
         view.with_value(|v| {
@@ -105,31 +105,31 @@ pub fn BookingPanel(
             let shareable = gpu.shareable;
             view! {
                 <dl class="panel-facts">
-                    <dt>{t!(i18n, panel_gpu)}</dt>
+                    <dt>{text(view, PanelText::Gpu)}</dt>
                     <dd>{format!("{node} #{} · {}", gpu.device_index, gpu.model)}</dd>
-                    <dt>{t!(i18n, panel_window)}</dt>
+                    <dt>{text(view, PanelText::Window)}</dt>
                     <dd>{format!("{from} – {to}")}</dd>
-                    <dt>{t!(i18n, panel_length)}</dt>
+                    <dt>{text(view, PanelText::Length)}</dt>
                     <dd>{move || crate::components::format::hours_text(i18n, minutes)}</dd>
-                    <dt>{t!(i18n, panel_share)}</dt>
+                    <dt>{text(view, PanelText::Share)}</dt>
                     <dd>
                         {if shareable {
                             Either::Left(view! {
-                                <select name="share" aria-label=move || t_string!(i18n, panel_share).to_string()
+                                <select name="share" aria-label=text(view, PanelText::Share)
                                     on:change=move |ev| share.set(Share::parse(&event_target_value(&ev)).unwrap_or(Share::Whole))>
-                                    <option value="1" selected=move || share.get() == Share::Whole>{t!(i18n, share_whole)}</option>
-                                    <option value="0.5" selected=move || share.get() == Share::Half>{t!(i18n, share_half)}</option>
-                                    <option value="0.25" selected=move || share.get() == Share::Quarter>{t!(i18n, share_quarter)}</option>
+                                    <option value="1" selected=move || share.get() == Share::Whole>{text(view, PanelText::Whole)}</option>
+                                    <option value="0.5" selected=move || share.get() == Share::Half>{text(view, PanelText::Half)}</option>
+                                    <option value="0.25" selected=move || share.get() == Share::Quarter>{text(view, PanelText::Quarter)}</option>
                                 </select>
                             })
                         } else {
-                            Either::Right(view! { <span>{t!(i18n, share_whole)}<input type="hidden" name="share" value="1" /></span> })
+                            Either::Right(view! { <span>{text(view, PanelText::Whole)}<input type="hidden" name="share" value="1" /></span> })
                         }}
                     </dd>
-                    <dt>{t!(i18n, panel_price)}</dt>
+                    <dt>{text(view, PanelText::Price)}</dt>
                     <dd class="panel-price"><MoneyText amount=Money::from_minor(price) currency=currency.clone() /></dd>
-                    <ChargeChoice payment charge />
-                    <BalanceAfter payment price=Money::from_minor(price) currency />
+                    <ChargeChoice view charge />
+                    <BalanceAfter view price=Money::from_minor(price) currency />
                 </dl>
             }
         })
@@ -137,7 +137,7 @@ pub fn BookingPanel(
     let flash = move || {
         if let Some(id) = booked.clone() {
             Some(EitherOf4::A(
-                view! { <p class="notice notice-ok" role="status">{t!(i18n, panel_booked_id, id = move || id.clone())}</p> },
+                view! { <p class="notice notice-ok" role="status">{text(view, PanelText::BookedId).replace("{id}", &id)}</p> },
             ))
         } else {
             // From the plain form (`POST /calendar/book`): the error as JSON data.
@@ -156,9 +156,8 @@ pub fn BookingPanel(
     };
     let outcome = move || {
         book.value().get().map(|result| match result {
-            Ok(reservation) => {
-                let id = reservation.id;
-                EitherOf3::A(view! { <p class="notice notice-ok" role="status">{t!(i18n, panel_booked_id, id = move || id)}</p> })
+            Ok(id) => {
+                EitherOf3::A(view! { <p class="notice notice-ok" role="status">{text(view, PanelText::BookedId).replace("{id}", &id.to_string())}</p> })
             }
             Err(AppError::Clash(clash)) => EitherOf3::B(view! { <ClashPanel clash=*clash view book /> }),
             Err(error) => EitherOf3::C(view! { <ErrorPanel error /> }),
@@ -167,7 +166,7 @@ pub fn BookingPanel(
     view! {
         <aside class="calendar-side">
             <section class="panel" aria-labelledby="panel-title">
-                <h2 id="panel-title">{t!(i18n, panel_title)}</h2>
+                <h2 id="panel-title">{text(view, PanelText::Title)}</h2>
                 {flash}
                 <form class="booking-form" method="post" action="/calendar/book" on:submit=on_submit>
                     <input type="hidden" name="return_to" value=return_to />
@@ -179,10 +178,10 @@ pub fn BookingPanel(
                             <input type="hidden" name="end" value=local_input(end) />
                             {summary}
                         }),
-                        None => Either::Right(view! { <NoJsFields view /> <dl class="panel-facts"><ChargeChoice payment charge /></dl> }),
+                        None => Either::Right(view! { <NoJsFields view /> <dl class="panel-facts"><ChargeChoice view charge /></dl> }),
                     }}
                     <button type="submit" class="button-primary" disabled=move || book.pending().get()>
-                        {t!(i18n, panel_book)}
+                        {text(view, PanelText::Book)}
                     </button>
                 </form>
                 {outcome}
@@ -192,38 +191,33 @@ pub fn BookingPanel(
     }
 }
 
-/// How the booking is paid: a choice when the portal offers both modes.
+/// How the booking is paid: a choice when the portal offers both modes. (Its texts, like the
+/// balance's, come translated from the server.)
 #[component]
-fn ChargeChoice(
-    payment: StoredValue<BookingPayment>,
-    charge: RwSignal<ChargeMode>,
-) -> impl IntoView {
-    let i18n = use_i18n();
-    let (modes, lead) = payment.with_value(|p| (p.modes.clone(), p.lead_minutes));
+fn ChargeChoice(view: StoredValue<CalendarView>, charge: RwSignal<ChargeMode>) -> impl IntoView {
+    let modes = view.with_value(|v| v.payment.modes.clone());
+    let title = text(view, PanelText::Payment);
     let label = move |mode: ChargeMode| match mode {
-        ChargeMode::AtBooking => t_string!(i18n, panel_pay_now).to_string(),
-        ChargeMode::BeforeStart => {
-            let lead = crate::components::format::hours_text(i18n, lead);
-            t_string!(i18n, panel_pay_later, lead).to_string()
-        }
+        ChargeMode::AtBooking => text(view, PanelText::PayNow),
+        ChargeMode::BeforeStart => text(view, PanelText::PayLater),
     };
     let choice = if modes.len() > 1 {
         Either::Left(view! {
-            <select name="charge" aria-label=move || t_string!(i18n, panel_payment).to_string()
+            <select name="charge" aria-label=title.clone()
                 on:change=move |ev| charge.set(ChargeMode::parse(&event_target_value(&ev)).unwrap_or(ChargeMode::AtBooking))>
                 {modes.into_iter().map(|mode| view! {
-                    <option value=mode.as_str() selected=move || charge.get() == mode>{move || label(mode)}</option>
+                    <option value=mode.as_str() selected=move || charge.get() == mode>{label(mode)}</option>
                 }).collect_view()}
             </select>
         })
     } else {
         let mode = modes.first().copied().unwrap_or(ChargeMode::AtBooking);
         Either::Right(
-            view! { <span>{move || label(mode)}<input type="hidden" name="charge" value=mode.as_str() /></span> },
+            view! { <span>{label(mode)}<input type="hidden" name="charge" value=mode.as_str() /></span> },
         )
     };
     view! {
-        <dt>{t!(i18n, panel_payment)}</dt>
+        <dt>{title}</dt>
         <dd class="panel-charge">{choice}</dd>
     }
 }
@@ -232,28 +226,26 @@ fn ChargeChoice(
 /// to the wallet when it falls short.
 #[component]
 fn BalanceAfter(
-    payment: StoredValue<BookingPayment>,
+    view: StoredValue<CalendarView>,
     price: Money,
     currency: crate::domain::money::Currency,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let after = payment.with_value(|p| p.balance_after(price));
+    let after = view.with_value(|v| v.payment.balance_after(price));
+    let amount = money_string(i18n, Money::from_minor(after), &currency);
     let short = (after < 0).then(|| {
-        let missing = Money::from_minor(-after);
-        let currency = currency.clone();
+        let missing = money_string(i18n, Money::from_minor(-after), &currency);
         view! {
             <dd class="panel-short" role="status">
-                {t!(i18n, panel_short, missing = move || view! { <MoneyText amount=missing currency=currency.clone() /> })}
+                {text(view, PanelText::Short).replace("{missing}", &missing)}
                 " "
-                <a href="/wallet">{t!(i18n, nav_wallet)}</a>
+                <a href="/wallet">{text(view, PanelText::Wallet)}</a>
             </dd>
         }
     });
     view! {
-        <dt>{t!(i18n, panel_balance_after)}</dt>
-        <dd class="panel-balance-after" class:negative=after < 0 data-balance-after-minor=after>
-            <MoneyText amount=Money::from_minor(after) currency />
-        </dd>
+        <dt>{text(view, PanelText::BalanceAfter)}</dt>
+        <dd class="panel-balance-after" class:negative=after < 0 data-balance-after-minor=after>{amount}</dd>
         {short}
     }
 }
@@ -261,7 +253,6 @@ fn BalanceAfter(
 /// Without a selection (or without JavaScript): choose GPU, times and share by hand.
 #[component]
 fn NoJsFields(view: StoredValue<CalendarView>) -> impl IntoView {
-    let i18n = use_i18n();
     let (options, suggested) = view.with_value(|v| {
         let options: Vec<(i64, String)> = v
             .nodes
@@ -285,23 +276,23 @@ fn NoJsFields(view: StoredValue<CalendarView>) -> impl IntoView {
         (options, (from, to))
     });
     view! {
-        <p class="hint">{t!(i18n, panel_hint)}</p>
-        <label class="field">{t!(i18n, panel_gpu)}
+        <p class="hint">{text(view, PanelText::Hint)}</p>
+        <label class="field">{text(view, PanelText::Gpu)}
             <select name="gpu_id" required>
                 {options.into_iter().map(|(id, label)| view! { <option value=id>{label}</option> }).collect_view()}
             </select>
         </label>
-        <label class="field">{t!(i18n, panel_start)}
+        <label class="field">{text(view, PanelText::Start)}
             <input type="datetime-local" name="start" step="900" required value=suggested.0 />
         </label>
-        <label class="field">{t!(i18n, panel_end)}
+        <label class="field">{text(view, PanelText::End)}
             <input type="datetime-local" name="end" step="900" required value=suggested.1 />
         </label>
-        <label class="field">{t!(i18n, panel_share)}
+        <label class="field">{text(view, PanelText::Share)}
             <select name="share">
-                <option value="1">{t!(i18n, share_whole)}</option>
-                <option value="0.5">{t!(i18n, share_half)}</option>
-                <option value="0.25">{t!(i18n, share_quarter)}</option>
+                <option value="1">{text(view, PanelText::Whole)}</option>
+                <option value="0.5">{text(view, PanelText::Half)}</option>
+                <option value="0.25">{text(view, PanelText::Quarter)}</option>
             </select>
         </label>
     }
@@ -314,7 +305,6 @@ fn ClashPanel(
     view: StoredValue<CalendarView>,
     book: ServerAction<BookReservation>,
 ) -> impl IntoView {
-    let i18n = use_i18n();
     let at =
         view.with_value(|v| crate::domain::time_text::date_minute(local_date_time(v, clash.at)));
     let what = clash.what.clone();
@@ -323,11 +313,11 @@ fn ClashPanel(
         .map(|offer| view! { <OfferRow offer view book /> });
     view! {
         <div class="error-panel clash" role="alert">
-            <h3>{t!(i18n, clash_title)}</h3>
-            <p>{t!(i18n, clash_body, what = move || what.clone(), at = move || at.clone())}</p>
+            <h3>{text(view, PanelText::ClashTitle)}</h3>
+            <p>{text(view, PanelText::ClashBody).replace("{what}", &what).replace("{at}", &at)}</p>
             {match suggestion {
-                Some(row) => Either::Left(view! { <p>{t!(i18n, clash_suggestion)}</p> <ul class="offers">{row}</ul> }),
-                None => Either::Right(view! { <p>{t!(i18n, clash_no_suggestion)}</p> }),
+                Some(row) => Either::Left(view! { <p>{text(view, PanelText::ClashSuggestion)}</p> <ul class="offers">{row}</ul> }),
+                None => Either::Right(view! { <p>{text(view, PanelText::ClashNoSuggestion)}</p> }),
             }}
         </div>
     }
@@ -340,7 +330,6 @@ fn OfferRow(
     view: StoredValue<CalendarView>,
     book: ServerAction<BookReservation>,
 ) -> impl IntoView {
-    let i18n = use_i18n();
     let (from, to) = view.with_value(|v| {
         (
             crate::domain::time_text::date_minute(local_date_time(v, offer.window.start())),
@@ -371,7 +360,7 @@ fn OfferRow(
         <li class="offer">
             <span class="offer-label">{label}</span>
             <span class="offer-price"><MoneyText amount=Money::from_minor(offer.price_minor) currency /></span>
-            <button type="button" class="button-primary" on:click=on_click>{t!(i18n, offer_book)}</button>
+            <button type="button" class="button-primary" on:click=on_click>{text(view, PanelText::OfferBook)}</button>
         </li>
     }
 }
@@ -379,7 +368,6 @@ fn OfferRow(
 /// "Find a slot": the earliest windows that fit a request, across all GPUs.
 #[component]
 fn FindSlot(view: StoredValue<CalendarView>, book: ServerAction<BookReservation>) -> impl IntoView {
-    let i18n = use_i18n();
     let find = ServerAction::<FindSlots>::new();
     let models = view.with_value(|v| v.models.clone());
     // The model the calendar shows first (its filter, usually) is the likeliest question.
@@ -391,7 +379,7 @@ fn FindSlot(view: StoredValue<CalendarView>, book: ServerAction<BookReservation>
     });
     let results = move || {
         find.value().get().map(|result| match result {
-            Ok(offers) if offers.is_empty() => EitherOf3::A(view! { <p class="empty">{t!(i18n, find_none)}</p> }),
+            Ok(offers) if offers.is_empty() => EitherOf3::A(view! { <p class="empty">{text(view, PanelText::FindNone)}</p> }),
             Ok(offers) => EitherOf3::B(view! {
                 <ul class="offers">
                     {offers.into_iter().map(|offer| view! { <OfferRow offer view book /> }).collect_view()}
@@ -402,10 +390,10 @@ fn FindSlot(view: StoredValue<CalendarView>, book: ServerAction<BookReservation>
     };
     view! {
         <section class="panel find-slot" aria-labelledby="find-title">
-            <h2 id="find-title">{t!(i18n, find_title)}</h2>
-            <p class="hint">{t!(i18n, find_intro)}</p>
+            <h2 id="find-title">{text(view, PanelText::FindTitle)}</h2>
+            <p class="hint">{text(view, PanelText::FindIntro)}</p>
             <ActionForm action=find attr:class="find-form">
-                <label class="field">{t!(i18n, filter_model)}
+                <label class="field">{text(view, PanelText::Model)}
                     <select name="model">
                         {models
                             .into_iter()
@@ -417,21 +405,21 @@ fn FindSlot(view: StoredValue<CalendarView>, book: ServerAction<BookReservation>
                     </select>
                 </label>
                 <div class="field-row">
-                    <label class="field">{t!(i18n, find_count)}
+                    <label class="field">{text(view, PanelText::FindCount)}
                         <input type="number" name="count" min="1" max="64" value="1" />
                     </label>
-                    <label class="field">{t!(i18n, find_hours)}
+                    <label class="field">{text(view, PanelText::FindHours)}
                         <input type="number" name="hours" min="0.25" step="0.25" value="4" />
                     </label>
                 </div>
-                <label class="field">{t!(i18n, panel_share)}
+                <label class="field">{text(view, PanelText::Share)}
                     <select name="share">
-                        <option value="1">{t!(i18n, share_whole)}</option>
-                        <option value="0.5">{t!(i18n, share_half)}</option>
-                        <option value="0.25">{t!(i18n, share_quarter)}</option>
+                        <option value="1">{text(view, PanelText::Whole)}</option>
+                        <option value="0.5">{text(view, PanelText::Half)}</option>
+                        <option value="0.25">{text(view, PanelText::Quarter)}</option>
                     </select>
                 </label>
-                <button type="submit" class="button-primary">{t!(i18n, find_submit)}</button>
+                <button type="submit" class="button-primary">{text(view, PanelText::FindSubmit)}</button>
             </ActionForm>
             {results}
         </section>

@@ -178,7 +178,7 @@ pub fn BookingPanel(
                             <input type="hidden" name="end" value=local_input(end) />
                             {summary}
                         }),
-                        None => Either::Right(view! { <NoJsFields view /> <dl class="panel-facts"><ChargeChoice view charge /></dl> }),
+                        None => Either::Right(view! { <NoJsFields view /> <ChargeChoice view charge as_field=true /> }),
                     }}
                     <button type="submit" class="button-primary" disabled=move || book.pending().get()>
                         {text(view, PanelText::Book)}
@@ -194,7 +194,13 @@ pub fn BookingPanel(
 /// How the booking is paid: a choice when the portal offers both modes. (Its texts, like the
 /// balance's, come translated from the server.)
 #[component]
-fn ChargeChoice(view: StoredValue<CalendarView>, charge: RwSignal<ChargeMode>) -> impl IntoView {
+fn ChargeChoice(
+    view: StoredValue<CalendarView>,
+    charge: RwSignal<ChargeMode>,
+    /// A labelled form field (the form without a selection) rather than a fact of the summary.
+    #[prop(optional)]
+    as_field: bool,
+) -> impl IntoView {
     let modes = view.with_value(|v| v.payment.modes.clone());
     let title = text(view, PanelText::Payment);
     let label = move |mode: ChargeMode| match mode {
@@ -216,9 +222,13 @@ fn ChargeChoice(view: StoredValue<CalendarView>, charge: RwSignal<ChargeMode>) -
             view! { <span>{label(mode)}<input type="hidden" name="charge" value=mode.as_str() /></span> },
         )
     };
-    view! {
-        <dt>{title}</dt>
-        <dd class="panel-charge">{choice}</dd>
+    if as_field {
+        Either::Left(view! { <label class="field panel-charge">{title}{choice}</label> })
+    } else {
+        Either::Right(view! {
+            <dt>{title}</dt>
+            <dd class="panel-charge">{choice}</dd>
+        })
     }
 }
 

@@ -89,6 +89,7 @@ async fn load(
                         amount_minor: amount,
                         reason: "bench",
                         idempotency_key: None,
+                        provider: &berth_app::server::ledger::ManualProvider,
                     },
                     Utc::now(),
                 )

@@ -504,6 +504,7 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
             amount_minor: berth_app::domain::ledger::MAX_CREDIT_MINOR,
             reason: "bench credits",
             idempotency_key: None,
+            provider: &berth_app::server::ledger::ManualProvider,
         },
         now,
     )

@@ -148,6 +148,7 @@ pub async fn change_credits(
             amount_minor,
             reason,
             idempotency_key: None,
+            provider: &berth_app::server::ledger::ManualProvider,
         },
         Utc::now(),
     )

@@ -16,9 +16,34 @@ use chrono::{DateTime, Utc};
 use sea_orm::{DatabaseConnection, DbErr};
 use serde::{Deserialize, Serialize};
 
-/// How a top-up reached the platform; recorded with each grant. Berth ships one: a platform
-/// admin records money received by invoice or bank transfer.
+/// Where the money of a top-up comes from. A grant is posted only once its provider confirms it,
+/// and the provider's id is recorded with it. Berth ships [`ManualProvider`]; a card processor
+/// would be another implementation (with a sandbox to test it against).
+pub trait PaymentProvider: Send + Sync + std::fmt::Debug {
+    /// The name recorded with each top-up (`manual`).
+    fn id(&self) -> &'static str;
+    /// Confirms that `amount` for `user_id` was received (`reason`: what the admin recorded,
+    /// such as an invoice number); an error refuses the grant and nothing is written.
+    fn confirm(&self, user_id: i64, amount: Money, reason: &str) -> Result<(), AppError>;
+}
+
+/// Money received by invoice or bank transfer, recorded by a platform admin: the admin's grant,
+/// with its reason, is the confirmation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ManualProvider;
+
+/// The id [`ManualProvider`] records.
 pub const MANUAL_PROVIDER: &str = "manual";
+
+impl PaymentProvider for ManualProvider {
+    fn id(&self) -> &'static str {
+        MANUAL_PROVIDER
+    }
+
+    fn confirm(&self, _user_id: i64, _amount: Money, _reason: &str) -> Result<(), AppError> {
+        Ok(())
+    }
+}
 
 /// Most movements a wallet read returns.
 pub const WALLET_ENTRIES: u64 = 500;
@@ -88,6 +113,8 @@ pub struct CreditRequest<'a> {
     pub reason: &'a str,
     /// The client's `Idempotency-Key` (with an actor only).
     pub idempotency_key: Option<&'a str>,
+    /// Where the money of a grant comes from.
+    pub provider: &'a dyn PaymentProvider,
 }
 
 /// Grants (positive) or deducts (negative) credits for the user with `email`, recorded with
@@ -105,6 +132,7 @@ pub async fn change_credits(
         amount_minor,
         reason,
         idempotency_key,
+        provider,
     } = request;
     let email = Email::parse(email).map_err(|_| {
         AppError::invalid(
@@ -126,6 +154,9 @@ pub async fn change_credits(
         }
         _ => None,
     };
+    if change.amount().minor() > 0 {
+        provider.confirm(user.id, change.amount(), change.reason())?;
+    }
     let posting = change.posting(user.id);
     let record = TransactionRecord {
         kind: change.kind(),
@@ -134,7 +165,7 @@ pub async fn change_credits(
         reverses_id: None,
         reason: change.reason(),
         actor_id,
-        provider: (change.amount().minor() > 0).then_some(MANUAL_PROVIDER),
+        provider: (change.amount().minor() > 0).then(|| provider.id()),
         at: now,
     };
     let mut attempt = 0;

@@ -211,6 +211,7 @@ pub async fn change_credits(
             amount_minor,
             reason: &form.reason,
             idempotency_key: key,
+            provider: &ledger::ManualProvider,
         },
         chrono::Utc::now(),
     )
@@ -281,6 +282,7 @@ pub async fn credits_form(
                 amount_minor,
                 reason: &form.reason,
                 idempotency_key: form.idempotency_key.as_deref().filter(|k| !k.is_empty()),
+                provider: &ledger::ManualProvider,
             },
             chrono::Utc::now(),
         )

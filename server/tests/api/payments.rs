@@ -14,8 +14,9 @@ use berth_app::domain::payment::ChargePolicy;
 use berth_app::domain::user::PlatformRole;
 use berth_app::server::db;
 use berth_app::server::db::payments::{Checkpoint, Outcome};
-use berth_app::server::entity::{ledger_transaction, reservation};
+use berth_app::server::entity::{gpu, ledger_transaction, reservation};
 use chrono::{DateTime, TimeDelta, Utc};
+use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -100,6 +101,14 @@ async fn before_start_bookings_are_charged_once_by_the_job(backend: Backend) {
         (&json!(TEST_CREDITS_MINOR), &json!(698))
     );
     let id = booked["id"].as_i64().unwrap();
+
+    // The price was locked when booking: raising the GPU's price changes nothing.
+    gpu::Entity::update_many()
+        .col_expr(gpu::Column::HourlyPriceMinor, Expr::value(10_000_i64))
+        .filter(gpu::Column::Id.eq(h100[0]))
+        .exec(&app.db)
+        .await
+        .unwrap();
 
     // Not before its time.
     assert_eq!(

@@ -29,6 +29,7 @@ pub(crate) async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -
             amount_minor: TEST_CREDITS_MINOR,
             reason: "test credits",
             idempotency_key: None,
+            provider: &berth_app::server::ledger::ManualProvider,
         },
         Utc::now(),
     )

@@ -267,7 +267,7 @@ pub async fn payments_due(
 ) -> Result<Vec<crate::domain::ledger::DuePayment>, DbErr> {
     let rows = db::payments::due(db).await?;
     let balances = db::ledger::balances(db).await?;
-    let reservations = db::reservations::views_of(db, rows, now).await?;
+    let reservations = db::reservations::views(db, rows, now).await?;
     Ok(reservations
         .into_iter()
         .map(|reservation| crate::domain::ledger::DuePayment {

@@ -17,6 +17,12 @@ use chrono::{DateTime, TimeDelta, Utc};
 use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
 
+/// The page's idempotency key: a booking sent twice books once, and the page reloads (with a new
+/// key) after a booking succeeds. A refused booking records nothing, so the key stays usable.
+fn form_key(view: StoredValue<CalendarView>) -> String {
+    view.with_value(|v| v.payment.form_key.clone())
+}
+
 /// A panel text, translated on the server.
 fn text(view: StoredValue<CalendarView>, key: PanelText) -> String {
     view.with_value(|v| v.texts.get(key))
@@ -45,13 +51,16 @@ pub fn BookingPanel(
 ) -> impl IntoView {
     let i18n = use_i18n();
     let share = RwSignal::new(Share::Whole);
-    let payment = StoredValue::new(view.with_value(|v| v.payment.clone()));
-    let charge = RwSignal::new(
-        payment.with_value(|p| p.modes.first().copied().unwrap_or(ChargeMode::AtBooking)),
-    );
-    // One key per page: a booking sent twice books once, and the page reloads (with a new key)
-    // after a booking succeeds. A refused booking records nothing, so the key stays usable.
-    let key = move || payment.with_value(|p| p.form_key.clone());
+    let charge = RwSignal::new(view.with_value(|v| {
+        v.payment
+            .modes
+            .first()
+            .copied()
+            .unwrap_or(ChargeMode::AtBooking)
+    }));
+    // The offers (after a clash, or found) book with the same payment choice.
+    provide_context(charge);
+    let key = move || form_key(view);
     let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
     let gpu_of = move |gpu_id: i64| {
         view.with_value(|v| {
@@ -353,6 +362,7 @@ fn OfferRow(
         offer.gpu_ids.len(),
         offer.model
     );
+    let charge = use_context::<RwSignal<ChargeMode>>();
     let on_click = {
         let offer = offer.clone();
         move |_| {
@@ -361,8 +371,8 @@ fn OfferRow(
                 share: share_value(offer.share).to_owned(),
                 start: offer.window.start().to_rfc3339(),
                 end: offer.window.end().to_rfc3339(),
-                charge: None,
-                idempotency_key: None,
+                charge: charge.map(|charge| charge.get_untracked().as_str().to_owned()),
+                idempotency_key: Some(form_key(view)),
             });
         }
     };

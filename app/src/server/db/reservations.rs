@@ -887,17 +887,8 @@ async fn reservation_view(
     Ok(views(db, vec![row], now).await?.remove(0))
 }
 
-/// Rows as [`Reservation`]s (for other modules of `db`).
-pub async fn views_of(
-    db: &impl ConnectionTrait,
-    rows: Vec<reservation::Model>,
-    now: DateTime<Utc>,
-) -> Result<Vec<Reservation>, DbErr> {
-    views(db, rows, now).await
-}
-
 /// Rows as [`Reservation`]s, reading owners, nodes and GPUs in three queries.
-async fn views(
+pub async fn views(
     db: &impl ConnectionTrait,
     rows: Vec<reservation::Model>,
     now: DateTime<Utc>,

@@ -1,6 +1,6 @@
 //! When a reservation is paid: `charge_mode` (`at_booking`, or `before_start`: charged by the
 //! payment job at `charge_at`), and why one was released by Berth rather than cancelled by a
-//! person (`released_reason`: `unpaid` or `maintenance`). `payment_status` gains `pending` (not
+//! person (`released_reason`: `unpaid`, `maintenance` or `retired`). `payment_status` gains `pending` (not
 //! charged yet) and `due` (the job found the wallet short).
 
 use sea_orm_migration::{prelude::*, schema::*};

@@ -365,6 +365,7 @@ pub fn router(
         .route("/api/v1/wallet", get(ledger::wallet))
         .route("/api/v1/admin/credits", post(ledger::change_credits))
         .route("/api/v1/admin/payments-due", get(ledger::payments_due))
+        .route("/api/v1/admin/gpus/{id}/retire", post(maintenance::retire))
         .route("/admin/credits", post(ledger::credits_form))
         .route("/api/v1/gpus/{id}/telemetry", get(telemetry::history))
         .route("/api/v1/gpus/{id}/events", get(telemetry::events))

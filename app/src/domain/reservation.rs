@@ -81,8 +81,10 @@ impl PaymentStatus {
 pub enum ReleaseReason {
     /// Still unpaid shortly before its start.
     Unpaid,
-    /// A platform admin took its GPU for maintenance or retired it; refunded in full.
+    /// A platform admin took its GPU for maintenance; refunded in full.
     Maintenance,
+    /// A platform admin retired its GPU; refunded in full.
+    Retired,
 }
 
 impl ReleaseReason {
@@ -91,6 +93,7 @@ impl ReleaseReason {
         match self {
             ReleaseReason::Unpaid => "unpaid",
             ReleaseReason::Maintenance => "maintenance",
+            ReleaseReason::Retired => "retired",
         }
     }
 
@@ -99,6 +102,7 @@ impl ReleaseReason {
         match raw {
             "unpaid" => Some(ReleaseReason::Unpaid),
             "maintenance" => Some(ReleaseReason::Maintenance),
+            "retired" => Some(ReleaseReason::Retired),
             _ => None,
         }
     }

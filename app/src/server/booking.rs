@@ -731,6 +731,9 @@ pub fn payment_notes(
                     (Some(ReleaseReason::Maintenance), ..) => {
                         t_string!(i18n, reservations_released_maintenance).to_string()
                     }
+                    (Some(ReleaseReason::Retired), ..) => {
+                        t_string!(i18n, reservations_released_retired).to_string()
+                    }
                     (None, ReservationStatus::Confirmed, PaymentStatus::Pending) => {
                         let when = at(r.charge_at?);
                         t_string!(i18n, reservations_charged_at, when).to_string()

@@ -46,3 +46,32 @@ pub async fn end(
         maintenance::end(&state, &actor, id, chrono::Utc::now()).await?,
     ))
 }
+
+/// What retiring a GPU did.
+#[derive(Debug, serde::Serialize)]
+pub struct Retired {
+    gpu_id: i64,
+    /// Reservations released with a full refund.
+    released: Vec<i64>,
+}
+
+/// `POST /api/v1/admin/gpus/{id}/retire` (platform admins): the GPU can no longer be booked, and
+/// the reservations holding it from now on are released and refunded in full.
+pub async fn retire(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<Json<Retired>, AppError> {
+    actor.require_platform_admin()?;
+    let released = berth_app::server::db::reservations::retire_gpu(
+        &state.db,
+        id,
+        actor.user.id,
+        chrono::Utc::now(),
+    )
+    .await?;
+    Ok(Json(Retired {
+        gpu_id: id,
+        released,
+    }))
+}

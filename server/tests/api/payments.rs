@@ -302,7 +302,7 @@ async fn a_job_killed_half_way_leaves_no_lost_or_doubled_charge(backend: Backend
     app.stop().await;
 }
 
-async fn maintenance_releases_reservations_with_a_full_refund(backend: Backend) {
+async fn maintenance_and_retiring_release_reservations_with_a_full_refund(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
     let root = user_token(&app, "root@example.org", PlatformRole::PlatformAdmin).await;
@@ -352,6 +352,40 @@ async fn maintenance_releases_reservations_with_a_full_refund(backend: Backend) 
     assert_eq!(
         run_job(&app, start - TimeDelta::hours(2)).await,
         Outcome::default()
+    );
+
+    // Retiring a GPU releases what holds it from now on, refunded in full; it cannot be booked.
+    let (_, later) = post(&app, &ana, booking(h100[2], on_grid_in(3), 2, "at_booking")).await;
+    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 698);
+    let retire = format!("/api/v1/admin/gpus/{}/retire", h100[2]);
+    assert_eq!(post_json(&app, &ana, &retire, &json!({})).await.0, 403);
+    assert_eq!(
+        post_json(&app, &root, "/api/v1/admin/gpus/999999/retire", &json!({}))
+            .await
+            .0,
+        404
+    );
+    let (status, retired) = post_json(&app, &root, &retire, &json!({})).await;
+    assert_eq!(status, 200, "{retired}");
+    assert_eq!(retired["released"], json!([later["id"]]));
+    assert_eq!(
+        row(&app, later["id"].as_i64().unwrap())
+            .await
+            .released_reason
+            .as_deref(),
+        Some("retired")
+    );
+    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR);
+    let (status, refused) = post(
+        &app,
+        &ana,
+        booking(h100[2], on_grid_in(30), 1, "at_booking"),
+    )
+    .await;
+    assert_eq!(
+        (status, &refused["code"]),
+        (409, &json!("gpu_unavailable")),
+        "{refused}"
     );
     assert_books_balance(&app).await;
     app.stop().await;
@@ -513,7 +547,7 @@ crate::on_both_backends!(
     before_start_bookings_are_charged_once_by_the_job,
     a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released,
     a_job_killed_half_way_leaves_no_lost_or_doubled_charge,
-    maintenance_releases_reservations_with_a_full_refund,
+    maintenance_and_retiring_release_reservations_with_a_full_refund,
     charge_modes_are_checked,
     two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact,
 );

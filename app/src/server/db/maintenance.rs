@@ -8,12 +8,12 @@ use crate::domain::reservation::ReleaseReason;
 use crate::domain::schedule::Window;
 use crate::error::AppError;
 use crate::server::db::begin_write;
-use crate::server::db::reservations::{holds_on, lock_gpus, withdraw};
-use crate::server::entity::{gpu, maintenance_window, node, reservation, user};
+use crate::server::db::reservations::{self, holds_on, lock_gpus};
+use crate::server::entity::{gpu, maintenance_window, node, user};
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection,
-    DatabaseTransaction, DbErr, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr,
+    EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
 };
 use std::collections::HashMap;
 
@@ -61,7 +61,7 @@ pub async fn create(
         }));
     }
     for id in in_the_way {
-        release_for_maintenance(&txn, id, created_by, now).await?;
+        reservations::release(&txn, id, created_by, now, ReleaseReason::Maintenance).await?;
     }
     let mut ids = Vec::with_capacity(gpu_ids.len());
     for gpu_id in gpu_ids {
@@ -86,35 +86,6 @@ pub async fn create(
     let created = views(&txn, rows).await?;
     txn.commit().await?;
     Ok(created)
-}
-
-/// Releases reservation `id` because its GPUs are taken for maintenance, refunding what was
-/// paid in full.
-async fn release_for_maintenance(
-    txn: &DatabaseTransaction,
-    id: i64,
-    admin: i64,
-    now: DateTime<Utc>,
-) -> Result<(), DbErr> {
-    let Some(row) = reservation::Entity::find_by_id(id).one(txn).await? else {
-        return Ok(());
-    };
-    if !withdraw(
-        txn,
-        &row,
-        now,
-        Some(admin),
-        Some(ReleaseReason::Maintenance),
-    )
-    .await?
-    {
-        return Ok(());
-    }
-    if let Some((charge_id, paid)) = crate::server::db::ledger::charge_of(txn, id).await? {
-        crate::server::db::ledger::refund(txn, &row, charge_id, paid, Some(admin), now).await?;
-    }
-    tracing::info!(reservation.id = id, "reservation released for maintenance");
-    Ok(())
 }
 
 /// Windows that end after `from`, soonest first (at most 500).

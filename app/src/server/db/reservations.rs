@@ -836,6 +836,71 @@ pub(crate) async fn withdraw(
     Ok(true)
 }
 
+/// Releases reservation `id` for `reason` (its GPU taken for maintenance or retired by platform
+/// admin `admin`), refunding what was paid in full, inside the caller's write transaction.
+pub(crate) async fn release(
+    txn: &DatabaseTransaction,
+    id: i64,
+    admin: i64,
+    now: DateTime<Utc>,
+    reason: ReleaseReason,
+) -> Result<(), DbErr> {
+    let Some(row) = reservation::Entity::find_by_id(id).one(txn).await? else {
+        return Ok(());
+    };
+    if !withdraw(txn, &row, now, Some(admin), Some(reason)).await? {
+        return Ok(());
+    }
+    if let Some((charge_id, paid)) = super::ledger::charge_of(txn, id).await? {
+        super::ledger::refund(txn, &row, charge_id, paid, Some(admin), now).await?;
+    }
+    tracing::info!(
+        reservation.id = id,
+        reason = reason.as_str(),
+        "reservation released"
+    );
+    Ok(())
+}
+
+/// Retires GPU `gpu_id` (platform admin `admin`): it can no longer be booked, and every
+/// reservation holding it from now on is released with a full refund, in one transaction.
+/// Returns the released reservations.
+pub async fn retire_gpu(
+    db: &DatabaseConnection,
+    gpu_id: i64,
+    admin: i64,
+    now: DateTime<Utc>,
+) -> Result<Vec<i64>, AppError> {
+    let txn = begin_write(db).await?;
+    lock_gpus(&txn, &[gpu_id]).await?;
+    let updated = gpu::Entity::update_many()
+        .col_expr(gpu::Column::Status, Expr::value("retired"))
+        .filter(gpu::Column::Id.eq(gpu_id))
+        .exec(&txn)
+        .await?;
+    if updated.rows_affected == 0 {
+        return Err(AppError::NotFound(format!("GPU {gpu_id}")));
+    }
+    // Everything ending after now (reservations start at most a booking horizon ahead).
+    let from = crate::domain::schedule::slot_floor(now);
+    let range = Window::new(from, from + TimeDelta::days(366 * 3))
+        .map_err(|err| DbErr::Custom(err.to_string()))?;
+    let mut ids: Vec<i64> = holds_on(&txn, &[gpu_id], &range)
+        .await?
+        .into_iter()
+        .filter(|hold| hold.window.end() > now)
+        .map(|hold| hold.reservation_id)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in &ids {
+        release(&txn, *id, admin, now, ReleaseReason::Retired).await?;
+    }
+    txn.commit().await?;
+    tracing::info!(gpu.id = gpu_id, released = ids.len(), "GPU retired");
+    Ok(ids)
+}
+
 /// Cancels reservation `id` before it starts. Only its owner or a platform admin may; others get
 /// `NotFound` (they cannot tell it exists).
 #[tracing::instrument(skip_all, fields(reservation.id = id, user.id = actor_id))]

@@ -38,7 +38,7 @@ pub struct Model {
     pub charge_mode: String,
     /// When the payment job charges a `before_start` reservation (UTC).
     pub charge_at: Option<DateTimeUtc>,
-    /// Why Berth released it: `unpaid` or `maintenance` (None: cancelled by a person, or not).
+    /// Why Berth released it: `unpaid`, `maintenance` or `retired` (None: cancelled by a person, or not).
     pub released_reason: Option<String>,
 }
 

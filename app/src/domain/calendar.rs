@@ -322,8 +322,6 @@ pub struct BookingPayment {
     pub on_hold: crate::domain::money::Money,
     /// The charge modes offered, the default first.
     pub modes: Vec<crate::domain::payment::ChargeMode>,
-    /// How long before the start `before_start` bookings are charged, in minutes.
-    pub lead_minutes: i64,
     /// A fresh idempotency key for this page's booking form (the page reloads after a booking).
     pub form_key: String,
 }

@@ -576,11 +576,8 @@ async fn booking_payment(
     )?;
     Ok(crate::domain::calendar::BookingPayment {
         balance,
-        on_hold: crate::domain::money::Money::from_minor(
-            unpaid.iter().map(|row| row.price_minor).sum(),
-        ),
+        on_hold: db::payments::held(&unpaid),
         modes: state.portal.charge.offered(),
-        lead_minutes: state.portal.charge.lead.num_minutes(),
         form_key: uuid::Uuid::new_v4().to_string(),
     })
 }

@@ -237,7 +237,7 @@ pub async fn wallet(
 ) -> Result<Wallet, DbErr> {
     let (balance, entries) = db::ledger::wallet(db, user_id, WALLET_ENTRIES).await?;
     let unpaid = db::payments::unpaid_of(db, user_id).await?;
-    let on_hold = Money::from_minor(unpaid.iter().map(|row| row.price_minor).sum());
+    let on_hold = db::payments::held(&unpaid);
     let payments_due = unpaid
         .into_iter()
         .filter(|row| row.payment_status == PaymentStatus::Due.as_str())

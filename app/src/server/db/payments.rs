@@ -264,6 +264,11 @@ pub async fn unpaid_of(
         .await
 }
 
+/// What unpaid reservations (from [`unpaid_of`]) hold of their owner's wallet: their prices.
+pub fn held(unpaid: &[reservation::Model]) -> crate::domain::money::Money {
+    crate::domain::money::Money::from_minor(unpaid.iter().map(|row| row.price_minor).sum())
+}
+
 /// How many of `user_id`'s confirmed reservations have their payment due.
 pub async fn count_due(db: &impl ConnectionTrait, user_id: i64) -> Result<u32, DbErr> {
     let count = reservation::Entity::find()

@@ -3,10 +3,11 @@
 use crate::components::layout::{Footer, Header};
 use crate::i18n::*;
 use crate::pages::{
-    calendar::CalendarPage, credits::CreditsPage, gpu::GpuDetailPage, inventory::InventoryPage,
-    maintenance::MaintenancePage, nodes::NodesAdminPage, not_found::NotFoundPage,
-    payments::PaymentsPage, profile::ProfilePage, reservations::ReservationsPage,
-    sign_in::SignInPage, wallet::WalletPage,
+    audit::AuditPage, calendar::CalendarPage, credits::CreditsPage, gpu::GpuDetailPage,
+    inventory::InventoryPage, maintenance::MaintenancePage, nodes::NodesAdminPage,
+    not_found::NotFoundPage, payments::PaymentsPage, profile::ProfilePage,
+    reservations::ReservationsPage, sign_in::SignInPage, team::TeamPage, teams::TeamsPage,
+    wallet::WalletPage,
 };
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
@@ -80,6 +81,17 @@ pub fn App() -> impl IntoView {
                         <Route
                             path=(StaticSegment("admin"), StaticSegment("nodes"))
                             view=NodesAdminPage
+                            ssr=SsrMode::Async
+                        />
+                        <Route
+                            path=(StaticSegment("admin"), StaticSegment("audit"))
+                            view=AuditPage
+                            ssr=SsrMode::Async
+                        />
+                        <Route path=StaticSegment("teams") view=TeamsPage ssr=SsrMode::Async />
+                        <Route
+                            path=(StaticSegment("teams"), ParamSegment("id"))
+                            view=TeamPage
                             ssr=SsrMode::Async
                         />
                     </Routes>

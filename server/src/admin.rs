@@ -102,7 +102,7 @@ pub async fn revoke_token(config: &Config, id: i64) -> Result<(), AdminError> {
 /// token (shown once).
 pub async fn add_node(config: &Config, name: &str) -> Result<(i64, String), AdminError> {
     let (conn, _) = open_and_migrate(config).await?;
-    let issued = berth_app::server::telemetry::issue_node_token(&conn, name, Utc::now())
+    let issued = berth_app::server::telemetry::issue_node_token(&conn, name, None, Utc::now())
         .await
         .map_err(|err| AdminError::Input(err.to_string()));
     let _ = conn.close().await;
@@ -117,7 +117,10 @@ pub async fn revoke_node_tokens(config: &Config, name: &str) -> Result<u64, Admi
         .into_iter()
         .find(|node| node.name == name)
         .ok_or_else(|| AdminError::Input(format!("no node named {name}")))?;
-    let revoked = db::telemetry::revoke_node_tokens(&conn, node.node_id, Utc::now()).await?;
+    let revoked =
+        berth_app::server::telemetry::revoke_node_tokens(&conn, node.node_id, None, Utc::now())
+            .await
+            .map_err(|err| AdminError::Input(err.to_string()))?;
     let _ = conn.close().await;
     Ok(revoked)
 }

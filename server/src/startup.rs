@@ -5,7 +5,7 @@ use crate::configuration::{Config, SessionSettings};
 use crate::routes::rate_limit::SignInLimiter;
 use crate::routes::{
     agent, api, auth, csrf, guard, health, ledger, locale, maintenance, rate_limit, request_log,
-    reservations, telemetry,
+    reservations, teams, telemetry,
 };
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -367,6 +367,22 @@ pub fn router(
         .route("/api/v1/admin/payments-due", get(ledger::payments_due))
         .route("/api/v1/admin/gpus/{id}/retire", post(maintenance::retire))
         .route("/admin/credits", post(ledger::credits_form))
+        .route("/api/v1/teams", get(teams::list))
+        .route("/api/v1/teams/{id}", get(teams::show))
+        .route("/api/v1/teams/{id}/invitations", post(teams::invite))
+        .route(
+            "/api/v1/teams/{id}/invitations/{invitation}",
+            axum::routing::delete(teams::revoke),
+        )
+        .route(
+            "/api/v1/teams/{id}/members/{user}",
+            axum::routing::patch(teams::set_role).delete(teams::remove),
+        )
+        .route("/api/v1/teams/{id}/audit", get(teams::team_audit))
+        .route("/api/v1/admin/teams", post(teams::create))
+        .route("/api/v1/admin/audit", get(teams::audit))
+        .route("/teams", post(teams::create_form))
+        .route("/teams/{id}", post(teams::team_form))
         .route("/api/v1/gpus/{id}/telemetry", get(telemetry::history))
         .route("/api/v1/gpus/{id}/events", get(telemetry::events))
         .route(

@@ -8,4 +8,5 @@ pub mod nodes;
 pub mod profile;
 pub mod reservations;
 pub mod session;
+pub mod teams;
 pub mod telemetry;

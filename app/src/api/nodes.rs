@@ -115,8 +115,13 @@ pub async fn add_node_token(name: String) -> Result<IssuedNodeToken, AppError> {
             let actor = require_actor().await?;
             actor.require_platform_admin()?;
             let state = state::app_state()?;
-            let (node_id, token) =
-                telemetry::issue_node_token(&state.db, &name, chrono::Utc::now()).await?;
+            let (node_id, token) = telemetry::issue_node_token(
+                &state.db,
+                &name,
+                Some(actor.user.id),
+                chrono::Utc::now(),
+            )
+            .await?;
             tracing::info!(
                 node.id = node_id,
                 user.id = actor.user.id,
@@ -135,14 +140,19 @@ pub async fn add_node_token(name: String) -> Result<IssuedNodeToken, AppError> {
 /// Revokes every token of node `id` (platform admins); returns how many were live.
 #[server(endpoint = "revoke_node_tokens")]
 pub async fn revoke_node_tokens(id: i64) -> Result<u64, AppError> {
-    use crate::server::{auth::actor::require_actor, db, state};
+    use crate::server::{auth::actor::require_actor, state, telemetry};
     state::with_status(
         async {
             let actor = require_actor().await?;
             actor.require_platform_admin()?;
             let state = state::app_state()?;
-            let revoked =
-                db::telemetry::revoke_node_tokens(&state.db, id, chrono::Utc::now()).await?;
+            let revoked = telemetry::revoke_node_tokens(
+                &state.db,
+                id,
+                Some(actor.user.id),
+                chrono::Utc::now(),
+            )
+            .await?;
             tracing::info!(
                 node.id = id,
                 user.id = actor.user.id,

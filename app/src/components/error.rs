@@ -151,6 +151,19 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             let mode = charge_mode_text(i18n, &mode);
             t_string!(i18n, problem_charge_mode_not_allowed, mode).to_string()
         }
+        Problem::UnknownTeamRole { raw } => {
+            t_string!(i18n, problem_unknown_team_role, raw).to_string()
+        }
+        Problem::AlreadyMember { email } => {
+            t_string!(i18n, problem_already_member, email).to_string()
+        }
+        Problem::AlreadyInvited { email } => {
+            t_string!(i18n, problem_already_invited, email).to_string()
+        }
+        Problem::LastAdmin => t_string!(i18n, problem_last_admin).to_string(),
+        Problem::TeamNameTaken { name } => {
+            t_string!(i18n, problem_team_name_taken, name).to_string()
+        }
         Problem::ReservationsInTheWay { ids } => {
             let count = ids.len();
             let ids = list_ids(&ids);

@@ -33,6 +33,7 @@ pub fn Header() -> impl IntoView {
                 <a href="/calendar" aria-current=move || current("/calendar")>{t!(i18n, nav_calendar)}</a>
                 <a href="/reservations" aria-current=move || current("/reservations")>{t!(i18n, nav_reservations)}</a>
                 <a href="/wallet" aria-current=move || current("/wallet")>{t!(i18n, nav_wallet)}</a>
+                <a href="/teams" aria-current=move || current("/teams")>{t!(i18n, nav_teams)}</a>
                 <a href="/profile" aria-current=move || current("/profile")>{t!(i18n, nav_profile)}</a>
                 <Transition fallback=|| ()>
                     {move || {
@@ -53,6 +54,9 @@ pub fn Header() -> impl IntoView {
                                     </a>
                                     <a href="/admin/payments" aria-current=move || current("/admin/payments")>
                                         {t!(i18n, nav_payments)}
+                                    </a>
+                                    <a href="/admin/audit" aria-current=move || current("/admin/audit")>
+                                        {t!(i18n, nav_audit)}
                                     </a>
                                 }
                             })

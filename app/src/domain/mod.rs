@@ -1,6 +1,7 @@
 //! Pure domain code, compiled for the server and the browser: validated types and rules with no
 //! I/O. Everything here is unit-tested inline.
 
+pub mod audit;
 pub mod calendar;
 pub mod chart;
 pub mod gpu;

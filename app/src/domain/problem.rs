@@ -289,6 +289,33 @@ pub enum Problem {
         /// The mode asked for.
         mode: String,
     },
+    /// Not a team role.
+    #[error("`{raw}` is not a team role (member or admin)")]
+    UnknownTeamRole {
+        /// What was sent.
+        raw: String,
+    },
+    /// Invited someone who is a member already.
+    #[error("{email} is already a member of this team")]
+    AlreadyMember {
+        /// The address.
+        email: String,
+    },
+    /// Invited an address twice.
+    #[error("{email} is already invited to this team")]
+    AlreadyInvited {
+        /// The address.
+        email: String,
+    },
+    /// The change would leave the team without an admin.
+    #[error("a team keeps at least one admin: make someone else admin first")]
+    LastAdmin,
+    /// A team name in use.
+    #[error("there is already a team named {name}")]
+    TeamNameTaken {
+        /// The name.
+        name: String,
+    },
 }
 
 fn in_the_way(ids: &[i64]) -> String {

@@ -45,6 +45,115 @@ pub struct TeamMembership {
 /// A team's name.
 pub type TeamName = crate::domain::user::Label<100>;
 
+/// What a user may do with a team: see it (its members) or manage it too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TeamAccess {
+    /// A member: sees the team, its members and its bookings.
+    View,
+    /// A team admin or a platform admin: also invites, removes and changes roles.
+    Manage,
+}
+
+impl TeamAccess {
+    /// What `memberships` (the user's teams) and the platform role allow with `team_id`; `None`:
+    /// nothing (the team is not even shown to them).
+    pub fn of(
+        role: crate::domain::user::PlatformRole,
+        memberships: &[TeamMembership],
+        team_id: i64,
+    ) -> Option<Self> {
+        if role == crate::domain::user::PlatformRole::PlatformAdmin {
+            return Some(TeamAccess::Manage);
+        }
+        memberships
+            .iter()
+            .find(|team| team.team_id == team_id)
+            .map(|team| match team.role {
+                TeamRole::Admin => TeamAccess::Manage,
+                TeamRole::Member => TeamAccess::View,
+            })
+    }
+}
+
+/// One member of a team, as its page lists them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamMember {
+    /// The user.
+    pub user_id: i64,
+    /// Their name.
+    pub name: String,
+    /// Their address.
+    pub email: String,
+    /// Their role in the team.
+    pub role: TeamRole,
+    /// When they joined (UTC).
+    pub since: chrono::DateTime<chrono::Utc>,
+}
+
+/// An invitation not yet accepted or withdrawn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Invitation {
+    /// Its id.
+    pub id: i64,
+    /// The team.
+    pub team_id: i64,
+    /// The invited address.
+    pub email: String,
+    /// The role they get.
+    pub role: TeamRole,
+    /// Who invited (their name), if known.
+    pub invited_by: Option<String>,
+    /// When (UTC).
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// A team with its members and open invitations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamRoster {
+    /// Its id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// Members by name.
+    pub members: Vec<TeamMember>,
+    /// Open invitations, oldest first.
+    pub invitations: Vec<Invitation>,
+}
+
+/// A team in a list of teams.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamSummary {
+    /// Its id.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// How many members it has.
+    pub members: u32,
+    /// How many of them are admins.
+    pub admins: u32,
+    /// Open invitations.
+    pub invitations: u32,
+}
+
+/// Whether a change to the member `user_id` would leave the team without an admin. A team
+/// always keeps at least one admin, so someone can run it from its dashboard.
+pub fn leaves_no_admin(members: &[TeamMember], user_id: i64, new_role: Option<TeamRole>) -> bool {
+    let admins_after = members
+        .iter()
+        .filter(|member| {
+            let role = if member.user_id == user_id {
+                new_role
+            } else {
+                Some(member.role)
+            };
+            role == Some(TeamRole::Admin)
+        })
+        .count();
+    let had_admin = members.iter().any(|member| member.role == TeamRole::Admin);
+    had_admin && admins_after == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +164,109 @@ mod tests {
             assert_eq!(TeamRole::parse(role.as_str()), Some(role));
         }
         assert_eq!(TeamRole::parse("owner"), None);
+    }
+
+    fn member(user_id: i64, role: TeamRole) -> TeamMember {
+        TeamMember {
+            user_id,
+            name: format!("user {user_id}"),
+            email: format!("u{user_id}@example.com"),
+            role,
+            since: chrono::DateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn the_last_admin_can_be_neither_removed_nor_demoted() {
+        let team = [member(1, TeamRole::Admin), member(2, TeamRole::Member)];
+        assert!(leaves_no_admin(&team, 1, None));
+        assert!(leaves_no_admin(&team, 1, Some(TeamRole::Member)));
+        assert!(!leaves_no_admin(&team, 1, Some(TeamRole::Admin)));
+        assert!(!leaves_no_admin(&team, 2, None));
+        assert!(!leaves_no_admin(&team, 2, Some(TeamRole::Admin)));
+    }
+
+    #[test]
+    fn one_of_two_admins_may_leave() {
+        let team = [member(1, TeamRole::Admin), member(2, TeamRole::Admin)];
+        assert!(!leaves_no_admin(&team, 1, None));
+        assert!(!leaves_no_admin(&team, 2, Some(TeamRole::Member)));
+    }
+
+    #[test]
+    fn a_team_without_admins_may_still_lose_members() {
+        // Created by a platform admin whose invited admin has not signed in yet.
+        let team = [member(2, TeamRole::Member)];
+        assert!(!leaves_no_admin(&team, 2, None));
+    }
+
+    #[test]
+    fn access_follows_the_team_role_and_platform_admins_manage_every_team() {
+        use crate::domain::user::PlatformRole;
+        let mine = [
+            TeamMembership {
+                team_id: 1,
+                team_name: "A".into(),
+                role: TeamRole::Admin,
+            },
+            TeamMembership {
+                team_id: 2,
+                team_name: "B".into(),
+                role: TeamRole::Member,
+            },
+        ];
+        assert_eq!(
+            TeamAccess::of(PlatformRole::User, &mine, 1),
+            Some(TeamAccess::Manage)
+        );
+        assert_eq!(
+            TeamAccess::of(PlatformRole::User, &mine, 2),
+            Some(TeamAccess::View)
+        );
+        assert_eq!(TeamAccess::of(PlatformRole::User, &mine, 3), None);
+        assert_eq!(
+            TeamAccess::of(PlatformRole::PlatformAdmin, &[], 3),
+            Some(TeamAccess::Manage)
+        );
+    }
+
+    proptest::proptest! {
+        /// Whatever changes are tried, in any order, those the rule lets through never leave a
+        /// team that had an admin without one.
+        #[test]
+        fn allowed_changes_never_leave_a_team_without_an_admin(
+            admins in 1usize..4,
+            members in 0usize..4,
+            changes in proptest::collection::vec((0i64..8, 0u8..3), 0..40),
+        ) {
+            let mut team: Vec<TeamMember> = (0..admins + members)
+                .map(|i| {
+                    let role = if i < admins { TeamRole::Admin } else { TeamRole::Member };
+                    member(i as i64, role)
+                })
+                .collect();
+            for (user_id, change) in changes {
+                if !team.iter().any(|m| m.user_id == user_id) {
+                    continue;
+                }
+                let new_role = match change {
+                    0 => None,
+                    1 => Some(TeamRole::Member),
+                    _ => Some(TeamRole::Admin),
+                };
+                if leaves_no_admin(&team, user_id, new_role) {
+                    continue;
+                }
+                match new_role {
+                    None => team.retain(|m| m.user_id != user_id),
+                    Some(role) => {
+                        if let Some(m) = team.iter_mut().find(|m| m.user_id == user_id) {
+                            m.role = role;
+                        }
+                    }
+                }
+                proptest::prop_assert!(team.iter().any(|m| m.role == TeamRole::Admin));
+            }
+        }
     }
 }

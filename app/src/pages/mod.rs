@@ -1,5 +1,6 @@
 //! Routed pages, one per file.
 
+pub mod audit;
 pub mod calendar;
 pub mod credits;
 pub mod gpu;
@@ -11,4 +12,6 @@ pub mod payments;
 pub mod profile;
 pub mod reservations;
 pub mod sign_in;
+pub mod team;
+pub mod teams;
 pub mod wallet;

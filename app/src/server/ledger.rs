@@ -2,6 +2,7 @@
 //! credit grant or deduction, posts it in one write transaction (retried when the database is
 //! busy or reports a serialization failure), and reads wallets.
 
+use crate::domain::audit::AuditAction;
 use crate::domain::ledger::{CreditChange, PaymentDue, Wallet};
 use crate::domain::money::{Currency, Money};
 use crate::domain::payment::ChargePolicy;
@@ -180,6 +181,7 @@ pub async fn change_credits(
                     Err(err) => return Ok(Err(err)),
                 }
             }
+            let before = db::ledger::wallet_balance(&txn, user.id).await?;
             let transaction_id = db::ledger::post(&txn, &record, &posting).await?;
             let done = CreditResult {
                 transaction_id,
@@ -187,6 +189,29 @@ pub async fn change_credits(
                 amount: change.amount(),
                 balance: db::ledger::wallet_balance(&txn, user.id).await?,
             };
+            db::audit::append(
+                &txn,
+                db::audit::NewEntry {
+                    at: now,
+                    actor_id,
+                    action: if change.amount().minor() > 0 {
+                        AuditAction::CreditsGrant
+                    } else {
+                        AuditAction::CreditsDeduct
+                    },
+                    target_kind: "user",
+                    target_id: user.id.to_string(),
+                    team_id: None,
+                },
+                Some(&serde_json::json!({ "balance_minor": before.minor() })),
+                Some(&serde_json::json!({
+                    "balance_minor": done.balance.minor(),
+                    "amount_minor": change.amount().minor(),
+                    "reason": change.reason(),
+                    "transaction_id": transaction_id,
+                })),
+            )
+            .await?;
             if let Some(key) = &key {
                 db::idempotency::record(&txn, key, 201, &done).await?;
             }

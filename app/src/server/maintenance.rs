@@ -100,7 +100,7 @@ pub async fn end(
     now: DateTime<Utc>,
 ) -> Result<MaintenanceWindow, AppError> {
     actor.require_platform_admin()?;
-    let ended = db::maintenance::end(&state.db, id, now).await?;
+    let ended = db::maintenance::end(&state.db, id, Some(actor.user.id), now).await?;
     tracing::info!("maintenance ended early");
     Ok(ended)
 }

@@ -10,4 +10,5 @@ pub mod entity;
 pub mod ledger;
 pub mod maintenance;
 pub mod state;
+pub mod teams;
 pub mod telemetry;

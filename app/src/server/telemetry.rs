@@ -33,6 +33,7 @@ pub async fn authenticate_node(
 pub async fn issue_node_token(
     db: &DatabaseConnection,
     name: &str,
+    actor_id: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<(i64, String), AppError> {
     let name = name.trim();
@@ -42,9 +43,52 @@ pub async fn issue_node_token(
     let (token, hash) = tokens::generate();
     let txn = begin_write(db).await?;
     let node_id = store::find_or_create_node(&txn, name, name, now).await?;
-    store::insert_node_token(&txn, node_id, &hash, now).await?;
+    let token_id = store::insert_node_token(&txn, node_id, &hash, now).await?;
+    crate::server::db::audit::append(
+        &txn,
+        crate::server::db::audit::NewEntry {
+            at: now,
+            actor_id,
+            action: crate::domain::audit::AuditAction::NodeTokenIssue,
+            target_kind: "node",
+            target_id: node_id.to_string(),
+            team_id: None,
+        },
+        None::<&()>,
+        Some(&serde_json::json!({ "node": name, "token_id": token_id })),
+    )
+    .await?;
     txn.commit().await?;
     Ok((node_id, token))
+}
+
+/// Revokes every live token of node `node_id`, with its audit entry; answers how many were live.
+pub async fn revoke_node_tokens(
+    db: &DatabaseConnection,
+    node_id: i64,
+    actor_id: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<u64, AppError> {
+    let txn = begin_write(db).await?;
+    let revoked = store::revoke_node_tokens(&txn, node_id, now).await?;
+    if revoked > 0 {
+        crate::server::db::audit::append(
+            &txn,
+            crate::server::db::audit::NewEntry {
+                at: now,
+                actor_id,
+                action: crate::domain::audit::AuditAction::NodeTokenRevoke,
+                target_kind: "node",
+                target_id: node_id.to_string(),
+                team_id: None,
+            },
+            Some(&serde_json::json!({ "live_tokens": revoked })),
+            Some(&serde_json::json!({ "live_tokens": 0 })),
+        )
+        .await?;
+    }
+    txn.commit().await?;
+    Ok(revoked)
 }
 
 /// The UUIDs in a request mapped to their GPUs, all of which must belong to `node_id`: a GPU

@@ -95,7 +95,7 @@ pub async fn oidc_callback(
     let make_admin = state.portal.admin_emails.contains(&identity.email);
     match db::users::sign_in_identity(&state.db, &identity, make_admin, now).await? {
         IdentitySignIn::User(user) => {
-            sign_in(&session, &state, user.id).await?;
+            sign_in(&session, &state, &user).await?;
             tracing::Span::current().record("user.id", user.id);
             tracing::info!(user.id = user.id, "signed in");
             Ok(Redirect::to(&return_to).into_response())
@@ -140,7 +140,7 @@ pub async fn dev_sign_in(
         )
     })?;
     let user = demo::demo_account(&state.db, account, chrono::Utc::now()).await?;
-    sign_in(&session, &state, user.id).await?;
+    sign_in(&session, &state, &user).await?;
     tracing::info!(user.id = user.id, "dev sign-in");
     let back = ReturnTo {
         return_to: form.return_to,
@@ -155,9 +155,29 @@ pub async fn sign_out(session: Session) -> Result<Response, AppError> {
     Ok(Redirect::to("/signin").into_response())
 }
 
-/// Starts a signed-in session for `user_id` under a new session id, so that an id known before
-/// sign-in (session fixation) is worthless afterwards.
-async fn sign_in(session: &Session, state: &AppState, user_id: i64) -> Result<(), AppError> {
+/// Starts a signed-in session for `user` under a new session id, so that an id known before
+/// sign-in (session fixation) is worthless afterwards, and accepts the team invitations sent to
+/// their address.
+async fn sign_in(
+    session: &Session,
+    state: &AppState,
+    user: &berth_app::domain::user::UserSummary,
+) -> Result<(), AppError> {
+    let user_id = user.id;
+    let joined = berth_app::server::teams::accept_invitations(
+        &state.db,
+        user_id,
+        &user.email,
+        chrono::Utc::now(),
+    )
+    .await?;
+    for team in joined {
+        tracing::info!(
+            user.id = user_id,
+            team.id = team.team_id,
+            "joined a team by invitation"
+        );
+    }
     session.cycle_id().await.map_err(session_error)?;
     // The configured inactivity expiry (a visitor's session waiting for the provider was short).
     session.set_expiry(Some(Expiry::OnInactivity(time::Duration::days(i64::from(

@@ -14,4 +14,5 @@ pub mod maintenance;
 pub mod rate_limit;
 pub mod request_log;
 pub mod reservations;
+pub mod teams;
 pub mod telemetry;

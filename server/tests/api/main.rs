@@ -18,5 +18,6 @@ mod profile;
 mod reservations;
 mod sessions;
 mod sign_in;
+mod teams;
 mod telemetry;
 mod tokens;

@@ -144,7 +144,7 @@ async fn latest_point(app: &TestApp, token: &str, id: i64) -> Option<Value> {
 
 async fn fake_nvml_values_reach_the_api_metrics_and_page(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let (_, token) = telemetry::issue_node_token(&app.db, "gpu-test-01", Utc::now())
+    let (_, token) = telemetry::issue_node_token(&app.db, "gpu-test-01", None, Utc::now())
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -325,10 +325,10 @@ async fn sample_count(app: &TestApp) -> u64 {
 async fn node_tokens_and_payloads_are_checked(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let now = Utc::now();
-    let (_, a) = telemetry::issue_node_token(&app.db, "node-a", now)
+    let (_, a) = telemetry::issue_node_token(&app.db, "node-a", None, now)
         .await
         .unwrap();
-    let (_, b) = telemetry::issue_node_token(&app.db, "node-b", now)
+    let (_, b) = telemetry::issue_node_token(&app.db, "node-b", None, now)
         .await
         .unwrap();
     let register = "/api/v1/agent/register";
@@ -438,7 +438,7 @@ async fn node_tokens_and_payloads_are_checked(backend: Backend) {
 async fn the_agent_outlives_a_portal_outage(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let first = spawn_with(test_settings(&db)).await;
-    let (_, token) = telemetry::issue_node_token(&first.db, "gpu-test-02", Utc::now())
+    let (_, token) = telemetry::issue_node_token(&first.db, "gpu-test-02", None, Utc::now())
         .await
         .unwrap();
     let addr = first.addr;
@@ -480,7 +480,7 @@ async fn rollups_and_pruning_follow_an_injected_clock(backend: Backend) {
         .duration_trunc(Duration::minutes(1))
         .unwrap();
     let clock = ManualClock::new(t0);
-    let (node, _) = telemetry::issue_node_token(&app.db, "gpu-test-03", t0)
+    let (node, _) = telemetry::issue_node_token(&app.db, "gpu-test-03", None, t0)
         .await
         .unwrap();
     let uuid = "GPU-clock-0";
@@ -586,7 +586,7 @@ async fn rollups_and_pruning_follow_an_injected_clock(backend: Backend) {
 
 async fn inventory_sync_flags_vanished_gpus(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let (_, token) = telemetry::issue_node_token(&app.db, "gpu-test-04", Utc::now())
+    let (_, token) = telemetry::issue_node_token(&app.db, "gpu-test-04", None, Utc::now())
         .await
         .unwrap();
     let path = "/api/v1/agent/register";

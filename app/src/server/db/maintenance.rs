@@ -60,8 +60,8 @@ pub async fn create(
             ids: in_the_way,
         }));
     }
-    for id in in_the_way {
-        reservations::release(&txn, id, created_by, now, ReleaseReason::Maintenance).await?;
+    for id in &in_the_way {
+        reservations::release(&txn, *id, created_by, now, ReleaseReason::Maintenance).await?;
     }
     let mut ids = Vec::with_capacity(gpu_ids.len());
     for gpu_id in gpu_ids {
@@ -84,6 +84,28 @@ pub async fn create(
         .all(&txn)
         .await?;
     let created = views(&txn, rows).await?;
+    for window in &created {
+        crate::server::db::audit::append(
+            &txn,
+            crate::server::db::audit::NewEntry {
+                at: now,
+                actor_id: Some(created_by),
+                action: crate::domain::audit::AuditAction::MaintenanceCreate,
+                target_kind: "maintenance",
+                target_id: window.id.to_string(),
+                team_id: None,
+            },
+            None::<&()>,
+            Some(&serde_json::json!({
+                "gpu_id": window.gpu_id,
+                "start": request.window.start(),
+                "end": request.window.end(),
+                "reason": request.reason,
+                "released_reservations": in_the_way,
+            })),
+        )
+        .await?;
+    }
     txn.commit().await?;
     Ok(created)
 }
@@ -108,6 +130,7 @@ pub async fn list_ending_after(
 pub async fn end(
     db: &DatabaseConnection,
     id: i64,
+    actor_id: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<MaintenanceWindow, AppError> {
     let txn = begin_write(db).await?;
@@ -117,21 +140,46 @@ pub async fn end(
         .ok_or_else(|| AppError::NotFound(format!("maintenance window {id}")))?;
     let window = stored(&row)?;
     let view = views(&txn, vec![row.clone()]).await?.remove(0);
-    match end_early(&window, now) {
+    let before = serde_json::json!({
+        "gpu_id": row.gpu_id,
+        "start": window.start(),
+        "end": window.end(),
+    });
+    let after = match end_early(&window, now) {
         EndEarly::Remove => {
             maintenance_window::Entity::delete_by_id(id)
                 .exec(&txn)
                 .await?;
+            None
         }
         EndEarly::EndAt(end) => {
             let mut active = row.into_active_model();
             active.end_at = Set(end);
             active.update(&txn).await?;
+            Some(serde_json::json!({
+                "gpu_id": view.gpu_id,
+                "start": window.start(),
+                "end": end,
+            }))
         }
         EndEarly::AlreadyOver => {
             return Err(AppError::Conflict(Problem::MaintenanceOver { id }));
         }
-    }
+    };
+    crate::server::db::audit::append(
+        &txn,
+        crate::server::db::audit::NewEntry {
+            at: now,
+            actor_id,
+            action: crate::domain::audit::AuditAction::MaintenanceCancel,
+            target_kind: "maintenance",
+            target_id: id.to_string(),
+            team_id: None,
+        },
+        Some(&before),
+        after.as_ref(),
+    )
+    .await?;
     txn.commit().await?;
     Ok(view)
 }

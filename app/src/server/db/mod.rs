@@ -2,6 +2,7 @@
 //! transaction can be passed through a multi-step write.
 
 pub mod api_tokens;
+pub mod audit;
 pub mod idempotency;
 pub mod inventory;
 pub mod ledger;

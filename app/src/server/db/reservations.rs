@@ -873,6 +873,10 @@ pub async fn retire_gpu(
 ) -> Result<Vec<i64>, AppError> {
     let txn = begin_write(db).await?;
     lock_gpus(&txn, &[gpu_id]).await?;
+    let status_before = gpu::Entity::find_by_id(gpu_id)
+        .one(&txn)
+        .await?
+        .map(|row| row.status);
     let updated = gpu::Entity::update_many()
         .col_expr(gpu::Column::Status, Expr::value("retired"))
         .filter(gpu::Column::Id.eq(gpu_id))
@@ -896,6 +900,20 @@ pub async fn retire_gpu(
     for id in &ids {
         release(&txn, *id, admin, now, ReleaseReason::Retired).await?;
     }
+    crate::server::db::audit::append(
+        &txn,
+        crate::server::db::audit::NewEntry {
+            at: now,
+            actor_id: Some(admin),
+            action: crate::domain::audit::AuditAction::GpuRetire,
+            target_kind: "gpu",
+            target_id: gpu_id.to_string(),
+            team_id: None,
+        },
+        Some(&serde_json::json!({ "status": status_before })),
+        Some(&serde_json::json!({ "status": "retired", "released_reservations": ids })),
+    )
+    .await?;
     txn.commit().await?;
     tracing::info!(gpu.id = gpu_id, released = ids.len(), "GPU retired");
     Ok(ids)

@@ -1,6 +1,7 @@
 //! SeaORM entities, one module per table. Only `server::db` uses them.
 
 pub mod api_token;
+pub mod audit_entry;
 pub mod gpu;
 pub mod gpu_event;
 pub mod gpu_live;
@@ -18,6 +19,7 @@ pub mod reservation;
 pub mod reservation_gpu;
 pub mod session;
 pub mod team;
+pub mod team_invitation;
 pub mod team_member;
 pub mod telemetry_state;
 pub mod user;

@@ -28,6 +28,19 @@ pub enum Relation {
         to = "super::team::Column::Id"
     )]
     Team,
+    /// The member.
+    #[sea_orm(
+        belongs_to = "super::user::Entity",
+        from = "Column::UserId",
+        to = "super::user::Column::Id"
+    )]
+    User,
+}
+
+impl Related<super::user::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::User.def()
+    }
 }
 
 impl Related<super::team::Entity> for Entity {

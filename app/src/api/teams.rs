@@ -1,0 +1,162 @@
+//! Data for the team pages (the JSON API uses the same service, `server::teams`).
+
+use crate::domain::audit::{AuditAction, AuditEntry};
+use crate::domain::calendar::ZoneOffsets;
+use crate::domain::team::{TeamAccess, TeamRoster, TeamSummary};
+use crate::error::AppError;
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// What the teams page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamsPage {
+    /// The viewer's teams (platform admins: all), by name.
+    pub teams: Vec<TeamSummary>,
+    /// Whether the viewer may create teams (platform admins).
+    pub can_create: bool,
+}
+
+/// The viewer's teams. Invitations sent to the viewer's address since they signed in are
+/// accepted here too, as at sign-in.
+#[server(endpoint = "get_teams_page")]
+pub async fn get_teams_page() -> Result<TeamsPage, AppError> {
+    use crate::domain::user::PlatformRole;
+    use crate::server::{auth::actor::require_actor, state, teams};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            teams::accept_invitations(
+                &state.db,
+                actor.user.id,
+                &actor.user.email,
+                chrono::Utc::now(),
+            )
+            .await?;
+            Ok(TeamsPage {
+                teams: teams::list(&state.db, &actor).await?,
+                can_create: actor.user.role == PlatformRole::PlatformAdmin,
+            })
+        }
+        .await,
+    )
+}
+
+/// What a team's page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamPage {
+    /// Members and open invitations.
+    pub roster: TeamRoster,
+    /// What the viewer may do.
+    pub access: TeamAccess,
+    /// The viewer.
+    pub viewer_id: i64,
+    /// The team's latest audit entries (for those who manage it).
+    pub audit: Vec<AuditEntry>,
+    /// The viewer's time zone over the times shown.
+    pub zone: ZoneOffsets,
+}
+
+/// Team `id` for its page; 404 for teams the viewer does not belong to.
+#[server(endpoint = "get_team_page")]
+pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
+    use crate::api::reservations::request_zone;
+    use crate::domain::audit::AuditFilter;
+    use crate::server::{auth::actor::require_actor, booking, db, state, teams};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            let (roster, access) = teams::roster(&state.db, &actor, id).await?;
+            let audit = match access {
+                TeamAccess::Manage => {
+                    let filter = AuditFilter {
+                        team_id: Some(id),
+                        ..AuditFilter::default()
+                    };
+                    let mut entries = db::audit::list(&state.db, &filter).await?;
+                    entries.truncate(20);
+                    entries
+                }
+                TeamAccess::View => Vec::new(),
+            };
+            let now = chrono::Utc::now();
+            let times = roster
+                .members
+                .iter()
+                .map(|m| m.since)
+                .chain(roster.invitations.iter().map(|i| i.created_at))
+                .chain(audit.iter().map(|e| e.at));
+            let from = times.min().unwrap_or(now).min(now);
+            Ok(TeamPage {
+                zone: booking::zone_named(request_zone(&actor).as_deref(), from, now),
+                roster,
+                access,
+                viewer_id: actor.user.id,
+                audit,
+            })
+        }
+        .await,
+    )
+}
+
+/// What the audit page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditPage {
+    /// Newest first.
+    pub entries: Vec<AuditEntry>,
+    /// The action filtered on.
+    pub action: Option<AuditAction>,
+    /// Where the next (older) page starts, when there is one.
+    pub older: Option<i64>,
+    /// The viewer's time zone over the times shown.
+    pub zone: ZoneOffsets,
+}
+
+/// A page of the audit log (platform admins); `action` is a stored action name or empty.
+#[server(endpoint = "get_audit_page")]
+pub async fn get_audit_page(
+    action: Option<String>,
+    before_id: Option<i64>,
+) -> Result<AuditPage, AppError> {
+    use crate::api::reservations::request_zone;
+    use crate::domain::audit::{AUDIT_PAGE, AuditFilter};
+    use crate::domain::problem::Problem;
+    use crate::server::{auth::actor::require_actor, booking, db, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            actor.require_platform_admin()?;
+            let state = state::app_state()?;
+            let action = match action.as_deref().filter(|raw| !raw.is_empty()) {
+                None => None,
+                Some(raw) => Some(AuditAction::parse(raw).ok_or_else(|| {
+                    AppError::invalid(
+                        "action",
+                        Problem::Unreadable {
+                            detail: format!("unknown action `{raw}`"),
+                        },
+                    )
+                })?),
+            };
+            let filter = AuditFilter {
+                action,
+                team_id: None,
+                before_id,
+            };
+            let entries = db::audit::list(&state.db, &filter).await?;
+            let older = (entries.len() as u64 == AUDIT_PAGE)
+                .then(|| entries.last().map(|e| e.id))
+                .flatten();
+            let now = chrono::Utc::now();
+            let from = entries.iter().map(|e| e.at).min().unwrap_or(now).min(now);
+            Ok(AuditPage {
+                zone: booking::zone_named(request_zone(&actor).as_deref(), from, now),
+                entries,
+                action,
+                older,
+            })
+        }
+        .await,
+    )
+}

@@ -1,0 +1,130 @@
+//! The audit log: who did what, when, to what, with the values before and after, for every
+//! admin and money action. Entries are only ever appended (the database refuses changes).
+
+use serde::{Deserialize, Serialize};
+
+/// What was done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum AuditAction {
+    /// A platform admin created a team.
+    TeamCreate,
+    /// A team admin invited an address.
+    TeamInvite,
+    /// An invitation was withdrawn.
+    TeamInvitationRevoke,
+    /// An invited person signed in and joined.
+    TeamInvitationAccept,
+    /// A member was removed from a team.
+    TeamMemberRemove,
+    /// A member's role changed.
+    TeamMemberRole,
+    /// Credits were granted.
+    CreditsGrant,
+    /// Credits were deducted.
+    CreditsDeduct,
+    /// A maintenance window was scheduled.
+    MaintenanceCreate,
+    /// A maintenance window was cancelled.
+    MaintenanceCancel,
+    /// A GPU was retired.
+    GpuRetire,
+    /// A node's agent token was issued.
+    NodeTokenIssue,
+    /// A node's agent token was revoked.
+    NodeTokenRevoke,
+}
+
+impl AuditAction {
+    /// Every action, in the order the audit page's filter lists them.
+    pub const ALL: [AuditAction; 13] = [
+        AuditAction::TeamCreate,
+        AuditAction::TeamInvite,
+        AuditAction::TeamInvitationRevoke,
+        AuditAction::TeamInvitationAccept,
+        AuditAction::TeamMemberRemove,
+        AuditAction::TeamMemberRole,
+        AuditAction::CreditsGrant,
+        AuditAction::CreditsDeduct,
+        AuditAction::MaintenanceCreate,
+        AuditAction::MaintenanceCancel,
+        AuditAction::GpuRetire,
+        AuditAction::NodeTokenIssue,
+        AuditAction::NodeTokenRevoke,
+    ];
+
+    /// The stored (and API) name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditAction::TeamCreate => "team.create",
+            AuditAction::TeamInvite => "team.invite",
+            AuditAction::TeamInvitationRevoke => "team.invitation.revoke",
+            AuditAction::TeamInvitationAccept => "team.invitation.accept",
+            AuditAction::TeamMemberRemove => "team.member.remove",
+            AuditAction::TeamMemberRole => "team.member.role",
+            AuditAction::CreditsGrant => "credits.grant",
+            AuditAction::CreditsDeduct => "credits.deduct",
+            AuditAction::MaintenanceCreate => "maintenance.create",
+            AuditAction::MaintenanceCancel => "maintenance.cancel",
+            AuditAction::GpuRetire => "gpu.retire",
+            AuditAction::NodeTokenIssue => "node.token.issue",
+            AuditAction::NodeTokenRevoke => "node.token.revoke",
+        }
+    }
+
+    /// Reads a stored name.
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|action| action.as_str() == raw)
+    }
+}
+
+/// One entry of the log, as the audit page and the API show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    /// Its id (entries are numbered in the order they were written).
+    pub id: i64,
+    /// When (UTC).
+    pub at: chrono::DateTime<chrono::Utc>,
+    /// Who: id and name (None: the command line or a background job).
+    pub actor: Option<(i64, String)>,
+    /// What.
+    pub action: AuditAction,
+    /// The kind of thing acted on (`team`, `user`, `gpu`, `maintenance`, `node`).
+    pub target_kind: String,
+    /// Its id.
+    pub target_id: String,
+    /// The team concerned.
+    pub team_id: Option<i64>,
+    /// Values before (JSON), for changes and removals.
+    pub before: Option<String>,
+    /// Values after (JSON), for creations and changes.
+    pub after: Option<String>,
+}
+
+/// Which entries to show.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditFilter {
+    /// Only this action.
+    pub action: Option<AuditAction>,
+    /// Only this team's.
+    pub team_id: Option<i64>,
+    /// Only entries older than this id (the next page).
+    pub before_id: Option<i64>,
+}
+
+/// How many entries a page of the log shows.
+pub const AUDIT_PAGE: u64 = 100;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_action_round_trips_through_its_stored_name_and_names_are_distinct() {
+        let mut names = std::collections::HashSet::new();
+        for action in AuditAction::ALL {
+            assert_eq!(AuditAction::parse(action.as_str()), Some(action));
+            assert!(names.insert(action.as_str()));
+        }
+        assert_eq!(AuditAction::parse("team.delete"), None);
+    }
+}

@@ -1,0 +1,364 @@
+//! Teams in the JSON API and the team pages' plain forms: members and invitations (team
+//! admins), teams (platform admins), and the audit log. The rules live in
+//! `berth_app::server::teams`; these handlers only read requests and write answers.
+
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Redirect;
+use berth_app::domain::audit::{AuditAction, AuditEntry, AuditFilter};
+use berth_app::domain::problem::Problem;
+use berth_app::domain::team::{Invitation, TeamAccess, TeamRoster, TeamSummary};
+use berth_app::error::AppError;
+use berth_app::server::auth::actor::Actor;
+use berth_app::server::state::{self, AppState};
+use berth_app::server::{db, teams};
+use serde::{Deserialize, Serialize};
+
+use crate::routes::reservations::body_error;
+
+/// `GET /api/v1/teams`: the caller's teams (platform admins: every team).
+pub async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+) -> Result<Json<Vec<TeamSummary>>, AppError> {
+    Ok(Json(teams::list(&state.db, &actor).await?))
+}
+
+/// A team with what the caller may do with it.
+#[derive(Debug, Serialize)]
+pub struct ApiTeam {
+    #[serde(flatten)]
+    roster: TeamRoster,
+    /// `view` (a member) or `manage` (a team admin or a platform admin).
+    access: TeamAccess,
+}
+
+/// `GET /api/v1/teams/{id}`: members (and, for those who manage it, open invitations). 404 for
+/// teams the caller does not belong to.
+pub async fn show(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(team_id): Path<i64>,
+) -> Result<Json<ApiTeam>, AppError> {
+    let (roster, access) = teams::roster(&state.db, &actor, team_id).await?;
+    Ok(Json(ApiTeam { roster, access }))
+}
+
+/// `{"email", "role"}` (`role` defaults to `member`).
+#[derive(Debug, Deserialize)]
+pub struct InviteBody {
+    email: String,
+    #[serde(default)]
+    role: Option<String>,
+}
+
+/// `POST /api/v1/teams/{id}/invitations` (team admins): 201 with the invitation; 409 when the
+/// address is a member or invited already.
+pub async fn invite(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(team_id): Path<i64>,
+    body: Result<Json<InviteBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Invitation>), AppError> {
+    teams::require_manage(&state.db, &actor, team_id).await?;
+    let Json(body) = body.map_err(body_error)?;
+    let invitation = teams::invite(
+        &state.db,
+        &actor,
+        team_id,
+        &body.email,
+        body.role.as_deref().unwrap_or("member"),
+        chrono::Utc::now(),
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(invitation)))
+}
+
+/// `DELETE /api/v1/teams/{id}/invitations/{invitation}` (team admins): 204.
+pub async fn revoke(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((team_id, invitation_id)): Path<(i64, i64)>,
+) -> Result<StatusCode, AppError> {
+    teams::revoke_invitation(
+        &state.db,
+        &actor,
+        team_id,
+        invitation_id,
+        chrono::Utc::now(),
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `{"role"}`.
+#[derive(Debug, Deserialize)]
+pub struct RoleBody {
+    role: String,
+}
+
+/// `PATCH /api/v1/teams/{id}/members/{user}` with `{"role": "member" | "admin"}` (team
+/// admins): 204; 409 when it would leave the team without an admin.
+pub async fn set_role(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((team_id, user_id)): Path<(i64, i64)>,
+    body: Result<Json<RoleBody>, JsonRejection>,
+) -> Result<StatusCode, AppError> {
+    teams::require_manage(&state.db, &actor, team_id).await?;
+    let Json(body) = body.map_err(body_error)?;
+    let role = teams::parse_role(&body.role)?;
+    teams::change_member(
+        &state.db,
+        &actor,
+        team_id,
+        user_id,
+        Some(role),
+        chrono::Utc::now(),
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /api/v1/teams/{id}/members/{user}` (team admins; members may remove themselves):
+/// 204; 409 for the last admin.
+pub async fn remove(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((team_id, user_id)): Path<(i64, i64)>,
+) -> Result<StatusCode, AppError> {
+    teams::change_member(
+        &state.db,
+        &actor,
+        team_id,
+        user_id,
+        None,
+        chrono::Utc::now(),
+    )
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `{"name", "admin_email"}`.
+#[derive(Debug, Deserialize)]
+pub struct CreateBody {
+    name: String,
+    admin_email: String,
+}
+
+/// A team just created.
+#[derive(Debug, Serialize)]
+pub struct Created {
+    id: i64,
+    invitation: Invitation,
+}
+
+/// `POST /api/v1/admin/teams` (platform admins): creates a team and invites its first admin.
+/// 201; 409 when the name is taken.
+pub async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    body: Result<Json<CreateBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<Created>), AppError> {
+    actor.require_platform_admin()?;
+    let Json(body) = body.map_err(body_error)?;
+    let (id, invitation) = teams::create(
+        &state.db,
+        &actor,
+        &body.name,
+        &body.admin_email,
+        chrono::Utc::now(),
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(Created { id, invitation })))
+}
+
+/// `?action=&team_id=&before_id=`.
+#[derive(Debug, Deserialize)]
+pub struct AuditQuery {
+    #[serde(default)]
+    action: Option<String>,
+    #[serde(default)]
+    team_id: Option<i64>,
+    #[serde(default)]
+    before_id: Option<i64>,
+}
+
+fn audit_filter(query: AuditQuery) -> Result<AuditFilter, AppError> {
+    let action = match query.action.as_deref().filter(|raw| !raw.is_empty()) {
+        None => None,
+        Some(raw) => Some(AuditAction::parse(raw).ok_or_else(|| {
+            AppError::invalid(
+                "action",
+                Problem::Unreadable {
+                    detail: format!("unknown action `{raw}`"),
+                },
+            )
+        })?),
+    };
+    Ok(AuditFilter {
+        action,
+        team_id: query.team_id,
+        before_id: query.before_id,
+    })
+}
+
+/// `GET /api/v1/admin/audit` (platform admins): the audit log, newest first, 100 at a time
+/// (`before_id` pages back).
+pub async fn audit(
+    State(state): State<AppState>,
+    actor: Actor,
+    query: Result<Query<AuditQuery>, QueryRejection>,
+) -> Result<Json<Vec<AuditEntry>>, AppError> {
+    actor.require_platform_admin()?;
+    let Query(query) = query.map_err(query_error)?;
+    let filter = audit_filter(query)?;
+    Ok(Json(db::audit::list(&state.db, &filter).await?))
+}
+
+/// `GET /api/v1/teams/{id}/audit` (team admins): the team's part of the audit log.
+pub async fn team_audit(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(team_id): Path<i64>,
+    query: Result<Query<AuditQuery>, QueryRejection>,
+) -> Result<Json<Vec<AuditEntry>>, AppError> {
+    teams::require_manage(&state.db, &actor, team_id).await?;
+    let Query(query) = query.map_err(query_error)?;
+    let mut filter = audit_filter(query)?;
+    filter.team_id = Some(team_id);
+    Ok(Json(db::audit::list(&state.db, &filter).await?))
+}
+
+fn query_error(rejection: QueryRejection) -> AppError {
+    AppError::invalid(
+        "query",
+        Problem::Unreadable {
+            detail: rejection.body_text(),
+        },
+    )
+}
+
+/// The team page's forms, without JavaScript: each posts here and goes back to the page with
+/// `done=…` or `error=…` (the error explained in the reader's language).
+#[derive(Debug, Deserialize)]
+pub struct TeamFormPost {
+    /// `invite`, `revoke`, `role` or `remove`.
+    action: String,
+    #[serde(default)]
+    email: Option<String>,
+    #[serde(default)]
+    role: Option<String>,
+    #[serde(default)]
+    user_id: Option<i64>,
+    #[serde(default)]
+    invitation_id: Option<i64>,
+}
+
+/// `POST /teams/{id}`: one of the team page's forms.
+pub async fn team_form(
+    State(state): State<AppState>,
+    actor: Actor,
+    headers: HeaderMap,
+    Path(team_id): Path<i64>,
+    axum::Form(form): axum::Form<TeamFormPost>,
+) -> Result<Redirect, AppError> {
+    // Outsiders learn nothing: the same 404 as the page itself.
+    teams::access(&state.db, &actor, team_id).await?;
+    let now = chrono::Utc::now();
+    let missing = |field: &str| {
+        AppError::invalid(
+            field,
+            Problem::Unreadable {
+                detail: format!("{field} is missing"),
+            },
+        )
+    };
+    let result = async {
+        match form.action.as_str() {
+            "invite" => teams::invite(
+                &state.db,
+                &actor,
+                team_id,
+                form.email.as_deref().unwrap_or_default(),
+                form.role.as_deref().unwrap_or("member"),
+                now,
+            )
+            .await
+            .map(|_| "invited"),
+            "revoke" => {
+                let id = form.invitation_id.ok_or_else(|| missing("invitation_id"))?;
+                teams::revoke_invitation(&state.db, &actor, team_id, id, now)
+                    .await
+                    .map(|()| "revoked")
+            }
+            "role" => {
+                let user_id = form.user_id.ok_or_else(|| missing("user_id"))?;
+                let role = teams::parse_role(form.role.as_deref().unwrap_or_default())?;
+                teams::change_member(&state.db, &actor, team_id, user_id, Some(role), now)
+                    .await
+                    .map(|()| "role")
+            }
+            "remove" => {
+                let user_id = form.user_id.ok_or_else(|| missing("user_id"))?;
+                teams::change_member(&state.db, &actor, team_id, user_id, None, now)
+                    .await
+                    .map(|()| "removed")
+            }
+            other => Err(AppError::invalid(
+                "action",
+                Problem::Unreadable {
+                    detail: format!("unknown action `{other}`"),
+                },
+            )),
+        }
+    }
+    .await;
+    let page = format!("/teams/{team_id}");
+    match result {
+        Ok(done) => Ok(Redirect::to(&format!("{page}?done={done}"))),
+        // A member who just left their team can no longer see it.
+        Err(AppError::NotFound(_)) if form.action == "remove" => Ok(Redirect::to("/teams")),
+        Err(error @ (AppError::Forbidden | AppError::Unauthorized)) => Err(error),
+        Err(error) => Ok(back_with_error(&page, error, &headers, &state)),
+    }
+}
+
+/// `{"name", "admin_email"}` from the teams page.
+#[derive(Debug, Deserialize)]
+pub struct CreateFormPost {
+    name: String,
+    admin_email: String,
+}
+
+/// `POST /teams`: a platform admin creates a team from the teams page.
+pub async fn create_form(
+    State(state): State<AppState>,
+    actor: Actor,
+    headers: HeaderMap,
+    axum::Form(form): axum::Form<CreateFormPost>,
+) -> Result<Redirect, AppError> {
+    actor.require_platform_admin()?;
+    match teams::create(
+        &state.db,
+        &actor,
+        &form.name,
+        &form.admin_email,
+        chrono::Utc::now(),
+    )
+    .await
+    {
+        Ok((id, _)) => Ok(Redirect::to(&format!("/teams/{id}?done=created"))),
+        Err(error) => Ok(back_with_error("/teams", error, &headers, &state)),
+    }
+}
+
+/// Back to `page` with the error, explained in the reader's language, in the query.
+fn back_with_error(page: &str, error: AppError, headers: &HeaderMap, state: &AppState) -> Redirect {
+    let error = state::explained_for(error, headers, state);
+    let data = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
+    let encoded: String = url::form_urlencoded::byte_serialize(data.as_bytes()).collect();
+    Redirect::to(&format!("{page}?error={encoded}"))
+}

@@ -1,0 +1,749 @@
+//! Teams and the audit log over HTTP, on both stores: invitations accepted at sign-in, the
+//! last-admin rule under concurrent requests, validation, the team page's forms, the audit log
+//! being append-only, and an authorization matrix over the team and admin endpoints and server
+//! functions (denials are 401/403/404, never 500, and change nothing).
+
+use crate::helpers::{Backend, TestApp, spawn_app};
+use crate::reservations::{get, gpus_of, post_json, tomorrow, unfunded_user_token};
+use berth_app::domain::team::TeamRole;
+use berth_app::domain::user::PlatformRole;
+use berth_app::server::db;
+use berth_app::server::entity::{
+    audit_entry, ledger_transaction, maintenance_window, reservation, team, team_invitation,
+    team_member,
+};
+use chrono::TimeDelta;
+use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait};
+use serde_json::{Value, json};
+
+async fn send(
+    app: &TestApp,
+    method: reqwest::Method,
+    token: Option<&str>,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = crate::helpers::client().request(method, app.url(path));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// The user id behind an e-mail address.
+async fn user_id(app: &TestApp, email: &str) -> i64 {
+    db::users::find_user_by_email(
+        &app.db,
+        &berth_app::domain::user::Email::parse(email).unwrap(),
+    )
+    .await
+    .unwrap()
+    .unwrap()
+    .id
+}
+
+/// A team named `name` with `admin` as its admin (created by `platform`, accepted as at sign-in).
+async fn team_with_admin(app: &TestApp, platform: &str, name: &str, admin: &str) -> i64 {
+    let (status, created) = post_json(
+        app,
+        platform,
+        "/api/v1/admin/teams",
+        &json!({ "name": name, "admin_email": admin }),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    accept(app, admin).await;
+    created["id"].as_i64().unwrap()
+}
+
+/// What signing in does with open invitations.
+async fn accept(app: &TestApp, email: &str) {
+    berth_app::server::teams::accept_invitations(
+        &app.db,
+        user_id(app, email).await,
+        &berth_app::domain::user::Email::parse(email).unwrap(),
+        chrono::Utc::now(),
+    )
+    .await
+    .unwrap();
+}
+
+async fn role_in(app: &TestApp, team_id: i64, email: &str) -> Option<TeamRole> {
+    db::teams::members(&app.db, team_id)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|m| m.email == email)
+        .map(|m| m.role)
+}
+
+async fn invitation_by_admin(app: &TestApp, team_id: i64, token: &str, email: &str) -> i64 {
+    let (status, body) = post_json(
+        app,
+        token,
+        &format!("/api/v1/teams/{team_id}/invitations"),
+        &json!({ "email": email }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    body["id"].as_i64().unwrap()
+}
+
+async fn invited_member_joins_at_sign_in_and_sees_the_team(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let team = team_with_admin(&app, &platform, "Vision Lab", "ana@example.com").await;
+    assert_eq!(
+        role_in(&app, team, "ana@example.com").await,
+        Some(TeamRole::Admin)
+    );
+
+    // Ana invites the demo user (mixed case is the same address), who signs in.
+    let (status, invitation) = post_json(
+        &app,
+        &ana,
+        &format!("/api/v1/teams/{team}/invitations"),
+        &json!({ "email": "Demo-User@berth.invalid", "role": "member" }),
+    )
+    .await;
+    assert_eq!(status, 201, "{invitation}");
+    assert_eq!(invitation["email"], "demo-user@berth.invalid");
+    let (_, shown) = get(&app, &ana, &format!("/api/v1/teams/{team}")).await;
+    assert_eq!(shown["invitations"].as_array().unwrap().len(), 1);
+    assert_eq!(shown["access"], "manage");
+
+    app.sign_in("user").await;
+    let teams: Value = app
+        .client
+        .get(app.url("/api/v1/teams"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = teams
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"Vision Lab"), "{teams}");
+    assert_eq!(
+        role_in(&app, team, "demo-user@berth.invalid").await,
+        Some(TeamRole::Member)
+    );
+    // Accepted once: nothing open any more, and the member sees the team but not its invitations.
+    let (_, shown) = get(&app, &ana, &format!("/api/v1/teams/{team}")).await;
+    assert!(shown["invitations"].as_array().unwrap().is_empty());
+    let member_view: Value = app
+        .client
+        .get(app.url(&format!("/api/v1/teams/{team}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(member_view["access"], "view");
+    assert_eq!(member_view["members"].as_array().unwrap().len(), 2);
+
+    // The team page lists the members; the member gets no admin forms.
+    let (status, html) = app.get_text(&format!("/teams/{team}")).await;
+    assert_eq!(status, 200);
+    assert!(html.contains("Vision Lab") && html.contains("ana@example.com"));
+    assert!(
+        !html.contains("name=\"action\" value=\"invite\""),
+        "no invite form for members"
+    );
+
+    // The audit log recorded the creation, the invitation and both acceptances.
+    let (_, log) = get(
+        &app,
+        &platform,
+        &format!("/api/v1/admin/audit?team_id={team}"),
+    )
+    .await;
+    let actions: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "TeamInvitationAccept",
+            "TeamInvite",
+            "TeamInvitationAccept",
+            "TeamCreate"
+        ]
+    );
+    app.stop().await;
+}
+
+async fn invitations_are_validated_and_one_per_address(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let _ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let team = team_with_admin(&app, &platform, "Speech", "ana@example.com").await;
+    let path = format!("/api/v1/teams/{team}/invitations");
+    let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+
+    let (status, body) = post_json(&app, &ana, &path, &json!({ "email": "not an address" })).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("not_an_email")),
+        "{body}"
+    );
+    let (status, body) = post_json(
+        &app,
+        &ana,
+        &path,
+        &json!({ "email": "x@example.com", "role": "owner" }),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (422, Some("unknown_team_role")),
+        "{body}"
+    );
+    let (status, body) = post_json(&app, &ana, &path, &json!({ "email": 7 })).await;
+    assert_eq!(status, 422, "{body}");
+    let (status, body) = post_json(&app, &ana, &path, &json!({ "email": "ana@example.com" })).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("already_member")),
+        "{body}"
+    );
+    let (status, body) = post_json(
+        &app,
+        &platform,
+        "/api/v1/admin/teams",
+        &json!({ "name": "Speech", "admin_email": "z@example.com" }),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("team_name_taken")),
+        "{body}"
+    );
+    let (status, body) = post_json(
+        &app,
+        &platform,
+        "/api/v1/admin/teams",
+        &json!({ "name": "   ", "admin_email": "z@example.com" }),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+
+    // Twelve admins' clicks at once for one address: one invitation.
+    let mut attempts = tokio::task::JoinSet::new();
+    for _ in 0..12 {
+        let (url, ana) = (app.url(&path), ana.clone());
+        attempts.spawn(async move {
+            let response = crate::helpers::client()
+                .post(url)
+                .bearer_auth(ana)
+                .json(&json!({ "email": "bea@example.com" }))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        });
+    }
+    let results = attempts.join_all().await;
+    let created = results.iter().filter(|(s, _)| *s == 201).count();
+    let refused = results
+        .iter()
+        .filter(|(s, b)| *s == 409 && b["code"] == "already_invited")
+        .count();
+    assert_eq!((created, refused), (1, 11), "{results:?}");
+    let open = db::teams::open_invitations(&app.db, team).await.unwrap();
+    assert_eq!(open.len(), 1);
+
+    // Withdrawn, it can be sent again; withdrawing twice is 404.
+    let id = open[0].id;
+    let revoke = format!("/api/v1/teams/{team}/invitations/{id}");
+    let (status, _) = send(&app, reqwest::Method::DELETE, Some(&ana), &revoke, None).await;
+    assert_eq!(status, 204);
+    let (status, _) = send(&app, reqwest::Method::DELETE, Some(&ana), &revoke, None).await;
+    assert_eq!(status, 404);
+    invitation_by_admin(&app, team, &ana, "bea@example.com").await;
+    app.stop().await;
+}
+
+async fn a_team_always_keeps_an_admin_even_under_concurrent_changes(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let bia = unfunded_user_token(&app, "bia@example.com", PlatformRole::User).await;
+    let team = team_with_admin(&app, &platform, "Robotics", "ana@example.com").await;
+    let (ana_id, bia_id) = (
+        user_id(&app, "ana@example.com").await,
+        user_id(&app, "bia@example.com").await,
+    );
+    let member = |id: i64| format!("/api/v1/teams/{team}/members/{id}");
+
+    // Alone, Ana can neither step down nor leave.
+    let (status, body) = send(
+        &app,
+        reqwest::Method::PATCH,
+        Some(&ana),
+        &member(ana_id),
+        Some(json!({ "role": "member" })),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (409, Some("last_admin")),
+        "{body}"
+    );
+    let (status, _) = send(
+        &app,
+        reqwest::Method::DELETE,
+        Some(&ana),
+        &member(ana_id),
+        None,
+    )
+    .await;
+    assert_eq!(status, 409);
+
+    for round in 0..5 {
+        // Bia joins as a second admin; then each removes the other at the same instant.
+        invitation_by_admin(&app, team, &ana, "bia@example.com").await;
+        accept(&app, "bia@example.com").await;
+        let (status, _) = send(
+            &app,
+            reqwest::Method::PATCH,
+            Some(&ana),
+            &member(bia_id),
+            Some(json!({ "role": "admin" })),
+        )
+        .await;
+        assert_eq!(status, 204);
+        let (ana_path, bia_path) = (member(ana_id), member(bia_id));
+        let a = send(&app, reqwest::Method::DELETE, Some(&ana), &bia_path, None);
+        let b = send(&app, reqwest::Method::DELETE, Some(&bia), &ana_path, None);
+        let ((sa, _), (sb, _)) = tokio::join!(a, b);
+        let mut statuses = [sa, sb];
+        statuses.sort_unstable();
+        // The loser is refused: as the last admin's remover (409), or, removed already, as an
+        // outsider (404, or 403 once no longer an admin).
+        assert_eq!(statuses[0], 204, "round {round}: {statuses:?}");
+        assert!(
+            [403, 404, 409].contains(&statuses[1]),
+            "round {round}: {statuses:?}"
+        );
+        let admins = db::teams::members(&app.db, team)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|m| m.role == TeamRole::Admin)
+            .count();
+        assert_eq!(admins, 1, "round {round}");
+        // Whoever was removed, make Ana the one admin left for the next round.
+        if role_in(&app, team, "ana@example.com").await.is_none() {
+            invitation_by_admin(&app, team, &bia, "ana@example.com").await;
+            accept(&app, "ana@example.com").await;
+            send(
+                &app,
+                reqwest::Method::PATCH,
+                Some(&bia),
+                &member(ana_id),
+                Some(json!({ "role": "admin" })),
+            )
+            .await;
+            let (status, _) = send(
+                &app,
+                reqwest::Method::DELETE,
+                Some(&bia),
+                &member(bia_id),
+                None,
+            )
+            .await;
+            assert_eq!(status, 204, "Bia leaves");
+        }
+    }
+    app.stop().await;
+}
+
+async fn the_team_page_forms_work_without_javascript(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("team_admin").await;
+    let team = db::teams::memberships_of(
+        &app.db,
+        user_id(&app, "demo-team-admin@berth.invalid").await,
+    )
+    .await
+    .unwrap()[0]
+        .team_id;
+    let page = format!("/teams/{team}");
+    let form = |fields: &[(&str, &str)]| {
+        app.client
+            .post(app.url(&page))
+            .header("accept-language", "pt-BR")
+            .form(fields)
+            .send()
+    };
+    let response = form(&[
+        ("action", "invite"),
+        ("email", "leo@example.com"),
+        ("role", "admin"),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    let location = response.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(location, format!("{page}?done=invited"));
+    let html = app.get_in_language(&location, "pt-BR").await;
+    assert!(html.contains("Convite enviado"), "{html}");
+    assert!(html.contains("leo@example.com"));
+
+    // The same address again: back with the reason, in Portuguese.
+    let response = form(&[("action", "invite"), ("email", "leo@example.com")])
+        .await
+        .unwrap();
+    let location = response.headers()["location"].to_str().unwrap().to_owned();
+    assert!(location.contains("error="), "{location}");
+    let html = app.get_in_language(&location, "pt-BR").await;
+    assert!(
+        html.contains("leo@example.com já foi convidado para esta equipe"),
+        "{html}"
+    );
+
+    // The audit entries show on the page, named in the reader's language.
+    assert!(html.contains("Membro convidado"));
+    app.stop().await;
+}
+
+async fn the_audit_log_is_append_only_and_records_money_and_admin_actions(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let _bia = unfunded_user_token(&app, "bia@example.com", PlatformRole::User).await;
+    let (status, body) = post_json(
+        &app,
+        &platform,
+        "/api/v1/admin/credits",
+        &json!({ "email": "bia@example.com", "amount_minor": 2500, "reason": "invoice 7" }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let gpu = gpus_of(&app, "NVIDIA A100-PCIE-40GB").await[0];
+    let start = tomorrow(9, 0) + TimeDelta::days(2);
+    let (status, body) = post_json(
+        &app,
+        &platform,
+        "/api/v1/maintenance",
+        &json!({
+            "gpu_ids": [gpu],
+            "start": start.to_rfc3339(),
+            "end": (start + TimeDelta::hours(2)).to_rfc3339(),
+            "reason": "firmware",
+        }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+
+    let (_, log) = get(&app, &platform, "/api/v1/admin/audit").await;
+    let log = log.as_array().unwrap();
+    let grant = log
+        .iter()
+        .find(|e| e["action"] == "CreditsGrant")
+        .expect("grant logged");
+    assert_eq!(grant["actor"][1], "root");
+    let before: Value = serde_json::from_str(grant["before"].as_str().unwrap()).unwrap();
+    let after: Value = serde_json::from_str(grant["after"].as_str().unwrap()).unwrap();
+    assert_eq!(before["balance_minor"], 0);
+    assert_eq!(after["balance_minor"], 2500);
+    assert_eq!(after["reason"], "invoice 7");
+    assert!(log.iter().any(|e| e["action"] == "MaintenanceCreate"));
+    let (_, filtered) = get(&app, &platform, "/api/v1/admin/audit?action=credits.grant").await;
+    assert!(
+        filtered
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["action"] == "CreditsGrant")
+    );
+    let (status, _) = get(&app, &platform, "/api/v1/admin/audit?action=nope").await;
+    assert_eq!(status, 422);
+
+    // The database itself refuses to change or delete entries.
+    let count = audit_entry::Entity::find().count(&app.db).await.unwrap();
+    for statement in [
+        "UPDATE audit_log SET action = 'credits.deduct'",
+        "DELETE FROM audit_log",
+    ] {
+        let result = app.db.execute_unprepared(statement).await;
+        assert!(result.is_err(), "{statement} must fail");
+        assert!(
+            result.unwrap_err().to_string().contains("append-only"),
+            "{statement}"
+        );
+    }
+    assert_eq!(
+        audit_entry::Entity::find().count(&app.db).await.unwrap(),
+        count
+    );
+
+    // The page, in Portuguese.
+    app.sign_in("platform_admin").await;
+    let html = app.get_in_language("/admin/audit", "pt-BR").await;
+    assert!(
+        html.contains("Registro de auditoria") && html.contains("Créditos concedidos"),
+        "{html}"
+    );
+    assert!(html.contains("invoice 7"));
+    app.stop().await;
+}
+
+/// Row counts of everything the matrix's requests could change.
+async fn snapshot(app: &TestApp) -> [u64; 7] {
+    [
+        team::Entity::find().count(&app.db).await.unwrap(),
+        team_member::Entity::find().count(&app.db).await.unwrap(),
+        team_invitation::Entity::find()
+            .count(&app.db)
+            .await
+            .unwrap(),
+        audit_entry::Entity::find().count(&app.db).await.unwrap(),
+        ledger_transaction::Entity::find()
+            .count(&app.db)
+            .await
+            .unwrap(),
+        reservation::Entity::find().count(&app.db).await.unwrap(),
+        maintenance_window::Entity::find()
+            .count(&app.db)
+            .await
+            .unwrap(),
+    ]
+}
+
+async fn authorization_matrix(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let member_a = unfunded_user_token(&app, "member-a@example.com", PlatformRole::User).await;
+    let admin_a = unfunded_user_token(&app, "admin-a@example.com", PlatformRole::User).await;
+    let admin_b = unfunded_user_token(&app, "admin-b@example.com", PlatformRole::User).await;
+    let team_a = team_with_admin(&app, &platform, "Team A", "admin-a@example.com").await;
+    let _team_b = team_with_admin(&app, &platform, "Team B", "admin-b@example.com").await;
+    let _other = unfunded_user_token(&app, "other-a@example.com", PlatformRole::User).await;
+    for email in ["member-a@example.com", "other-a@example.com"] {
+        invitation_by_admin(&app, team_a, &admin_a, email).await;
+        accept(&app, email).await;
+    }
+    let member_a_id = user_id(&app, "member-a@example.com").await;
+    let other_id = user_id(&app, "other-a@example.com").await;
+    let gpu = gpus_of(&app, "NVIDIA A100-PCIE-40GB").await[1];
+
+    // Who: anonymous, member of A, admin of A, admin of B, platform admin.
+    let who: [(&str, Option<&str>); 5] = [
+        ("anonymous", None),
+        ("member of A", Some(&member_a)),
+        ("admin of A", Some(&admin_a)),
+        ("admin of B", Some(&admin_b)),
+        ("platform admin", Some(&platform)),
+    ];
+    use reqwest::Method;
+    let maintenance_at = tomorrow(9, 0) + TimeDelta::days(3);
+    // (method, path, body, expected status per caller in the order above)
+    type Case = (Method, String, Option<Value>, [u16; 5]);
+    let cases: Vec<Case> = vec![
+        (
+            Method::GET,
+            "/api/v1/teams".into(),
+            None,
+            [401, 200, 200, 200, 200],
+        ),
+        (
+            Method::GET,
+            format!("/api/v1/teams/{team_a}"),
+            None,
+            [401, 200, 200, 404, 200],
+        ),
+        (
+            Method::GET,
+            format!("/api/v1/teams/{team_a}/audit"),
+            None,
+            [401, 403, 200, 404, 200],
+        ),
+        (
+            Method::POST,
+            format!("/api/v1/teams/{team_a}/invitations"),
+            Some(json!({ "email": "new@example.com" })),
+            [401, 403, 201, 404, 409],
+        ),
+        (
+            Method::PATCH,
+            format!("/api/v1/teams/{team_a}/members/{member_a_id}"),
+            Some(json!({ "role": "member" })),
+            [401, 403, 204, 404, 204],
+        ),
+        (
+            Method::POST,
+            "/api/v1/admin/teams".into(),
+            Some(json!({ "name": "Team C", "admin_email": "c@example.com" })),
+            [401, 403, 403, 403, 201],
+        ),
+        (
+            Method::GET,
+            "/api/v1/admin/audit".into(),
+            None,
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            Method::GET,
+            "/api/v1/admin/payments-due".into(),
+            None,
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            Method::GET,
+            "/api/v1/users".into(),
+            None,
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            Method::POST,
+            "/api/v1/admin/credits".into(),
+            Some(json!({ "email": "member-a@example.com", "amount_minor": 100, "reason": "r" })),
+            [401, 403, 403, 403, 201],
+        ),
+        (
+            Method::POST,
+            "/api/v1/maintenance".into(),
+            Some(json!({
+                "gpu_ids": [gpu],
+                "start": maintenance_at.to_rfc3339(),
+                "end": (maintenance_at + TimeDelta::hours(1)).to_rfc3339(),
+                "reason": "matrix",
+            })),
+            [401, 403, 403, 403, 201],
+        ),
+        (
+            Method::POST,
+            format!("/api/v1/admin/gpus/{gpu}/retire"),
+            None,
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            Method::DELETE,
+            format!("/api/v1/teams/{team_a}/members/{other_id}"),
+            None,
+            [401, 403, 204, 404, 404],
+        ),
+    ];
+    for (method, path, body, expected) in cases {
+        for ((name, token), want) in who.iter().zip(expected) {
+            let before = snapshot(&app).await;
+            let (status, answer) = send(&app, method.clone(), *token, &path, body.clone()).await;
+            assert_eq!(status, want, "{method} {path} as {name}: {answer}");
+            assert_ne!(status, 500);
+            if status >= 400 {
+                assert_eq!(
+                    snapshot(&app).await,
+                    before,
+                    "{method} {path} as {name} changed data"
+                );
+            }
+        }
+    }
+
+    // Server functions of the team and admin pages, called with each caller's credentials.
+    let team_b = db::teams::summaries(&app.db, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.name == "Team B")
+        .unwrap()
+        .id;
+    let functions: Vec<(String, String, [u16; 5])> = vec![
+        (
+            "/api/get_teams_page".into(),
+            String::new(),
+            [401, 200, 200, 200, 200],
+        ),
+        (
+            "/api/get_team_page".into(),
+            format!("id={team_b}"),
+            [401, 404, 404, 200, 200],
+        ),
+        (
+            "/api/get_audit_page".into(),
+            String::new(),
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "/api/get_credits_page".into(),
+            String::new(),
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "/api/get_payments_page".into(),
+            String::new(),
+            [401, 403, 403, 403, 200],
+        ),
+    ];
+    for (path, body, expected) in functions {
+        for ((name, token), want) in who.iter().zip(expected) {
+            let before = snapshot(&app).await;
+            let mut request = crate::helpers::client()
+                .post(app.url(&path))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body.clone());
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            assert_eq!(
+                status,
+                want,
+                "{path} as {name}: {}",
+                response.text().await.unwrap()
+            );
+            if status >= 400 {
+                assert_eq!(
+                    snapshot(&app).await,
+                    before,
+                    "{path} as {name} changed data"
+                );
+            }
+        }
+    }
+
+    // The team page's form: outsiders get 404, members 403 for admin actions.
+    for (token, want) in [(&admin_b, 404), (&member_a, 403)] {
+        let before = snapshot(&app).await;
+        let response = crate::helpers::client()
+            .post(app.url(&format!("/teams/{team_a}")))
+            .bearer_auth(token)
+            .form(&[("action", "invite"), ("email", "x@example.com")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), want);
+        assert_eq!(snapshot(&app).await, before);
+    }
+    app.stop().await;
+}
+
+crate::on_both_backends!(
+    invited_member_joins_at_sign_in_and_sees_the_team,
+    invitations_are_validated_and_one_per_address,
+    a_team_always_keeps_an_admin_even_under_concurrent_changes,
+    the_team_page_forms_work_without_javascript,
+    the_audit_log_is_append_only_and_records_money_and_admin_actions,
+    authorization_matrix,
+);

@@ -153,7 +153,11 @@ impl axum::response::IntoResponse for AppError {
                 body["field"] = serde_json::json!(field);
                 body["code"] = serde_json::json!(problem.code());
             }
-            AppError::Conflict(problem) => body["code"] = serde_json::json!(problem.code()),
+            AppError::Conflict(problem) => {
+                body["code"] = serde_json::json!(problem.code());
+                // The problem's numbers (what is missing, what the budget allows) for clients.
+                body["details"] = serde_json::to_value(problem).unwrap_or_default();
+            }
             AppError::Explained { field, code, .. } => {
                 if let Some(field) = field {
                     body["field"] = serde_json::json!(field);

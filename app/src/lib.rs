@@ -8,7 +8,7 @@
 //! - [`pages`] and [`components`]: the user interface.
 
 // Leptos view types nest deeply; the default limit (128) is too small for whole pages.
-#![recursion_limit = "256"]
+#![recursion_limit = "512"]
 
 pub mod api;
 pub mod components;

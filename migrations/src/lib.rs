@@ -18,6 +18,7 @@ mod m20261201_000010_reservation_payment;
 mod m20261201_000011_idempotency_keys;
 mod m20261201_000012_charge_mode;
 mod m20261201_000013_team_invitations_audit;
+mod m20261201_000014_team_wallets_budgets;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -40,6 +41,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000011_idempotency_keys::Migration),
             Box::new(m20261201_000012_charge_mode::Migration),
             Box::new(m20261201_000013_team_invitations_audit::Migration),
+            Box::new(m20261201_000014_team_wallets_budgets::Migration),
         ]
     }
 }

@@ -85,7 +85,7 @@ async fn load(
                     &currency,
                     CreditRequest {
                         actor_id: None,
-                        email,
+                        wallet: berth_app::server::ledger::CreditWallet::User(email),
                         amount_minor: amount,
                         reason: "bench",
                         idempotency_key: None,

@@ -500,7 +500,7 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
         &berth_app::domain::money::Currency::new("USD", "$", 2).expect("USD"),
         berth_app::server::ledger::CreditRequest {
             actor_id: None,
-            email: "bench-user-0@berth.invalid",
+            wallet: berth_app::server::ledger::CreditWallet::User("bench-user-0@berth.invalid"),
             amount_minor: berth_app::domain::ledger::MAX_CREDIT_MINOR,
             reason: "bench credits",
             idempotency_key: None,
@@ -618,6 +618,7 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 charge_mode: Set("at_booking".to_owned()),
                 charge_at: Set(None),
                 released_reason: Set(None),
+                team_id: Set(None),
             });
             for i in chosen {
                 holds.push((id, node_gpus[*i], start, end));

@@ -147,7 +147,7 @@ pub async fn change_credits(
         &config.portal.currency,
         berth_app::server::ledger::CreditRequest {
             actor_id: None,
-            email,
+            wallet: berth_app::server::ledger::CreditWallet::User(email),
             amount_minor,
             reason,
             idempotency_key: None,

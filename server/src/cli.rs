@@ -236,7 +236,9 @@ async fn credits(config: &Config, command: CreditsCommand) -> Result<(), AdminEr
         done.transaction_id,
         done.amount.to_decimal_string(currency),
         currency.code(),
-        done.user.email,
+        done.user
+            .map(|user| user.email.as_str().to_owned())
+            .unwrap_or_default(),
         done.balance.to_decimal_string(currency),
         currency.code()
     );

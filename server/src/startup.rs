@@ -379,6 +379,10 @@ pub fn router(
             axum::routing::patch(teams::set_role).delete(teams::remove),
         )
         .route("/api/v1/teams/{id}/audit", get(teams::team_audit))
+        .route(
+            "/api/v1/teams/{id}/budget",
+            axum::routing::put(teams::set_budget),
+        )
         .route("/api/v1/admin/teams", post(teams::create))
         .route("/api/v1/admin/audit", get(teams::audit))
         .route("/teams", post(teams::create_form))

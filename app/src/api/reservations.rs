@@ -76,6 +76,9 @@ pub async fn book_reservation(
     /// The booking form's key: the same key again books once.
     #[server(default)]
     idempotency_key: Option<String>,
+    /// Book for this team (paid from its wallet); absent: a personal booking.
+    #[server(default)]
+    team_id: Option<i64>,
 ) -> Result<i64, AppError> {
     use crate::server::booking::{BookingForm, ShareInput};
     use crate::server::{auth::actor::require_actor, booking, state};
@@ -91,6 +94,7 @@ pub async fn book_reservation(
                 start,
                 end,
                 charge,
+                team_id,
             };
             let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
             booking::create(&state, &actor, &form, chrono::Utc::now(), key)

@@ -55,6 +55,14 @@ pub struct TeamPage {
     pub audit: Vec<AuditEntry>,
     /// The viewer's time zone over the times shown.
     pub zone: ZoneOffsets,
+    /// The team wallet, budget and this month's bookings.
+    pub money: crate::domain::team::TeamMoney,
+    /// The portal's currency.
+    pub currency: crate::domain::money::Currency,
+    /// Whether the viewer may add credits to the team wallet (platform admins).
+    pub can_grant: bool,
+    /// A fresh idempotency key for the credits form.
+    pub form_key: String,
 }
 
 /// Team `id` for its page; 404 for teams the viewer does not belong to.
@@ -81,6 +89,7 @@ pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
                 TeamAccess::View => Vec::new(),
             };
             let now = chrono::Utc::now();
+            let money = teams::money(&state.db, id, now).await?;
             let times = roster
                 .members
                 .iter()
@@ -94,6 +103,10 @@ pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
                 access,
                 viewer_id: actor.user.id,
                 audit,
+                money,
+                currency: state.portal.currency.clone(),
+                can_grant: actor.user.role == crate::domain::user::PlatformRole::PlatformAdmin,
+                form_key: uuid::Uuid::new_v4().to_string(),
             })
         }
         .await,

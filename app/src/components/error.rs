@@ -161,6 +161,19 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_already_invited, email).to_string()
         }
         Problem::LastAdmin => t_string!(i18n, problem_last_admin).to_string(),
+        Problem::OverBudget {
+            spent_minor,
+            limit_minor,
+            price_minor,
+            spent,
+            limit,
+            price,
+        } => {
+            let spent = local_amount(i18n, spent_minor).unwrap_or(spent);
+            let limit = local_amount(i18n, limit_minor).unwrap_or(limit);
+            let price = local_amount(i18n, price_minor).unwrap_or(price);
+            t_string!(i18n, problem_over_budget, spent, limit, price).to_string()
+        }
         Problem::TeamNameTaken { name } => {
             t_string!(i18n, problem_team_name_taken, name).to_string()
         }

@@ -18,6 +18,8 @@ pub enum AuditAction {
     TeamMemberRemove,
     /// A member's role changed.
     TeamMemberRole,
+    /// A team's monthly budget changed.
+    TeamBudget,
     /// Credits were granted.
     CreditsGrant,
     /// Credits were deducted.
@@ -36,13 +38,14 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in the order the audit page's filter lists them.
-    pub const ALL: [AuditAction; 13] = [
+    pub const ALL: [AuditAction; 14] = [
         AuditAction::TeamCreate,
         AuditAction::TeamInvite,
         AuditAction::TeamInvitationRevoke,
         AuditAction::TeamInvitationAccept,
         AuditAction::TeamMemberRemove,
         AuditAction::TeamMemberRole,
+        AuditAction::TeamBudget,
         AuditAction::CreditsGrant,
         AuditAction::CreditsDeduct,
         AuditAction::MaintenanceCreate,
@@ -61,6 +64,7 @@ impl AuditAction {
             AuditAction::TeamInvitationAccept => "team.invitation.accept",
             AuditAction::TeamMemberRemove => "team.member.remove",
             AuditAction::TeamMemberRole => "team.member.role",
+            AuditAction::TeamBudget => "team.budget",
             AuditAction::CreditsGrant => "credits.grant",
             AuditAction::CreditsDeduct => "credits.deduct",
             AuditAction::MaintenanceCreate => "maintenance.create",

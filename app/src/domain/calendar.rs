@@ -261,11 +261,15 @@ pub enum PanelText {
     BookedId,
     /// `clash_body`.
     ClashBody,
+    /// `panel_book_for`.
+    BookFor,
+    /// `panel_personal`.
+    Personal,
 }
 
 impl PanelText {
     /// Every text, in the order [`PanelTexts`] holds them.
-    pub const ALL: [PanelText; 32] = [
+    pub const ALL: [PanelText; 34] = [
         PanelText::Title,
         PanelText::Gpu,
         PanelText::Window,
@@ -298,6 +302,8 @@ impl PanelText {
         PanelText::Wallet,
         PanelText::BookedId,
         PanelText::ClashBody,
+        PanelText::BookFor,
+        PanelText::Personal,
     ];
 }
 
@@ -324,12 +330,24 @@ pub struct BookingPayment {
     pub modes: Vec<crate::domain::payment::ChargeMode>,
     /// A fresh idempotency key for this page's booking form (the page reloads after a booking).
     pub form_key: String,
+    /// The viewer's teams, which they may book for: id, name, and what the team's wallet has
+    /// left once its unpaid bookings are charged (minor units).
+    pub teams: Vec<(i64, String, i64)>,
 }
 
 impl BookingPayment {
-    /// The balance left once the unpaid reservations and a booking of `price` are charged.
-    pub fn balance_after(&self, price: crate::domain::money::Money) -> i64 {
-        self.balance.minor() - self.on_hold.minor() - price.minor()
+    /// The balance left once the unpaid reservations and a booking of `price` are charged, in
+    /// the viewer's wallet (`team` None) or the team's.
+    pub fn balance_after(&self, team: Option<i64>, price: crate::domain::money::Money) -> i64 {
+        let available = match team {
+            None => self.balance.minor() - self.on_hold.minor(),
+            Some(id) => self
+                .teams
+                .iter()
+                .find(|(team_id, _, _)| *team_id == id)
+                .map_or(0, |(_, _, available)| *available),
+        };
+        available - price.minor()
     }
 }
 

@@ -19,6 +19,8 @@ pub const MAX_CREDIT_MINOR: i64 = 1_000_000_000;
 pub enum Account {
     /// A user's prepaid credits; never negative.
     Wallet(i64),
+    /// A team's prepaid credits, which pay its members' team bookings; never negative.
+    TeamWallet(i64),
     /// What the platform has earned.
     Revenue,
     /// The outside world: money enters through it (top-ups, grants) and leaves through it
@@ -27,10 +29,11 @@ pub enum Account {
 }
 
 impl Account {
-    /// The kind as stored (`wallet`, `revenue`, `funding`).
+    /// The kind as stored (`wallet`, `team_wallet`, `revenue`, `funding`).
     pub fn kind(self) -> &'static str {
         match self {
             Account::Wallet(_) => "wallet",
+            Account::TeamWallet(_) => "team_wallet",
             Account::Revenue => "revenue",
             Account::Funding => "funding",
         }
@@ -40,13 +43,21 @@ impl Account {
     pub fn user_id(self) -> Option<i64> {
         match self {
             Account::Wallet(user) => Some(user),
-            Account::Revenue | Account::Funding => None,
+            Account::TeamWallet(_) | Account::Revenue | Account::Funding => None,
+        }
+    }
+
+    /// The owning team of a team wallet.
+    pub fn team_id(self) -> Option<i64> {
+        match self {
+            Account::TeamWallet(team) => Some(team),
+            Account::Wallet(_) | Account::Revenue | Account::Funding => None,
         }
     }
 
     /// Whether the balance must stay at or above zero.
     pub fn may_not_go_negative(self) -> bool {
-        matches!(self, Account::Wallet(_))
+        matches!(self, Account::Wallet(_) | Account::TeamWallet(_))
     }
 }
 
@@ -206,10 +217,9 @@ impl CreditChange {
         }
     }
 
-    /// The entries for `user`'s wallet: from the funding account for a grant, back to it for a
-    /// deduction.
-    pub fn posting(&self, user: i64) -> Posting {
-        let wallet = Account::Wallet(user);
+    /// The entries for `wallet` (a user's or a team's): from the funding account for a grant,
+    /// back to it for a deduction.
+    pub fn posting(&self, wallet: Account) -> Posting {
         let result = if self.amount.minor() > 0 {
             Posting::transfer(Account::Funding, wallet, self.amount)
         } else {
@@ -376,7 +386,7 @@ mod tests {
         assert_eq!(grant.kind(), TransactionKind::Grant);
         assert_eq!(grant.reason(), "invoice 2026-114");
         assert_eq!(
-            grant.posting(7).entries(),
+            grant.posting(Account::Wallet(7)).entries(),
             &[
                 (Account::Funding, m(-10_000)),
                 (Account::Wallet(7), m(10_000))
@@ -385,7 +395,7 @@ mod tests {
         let deduct = CreditChange::parse(-250, "correction").unwrap();
         assert_eq!(deduct.kind(), TransactionKind::Deduct);
         assert_eq!(
-            deduct.posting(7).entries(),
+            deduct.posting(Account::Wallet(7)).entries(),
             &[(Account::Wallet(7), m(-250)), (Account::Funding, m(250))]
         );
         assert_eq!(
@@ -505,7 +515,7 @@ mod tests {
         ) {
             prop_assume!(amount != 0);
             let change = CreditChange::parse(amount, "reason").unwrap();
-            let posting = change.posting(user);
+            let posting = change.posting(Account::Wallet(user));
             let wallet: i64 = posting
                 .entries()
                 .iter()

@@ -307,6 +307,24 @@ pub enum Problem {
         /// The address.
         email: String,
     },
+    /// A team booking over the team's monthly budget.
+    #[error(
+        "this booking ({price}) would take the team over its monthly budget: {spent} of {limit} already booked this month"
+    )]
+    OverBudget {
+        /// Booked this month before this booking, minor units.
+        spent_minor: i64,
+        /// The budget, minor units.
+        limit_minor: i64,
+        /// This booking's price, minor units.
+        price_minor: i64,
+        /// The same as text in the currency.
+        spent: String,
+        /// The same as text in the currency.
+        limit: String,
+        /// The same as text in the currency.
+        price: String,
+    },
     /// The change would leave the team without an admin.
     #[error("a team keeps at least one admin: make someone else admin first")]
     LastAdmin,

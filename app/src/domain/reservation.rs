@@ -146,6 +146,13 @@ pub struct Reservation {
     pub released: Option<ReleaseReason>,
     /// When it was booked.
     pub created_at: DateTime<Utc>,
+    /// The team it was booked for (id, name), paid from the team's wallet.
+    #[serde(default)]
+    pub team: Option<(i64, String)>,
+    /// At booking only: where a team booking leaves the team's monthly budget, when it is
+    /// close to or over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::domain::team::BudgetCheck>,
 }
 
 /// Which GPUs a booking wants.
@@ -175,6 +182,8 @@ pub struct NewReservation {
     pub window: Window,
     /// When it is charged (the portal's default when the request names none).
     pub charge: crate::domain::payment::ChargeMode,
+    /// Booked for this team (paid from its wallet, within its budget); None: personal.
+    pub team_id: Option<i64>,
 }
 
 /// A window that would fit instead, offered with a conflict and by "find a slot".

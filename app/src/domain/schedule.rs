@@ -146,6 +146,17 @@ impl Default for BookingLimits {
     }
 }
 
+/// The calendar month (UTC) that `at` falls in: its first instant and the next month's.
+pub fn utc_month_of(at: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
+    use chrono::{Datelike, NaiveDate};
+    let first = NaiveDate::from_ymd_opt(at.year(), at.month(), 1).unwrap_or(NaiveDate::MIN);
+    let next = first
+        .checked_add_months(chrono::Months::new(1))
+        .unwrap_or(NaiveDate::MAX);
+    let midnight = |day: NaiveDate| day.and_time(chrono::NaiveTime::MIN).and_utc();
+    (midnight(first), midnight(next))
+}
+
 /// The start of the grid slot that contains `at`.
 pub fn slot_floor(at: DateTime<Utc>) -> DateTime<Utc> {
     let seconds = at.timestamp();
@@ -367,6 +378,19 @@ pub fn price_minor(hourly_price_minor: i64, quarters: u8, window: &Window) -> i6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_months_run_from_the_first_to_the_next_first_across_a_year_end() {
+        let at = |raw: &str| raw.parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(
+            utc_month_of(at("2026-12-31T23:59:59Z")),
+            (at("2026-12-01T00:00:00Z"), at("2027-01-01T00:00:00Z"))
+        );
+        assert_eq!(
+            utc_month_of(at("2027-02-01T00:00:00Z")),
+            (at("2027-02-01T00:00:00Z"), at("2027-03-01T00:00:00Z"))
+        );
+    }
     use chrono::TimeZone;
     use proptest::prelude::*;
 

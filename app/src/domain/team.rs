@@ -154,6 +154,154 @@ pub fn leaves_no_admin(members: &[TeamMember], user_id: i64, new_role: Option<Te
     had_admin && admins_after == 0
 }
 
+/// What happens to a booking that would take a team over its monthly budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BudgetMode {
+    /// Refused, with the numbers.
+    Refuse,
+    /// Booked, with a warning.
+    Warn,
+}
+
+impl BudgetMode {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BudgetMode::Refuse => "refuse",
+            BudgetMode::Warn => "warn",
+        }
+    }
+
+    /// Reads a stored or sent name.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim() {
+            "refuse" => Some(BudgetMode::Refuse),
+            "warn" => Some(BudgetMode::Warn),
+            _ => None,
+        }
+    }
+}
+
+/// A team's monthly budget (calendar months in UTC).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    /// The most the team's bookings starting in one month may cost, minor units (None: no
+    /// limit).
+    pub limit: Option<crate::domain::money::Money>,
+    /// What happens beyond it.
+    pub mode: BudgetMode,
+    /// From this share of the limit (percent, 1–100) bookings carry a warning.
+    pub warn_percent: u8,
+}
+
+/// What a booking of `price` does to the month's budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "budget", rename_all = "snake_case")]
+pub enum BudgetCheck {
+    /// No limit, or well within it.
+    Within,
+    /// Booked, but the month's bookings now reach the warning share (or, in `warn` mode, go
+    /// over the limit).
+    Warn {
+        /// The month's bookings with this one, minor units.
+        spent_minor: i64,
+        /// The limit, minor units.
+        limit_minor: i64,
+    },
+    /// Refused: it would go over the limit.
+    Over {
+        /// The month's bookings before this one, minor units.
+        spent_minor: i64,
+        /// The limit, minor units.
+        limit_minor: i64,
+        /// This booking's price, minor units.
+        price_minor: i64,
+    },
+}
+
+impl Budget {
+    /// Judges a booking of `price` when the month's bookings already cost `spent`.
+    pub fn check(
+        &self,
+        spent: crate::domain::money::Money,
+        price: crate::domain::money::Money,
+    ) -> BudgetCheck {
+        let Some(limit) = self.limit else {
+            return BudgetCheck::Within;
+        };
+        let after = spent.minor().saturating_add(price.minor());
+        if after > limit.minor() && self.mode == BudgetMode::Refuse {
+            return BudgetCheck::Over {
+                spent_minor: spent.minor(),
+                limit_minor: limit.minor(),
+                price_minor: price.minor(),
+            };
+        }
+        // after / limit >= warn_percent / 100, in integers.
+        let warn_from = i128::from(limit.minor()) * i128::from(self.warn_percent);
+        if i128::from(after) * 100 >= warn_from && after > 0 {
+            BudgetCheck::Warn {
+                spent_minor: after,
+                limit_minor: limit.minor(),
+            }
+        } else {
+            BudgetCheck::Within
+        }
+    }
+}
+
+/// A team's money as its dashboard shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamMoney {
+    /// The team wallet's balance.
+    pub balance: crate::domain::money::Money,
+    /// What its bookings not charged yet will take.
+    pub on_hold: crate::domain::money::Money,
+    /// The budget.
+    pub budget: Budget,
+    /// The current month (UTC): its first instant.
+    pub month: chrono::DateTime<chrono::Utc>,
+    /// What the team's bookings starting this month cost.
+    pub month_spent: crate::domain::money::Money,
+}
+
+/// Validates a budget as a team admin sends it: a limit of 0 or more (None: no limit) and a
+/// warning share of 1–100 %.
+pub fn parse_budget(
+    limit_minor: Option<i64>,
+    mode: &str,
+    warn_percent: i64,
+) -> Result<Budget, (&'static str, crate::domain::problem::Problem)> {
+    use crate::domain::problem::Problem;
+    if let Some(limit) = limit_minor
+        && !(0..=1_000_000_000_000).contains(&limit)
+    {
+        return Err((
+            "budget_minor",
+            Problem::OutOfRange {
+                min: 0,
+                max: 1_000_000_000_000,
+            },
+        ));
+    }
+    let mode = BudgetMode::parse(mode).ok_or((
+        "mode",
+        Problem::Unreadable {
+            detail: format!("`{mode}`: use refuse or warn"),
+        },
+    ))?;
+    let warn_percent = u8::try_from(warn_percent)
+        .ok()
+        .filter(|p| (1..=100).contains(p))
+        .ok_or(("warn_percent", Problem::OutOfRange { min: 1, max: 100 }))?;
+    Ok(Budget {
+        limit: limit_minor.map(crate::domain::money::Money::from_minor),
+        mode,
+        warn_percent,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +332,81 @@ mod tests {
         assert!(!leaves_no_admin(&team, 1, Some(TeamRole::Admin)));
         assert!(!leaves_no_admin(&team, 2, None));
         assert!(!leaves_no_admin(&team, 2, Some(TeamRole::Admin)));
+    }
+
+    fn budget(limit: Option<i64>, mode: BudgetMode) -> Budget {
+        Budget {
+            limit: limit.map(crate::domain::money::Money::from_minor),
+            mode,
+            warn_percent: 80,
+        }
+    }
+
+    fn m(minor: i64) -> crate::domain::money::Money {
+        crate::domain::money::Money::from_minor(minor)
+    }
+
+    #[test]
+    fn a_budget_refuses_or_warns_beyond_its_limit_and_warns_from_its_threshold() {
+        let refuse = budget(Some(10_000), BudgetMode::Refuse);
+        assert_eq!(refuse.check(m(0), m(7_999)), BudgetCheck::Within);
+        assert_eq!(
+            refuse.check(m(0), m(8_000)),
+            BudgetCheck::Warn {
+                spent_minor: 8_000,
+                limit_minor: 10_000
+            }
+        );
+        assert_eq!(
+            refuse.check(m(4_000), m(6_000)),
+            BudgetCheck::Warn {
+                spent_minor: 10_000,
+                limit_minor: 10_000
+            }
+        );
+        assert_eq!(
+            refuse.check(m(4_000), m(6_001)),
+            BudgetCheck::Over {
+                spent_minor: 4_000,
+                limit_minor: 10_000,
+                price_minor: 6_001
+            }
+        );
+        let warn = budget(Some(10_000), BudgetMode::Warn);
+        assert_eq!(
+            warn.check(m(9_000), m(5_000)),
+            BudgetCheck::Warn {
+                spent_minor: 14_000,
+                limit_minor: 10_000
+            }
+        );
+        assert_eq!(
+            budget(None, BudgetMode::Refuse).check(m(1 << 40), m(5)),
+            BudgetCheck::Within
+        );
+        // A zero budget refuses anything that costs money, and lets free bookings through.
+        let zero = budget(Some(0), BudgetMode::Refuse);
+        assert!(matches!(zero.check(m(0), m(1)), BudgetCheck::Over { .. }));
+        assert_eq!(zero.check(m(0), m(0)), BudgetCheck::Within);
+    }
+
+    #[test]
+    fn budgets_are_validated() {
+        assert!(parse_budget(Some(100), "refuse", 80).is_ok());
+        assert!(parse_budget(None, "warn", 100).is_ok());
+        assert_eq!(
+            parse_budget(Some(-1), "refuse", 80).unwrap_err().0,
+            "budget_minor"
+        );
+        assert_eq!(parse_budget(Some(1), "block", 80).unwrap_err().0, "mode");
+        assert_eq!(
+            parse_budget(Some(1), "warn", 0).unwrap_err().0,
+            "warn_percent"
+        );
+        assert_eq!(
+            parse_budget(Some(1), "warn", 101).unwrap_err().0,
+            "warn_percent"
+        );
     }
 
     #[test]
@@ -266,6 +489,30 @@ mod tests {
                     }
                 }
                 proptest::prop_assert!(team.iter().any(|m| m.role == TeamRole::Admin));
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Bookings admitted one after another by a refusing budget never add up to more than
+        /// its limit, and each refusal is one that really would have gone over.
+        #[test]
+        fn a_refusing_budget_is_never_exceeded(
+            limit in 0i64..100_000,
+            prices in proptest::collection::vec(0i64..30_000, 0..50),
+        ) {
+            let budget = Budget {
+                limit: Some(m(limit)),
+                mode: BudgetMode::Refuse,
+                warn_percent: 80,
+            };
+            let mut spent = 0i64;
+            for price in prices {
+                match budget.check(m(spent), m(price)) {
+                    BudgetCheck::Over { .. } => proptest::prop_assert!(spent + price > limit),
+                    _ => spent += price,
+                }
+                proptest::prop_assert!(spent <= limit);
             }
         }
     }

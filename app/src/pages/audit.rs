@@ -25,6 +25,7 @@ pub fn audit_action_text(
         AuditAction::TeamInvitationAccept => t_string!(i18n, audit_team_invitation_accept),
         AuditAction::TeamMemberRemove => t_string!(i18n, audit_team_member_remove),
         AuditAction::TeamMemberRole => t_string!(i18n, audit_team_member_role),
+        AuditAction::TeamBudget => t_string!(i18n, audit_team_budget),
         AuditAction::CreditsGrant => t_string!(i18n, audit_credits_grant),
         AuditAction::CreditsDeduct => t_string!(i18n, audit_credits_deduct),
         AuditAction::MaintenanceCreate => t_string!(i18n, audit_maintenance_create),

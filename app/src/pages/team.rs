@@ -40,6 +40,8 @@ pub fn TeamPage() -> impl IntoView {
                 "role" => t_string!(i18n, team_done_role),
                 "removed" => t_string!(i18n, team_done_removed),
                 "created" => t_string!(i18n, team_done_created),
+                "budget" => t_string!(i18n, team_done_budget),
+                "credits" => t_string!(i18n, team_done_credits),
                 _ => t_string!(i18n, team_done_saved),
             };
             Some(Either::Left(
@@ -103,6 +105,10 @@ fn TeamView(data: TeamData) -> impl IntoView {
         viewer_id,
         audit,
         zone,
+        money,
+        currency,
+        can_grant,
+        form_key,
     } = data;
     let manage = access == TeamAccess::Manage;
     let action = format!("/teams/{}", roster.id);
@@ -164,9 +170,13 @@ fn TeamView(data: TeamData) -> impl IntoView {
             }}
         }
     });
+    let money_view = view! {
+        <TeamMoneyView money currency manage can_grant action=action.clone() form_key />
+    };
     view! {
         <h1>{roster.name}</h1>
         <p class="hint">{t!(i18n, times_in_zone, zone = move || zone_name.clone())}</p>
+        {money_view}
         <h2>{t!(i18n, team_members)}</h2>
         <div class="table-scroll">
             <table class="team-members">
@@ -248,5 +258,113 @@ fn Invitations(
             </label>
             <button type="submit" class="button-primary">{t!(i18n, team_invite)}</button>
         </form>
+    }
+}
+
+/// The team wallet, this month's bookings against the budget, and (for those who manage the
+/// team) the budget form; platform admins also get a form to add credits.
+#[component]
+fn TeamMoneyView(
+    money: crate::domain::team::TeamMoney,
+    currency: crate::domain::money::Currency,
+    manage: bool,
+    can_grant: bool,
+    action: String,
+    form_key: String,
+) -> impl IntoView {
+    use crate::components::format::MoneyText;
+    use crate::domain::team::BudgetMode;
+    let i18n = use_i18n();
+    let month = money.month.format("%Y-%m").to_string();
+    let limit = money.budget.limit;
+    let spent = money.month_spent;
+    let percent = limit.map(|limit| {
+        if limit.minor() == 0 {
+            if spent.minor() > 0 { 100 } else { 0 }
+        } else {
+            (i128::from(spent.minor()) * 100 / i128::from(limit.minor())).clamp(0, 999) as i64
+        }
+    });
+    let warn_from = i64::from(money.budget.warn_percent);
+    let level = match percent {
+        Some(p) if p >= 100 => "over",
+        Some(p) if p >= warn_from => "warn",
+        _ => "ok",
+    };
+    let decimals = usize::from(currency.exponent());
+    let limit_input = limit
+        .map(|limit| limit.to_decimal_string(&currency))
+        .unwrap_or_default();
+    let example = format!("1000.{}", "0".repeat(decimals));
+    let budget_line = match (limit, percent) {
+        (Some(limit), Some(percent)) => Either::Left(view! {
+            <p class="budget-line" data-level=level>
+                <MoneyText amount=spent currency=currency.clone() />
+                " / "
+                <MoneyText amount=limit currency=currency.clone() />
+                {format!(" ({percent} %)")}
+            </p>
+            <div class="budget-bar" role="img" aria-label=format!("{percent} %")>
+                <span class="budget-fill" data-level=level style=format!("width: {}%", percent.min(100))></span>
+            </div>
+        }),
+        _ => Either::Right(view! {
+            <p class="budget-line">
+                <MoneyText amount=spent currency=currency.clone() />
+                " · "
+                {t!(i18n, team_no_budget)}
+            </p>
+        }),
+    };
+    let mode = money.budget.mode;
+    let budget_form = manage.then(|| {
+        let action = action.clone();
+        view! {
+            <form class="team-form budget-form" method="post" action=action>
+                <input type="hidden" name="action" value="budget" />
+                <label class="field">{t!(i18n, team_budget_amount, currency = currency.code().to_owned())}
+                    <input type="text" name="budget" inputmode="decimal" value=limit_input placeholder=example />
+                </label>
+                <label class="field">{t!(i18n, team_budget_mode)}
+                    <select name="mode">
+                        <option value="refuse" selected=mode == BudgetMode::Refuse>{t!(i18n, team_budget_refuse)}</option>
+                        <option value="warn" selected=mode == BudgetMode::Warn>{t!(i18n, team_budget_warn)}</option>
+                    </select>
+                </label>
+                <label class="field">{t!(i18n, team_budget_warn_percent)}
+                    <input type="number" name="warn_percent" min="1" max="100" value=warn_from />
+                </label>
+                <button type="submit">{t!(i18n, team_budget_save)}</button>
+            </form>
+            <p class="hint">{t!(i18n, team_budget_hint)}</p>
+        }
+    });
+    let credits_form = can_grant.then(|| {
+        view! {
+            <form class="team-form" method="post" action=action>
+                <input type="hidden" name="action" value="credits" />
+                <input type="hidden" name="idempotency_key" value=form_key />
+                <label class="field">{t!(i18n, credits_amount, currency = currency.code().to_owned())}
+                    <input type="text" name="amount" inputmode="decimal" required />
+                </label>
+                <label class="field credits-reason">{t!(i18n, credits_reason)}
+                    <input type="text" name="reason" required maxlength="500" />
+                </label>
+                <button type="submit">{t!(i18n, team_add_credits)}</button>
+            </form>
+        }
+    });
+    view! {
+        <h2>{t!(i18n, team_money)}</h2>
+        <dl class="team-money">
+            <dt>{t!(i18n, team_wallet_balance)}</dt>
+            <dd data-team-balance-minor=money.balance.minor()><MoneyText amount=money.balance currency=currency.clone() /></dd>
+            <dt>{t!(i18n, wallet_on_hold)}</dt>
+            <dd><MoneyText amount=money.on_hold currency=currency.clone() /></dd>
+            <dt>{t!(i18n, team_month_spent, month = month)}</dt>
+            <dd data-month-spent-minor=spent.minor()>{budget_line}</dd>
+        </dl>
+        {budget_form}
+        {credits_form}
     }
 }

@@ -65,6 +65,9 @@ pub struct BookingForm {
     /// `at_booking` or `before_start` (default: the portal's).
     #[serde(default)]
     pub charge: Option<String>,
+    /// Book for this team (paid from its wallet); absent: a personal booking.
+    #[serde(default)]
+    pub team_id: Option<i64>,
 }
 
 fn invalid(field: &str, problem: Problem) -> AppError {
@@ -176,6 +179,7 @@ pub fn parse_booking(
         share,
         window,
         charge,
+        team_id: form.team_id,
     })
 }
 
@@ -194,6 +198,10 @@ pub async fn create(
     idempotency_key: Option<&str>,
 ) -> Result<Reservation, AppError> {
     let request = parse_booking(form, actor.user.id, state, now)?;
+    // Only the team's members book for it (its admins and platform admins too).
+    if let Some(team_id) = request.team_id {
+        crate::server::teams::access(&state.db, actor, team_id).await?;
+    }
     let key = idempotency_key
         .map(|key| db::idempotency::IdempotencyKey::new(actor.user.id, key, "book", form))
         .transpose()?;
@@ -570,15 +578,29 @@ async fn booking_payment(
     state: &AppState,
     user_id: i64,
 ) -> Result<crate::domain::calendar::BookingPayment, AppError> {
-    let (balance, unpaid) = tokio::try_join!(
+    let (balance, unpaid, memberships) = tokio::try_join!(
         db::ledger::wallet_balance(&state.db, user_id),
         db::payments::unpaid_of(&state.db, user_id),
+        db::teams::memberships_of(&state.db, user_id),
     )?;
+    let mut teams = Vec::with_capacity(memberships.len());
+    for team in memberships {
+        let (balance, unpaid) = tokio::try_join!(
+            db::ledger::account_balance(
+                &state.db,
+                crate::domain::ledger::Account::TeamWallet(team.team_id)
+            ),
+            db::payments::unpaid_of_team(&state.db, team.team_id),
+        )?;
+        let available = balance.minor() - db::payments::held(&unpaid).minor();
+        teams.push((team.team_id, team.team_name, available));
+    }
     Ok(crate::domain::calendar::BookingPayment {
         balance,
         on_hold: db::payments::held(&unpaid),
         modes: state.portal.charge.offered(),
         form_key: uuid::Uuid::new_v4().to_string(),
+        teams,
     })
 }
 
@@ -625,6 +647,8 @@ pub fn panel_texts(lead_minutes: i64) -> crate::domain::calendar::PanelTexts {
             PanelText::ClashBody => {
                 t_string!(i18n, clash_body, what = "{what}", at = "{at}").to_string()
             }
+            PanelText::BookFor => t_string!(i18n, panel_book_for).to_string(),
+            PanelText::Personal => t_string!(i18n, panel_personal).to_string(),
         };
         PanelTexts(PanelText::ALL.into_iter().map(text).collect())
     })

@@ -237,6 +237,7 @@ pub async fn seed_demo_bookings(
                     share,
                     window,
                     charge: ChargeMode::AtBooking,
+                    team_id: None,
                 };
                 let created_at = (start - TimeDelta::days(2)).min(now);
                 let terms = db::reservations::BookingTerms {

@@ -3,7 +3,7 @@
 //! busy or reports a serialization failure), and reads wallets.
 
 use crate::domain::audit::AuditAction;
-use crate::domain::ledger::{CreditChange, PaymentDue, Wallet};
+use crate::domain::ledger::{Account, CreditChange, PaymentDue, Wallet};
 use crate::domain::money::{Currency, Money};
 use crate::domain::payment::ChargePolicy;
 use crate::domain::problem::Problem;
@@ -55,8 +55,12 @@ const MAX_ATTEMPTS: u32 = 5;
 /// A grant or deduction as sent by a platform admin.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CreditForm {
-    /// The user's e-mail address.
-    pub email: String,
+    /// The user's e-mail address (a user's wallet).
+    #[serde(default)]
+    pub email: Option<String>,
+    /// The team (a team's wallet).
+    #[serde(default)]
+    pub team_id: Option<i64>,
     /// Minor units: positive grants, negative deducts. Kept as JSON so that `10.5` or `"100"`
     /// get a field-level answer rather than a parser's.
     pub amount_minor: serde_json::Value,
@@ -69,8 +73,11 @@ pub struct CreditForm {
 pub struct CreditResult {
     /// The ledger transaction.
     pub transaction_id: i64,
-    /// Whose wallet.
-    pub user: UserSummary,
+    /// Whose wallet, for a user's.
+    pub user: Option<UserSummary>,
+    /// Whose wallet, for a team's.
+    #[serde(default)]
+    pub team_id: Option<i64>,
     /// Minor units moved into (positive) or out of (negative) the wallet.
     pub amount: Money,
     /// The wallet's balance afterwards.
@@ -101,13 +108,22 @@ pub fn insufficient(missing: Money, currency: &Currency) -> AppError {
     })
 }
 
+/// The wallet a grant or deduction is for.
+#[derive(Debug, Clone, Copy)]
+pub enum CreditWallet<'a> {
+    /// A user's, by e-mail address.
+    User(&'a str),
+    /// A team's, by id.
+    Team(i64),
+}
+
 /// A grant or deduction to make.
 #[derive(Debug, Clone, Copy)]
 pub struct CreditRequest<'a> {
     /// The acting platform admin (`None`: the command line or a seed).
     pub actor_id: Option<i64>,
-    /// Whose wallet, by e-mail address.
-    pub email: &'a str,
+    /// Whose wallet.
+    pub wallet: CreditWallet<'a>,
     /// Minor units: positive grants, negative deducts.
     pub amount_minor: i64,
     /// Why.
@@ -129,39 +145,59 @@ pub async fn change_credits(
 ) -> Result<CreditResult, AppError> {
     let CreditRequest {
         actor_id,
-        email,
+        wallet,
         amount_minor,
         reason,
         idempotency_key,
         provider,
     } = request;
-    let email = Email::parse(email).map_err(|_| {
-        AppError::invalid(
-            "email",
-            Problem::NotAnEmail {
-                raw: email.to_owned(),
-            },
-        )
-    })?;
     let change = CreditChange::parse(amount_minor, reason)
         .map_err(|(field, problem)| AppError::invalid(field, problem))?;
-    let user = db::users::find_user_by_email(db, &email)
-        .await?
-        .ok_or_else(|| AppError::NotFound(format!("user {email}")))?;
+    let (account, user, team_id) = match wallet {
+        CreditWallet::User(email) => {
+            let email = Email::parse(email).map_err(|_| {
+                AppError::invalid(
+                    "email",
+                    Problem::NotAnEmail {
+                        raw: email.to_owned(),
+                    },
+                )
+            })?;
+            let user = db::users::find_user_by_email(db, &email)
+                .await?
+                .ok_or_else(|| AppError::NotFound(format!("user {email}")))?;
+            (Account::Wallet(user.id), Some(user), None)
+        }
+        CreditWallet::Team(team_id) => {
+            db::teams::team_name(db, team_id)
+                .await?
+                .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+            (Account::TeamWallet(team_id), None, Some(team_id))
+        }
+    };
     let key = match (idempotency_key, actor_id) {
         (Some(key), Some(actor)) => {
-            let parameters = (user.id, amount_minor, change.reason());
+            let parameters = (
+                account.kind(),
+                account.user_id(),
+                team_id,
+                amount_minor,
+                change.reason(),
+            );
             Some(IdempotencyKey::new(actor, key, "credits", &parameters)?)
         }
         _ => None,
     };
     if change.amount().minor() > 0 {
-        provider.confirm(user.id, change.amount(), change.reason())?;
+        // The provider confirms money received for a user; a team's is recorded under the
+        // acting admin.
+        let payer = user.as_ref().map(|u| u.id).or(actor_id).unwrap_or_default();
+        provider.confirm(payer, change.amount(), change.reason())?;
     }
-    let posting = change.posting(user.id);
+    let posting = change.posting(account);
     let record = TransactionRecord {
         kind: change.kind(),
-        user_id: Some(user.id),
+        user_id: user.as_ref().map(|u| u.id),
         reservation_id: None,
         reverses_id: None,
         reason: change.reason(),
@@ -181,13 +217,14 @@ pub async fn change_credits(
                     Err(err) => return Ok(Err(err)),
                 }
             }
-            let before = db::ledger::wallet_balance(&txn, user.id).await?;
+            let before = db::ledger::account_balance(&txn, account).await?;
             let transaction_id = db::ledger::post(&txn, &record, &posting).await?;
             let done = CreditResult {
                 transaction_id,
                 user: user.clone(),
+                team_id,
                 amount: change.amount(),
-                balance: db::ledger::wallet_balance(&txn, user.id).await?,
+                balance: db::ledger::account_balance(&txn, account).await?,
             };
             db::audit::append(
                 &txn,
@@ -199,9 +236,13 @@ pub async fn change_credits(
                     } else {
                         AuditAction::CreditsDeduct
                     },
-                    target_kind: "user",
-                    target_id: user.id.to_string(),
-                    team_id: None,
+                    target_kind: if team_id.is_some() { "team" } else { "user" },
+                    target_id: account
+                        .user_id()
+                        .or(team_id)
+                        .unwrap_or_default()
+                        .to_string(),
+                    team_id,
                 },
                 Some(&serde_json::json!({ "balance_minor": before.minor() })),
                 Some(&serde_json::json!({
@@ -234,16 +275,17 @@ pub async fn change_credits(
         }
     };
     tracing::info!(
-        user.id = done.user.id,
+        user.id = done.user.as_ref().map(|u| u.id),
+        team.id = done.team_id,
         transaction.id = done.transaction_id,
         amount_minor,
         "credits changed"
     );
     // Reservations waiting for these credits are paid now rather than at the job's next run.
     if change.amount().minor() > 0 {
-        match db::payments::retry_for(db, done.user.id, now).await {
+        match db::payments::retry_for(db, account, now).await {
             Ok(outcome) if outcome.charged > 0 => {
-                tracing::info!(user.id = done.user.id, ?outcome, "due payments made");
+                tracing::info!(?account, ?outcome, "due payments made");
             }
             Ok(_) => {}
             Err(err) => tracing::warn!(error = %err, "paying due reservations after credits"),

@@ -5,7 +5,8 @@
 use crate::domain::audit::AuditAction;
 use crate::domain::problem::Problem;
 use crate::domain::team::{
-    Invitation, TeamAccess, TeamName, TeamRole, TeamRoster, TeamSummary, leaves_no_admin,
+    Budget, Invitation, TeamAccess, TeamMoney, TeamName, TeamRole, TeamRoster, TeamSummary,
+    leaves_no_admin, parse_budget,
 };
 use crate::domain::user::{Email, PlatformRole};
 use crate::error::AppError;
@@ -296,6 +297,66 @@ pub async fn change_member(
     .await?;
     txn.commit().await?;
     Ok(())
+}
+
+/// The team's wallet, what its unpaid bookings hold, its budget and this month's bookings.
+pub async fn money(
+    db: &DatabaseConnection,
+    team_id: i64,
+    now: DateTime<Utc>,
+) -> Result<TeamMoney, AppError> {
+    let budget = db::teams::budget(db, team_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+    let (month, next) = crate::domain::schedule::utc_month_of(now);
+    let (balance, unpaid, month_spent) = tokio::try_join!(
+        db::ledger::account_balance(db, crate::domain::ledger::Account::TeamWallet(team_id)),
+        db::payments::unpaid_of_team(db, team_id),
+        db::teams::month_spend(db, team_id, month, next),
+    )?;
+    Ok(TeamMoney {
+        balance,
+        on_hold: db::payments::held(&unpaid),
+        budget,
+        month,
+        month_spent,
+    })
+}
+
+/// Sets the team's monthly budget (its admins, platform admins), with its audit entry.
+pub async fn set_budget(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    team_id: i64,
+    limit_minor: Option<i64>,
+    mode: &str,
+    warn_percent: i64,
+    now: DateTime<Utc>,
+) -> Result<Budget, AppError> {
+    require_manage(db, actor, team_id).await?;
+    let budget = parse_budget(limit_minor, mode, warn_percent)
+        .map_err(|(field, problem)| AppError::invalid(field, problem))?;
+    let txn = locked(db, actor, team_id, true).await?;
+    let before = db::teams::budget(&txn, team_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+    db::teams::set_budget(&txn, team_id, &budget).await?;
+    db::audit::append(
+        &txn,
+        NewEntry {
+            at: now,
+            actor_id: Some(actor.user.id),
+            action: AuditAction::TeamBudget,
+            target_kind: "team",
+            target_id: team_id.to_string(),
+            team_id: Some(team_id),
+        },
+        Some(&before),
+        Some(&budget),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(budget)
 }
 
 /// Creates a team (platform admins) and invites its first admin.

@@ -184,13 +184,18 @@ fn api_wallet(wallet: Wallet) -> ApiWallet {
 #[derive(Debug, Serialize)]
 pub struct ApiCredit {
     transaction_id: i64,
-    email: String,
+    /// The user's wallet, for a user's grant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    email: Option<String>,
+    /// The team's wallet, for a team's grant.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    team_id: Option<i64>,
     amount_minor: i64,
     balance_minor: i64,
 }
 
-/// `POST /api/v1/admin/credits` (platform admins): `{"email", "amount_minor", "reason"}`;
-/// a negative amount deducts. 201 with the new balance; 409 when a deduction exceeds it. With an
+/// `POST /api/v1/admin/credits` (platform admins): `{"email", "amount_minor", "reason"}` for a
+/// user's wallet, or `{"team_id", …}` for a team's; a negative amount deducts. 201 with the new balance; 409 when a deduction exceeds it. With an
 /// `Idempotency-Key` header, a retry of the same request answers the first result.
 pub async fn change_credits(
     State(state): State<AppState>,
@@ -202,12 +207,24 @@ pub async fn change_credits(
     let Json(form) = body.map_err(body_error)?;
     let key = idempotency_key(&headers)?;
     let amount_minor = ledger::parse_minor_units(&form.amount_minor)?;
+    let wallet = match (form.email.as_deref(), form.team_id) {
+        (Some(email), None) => ledger::CreditWallet::User(email),
+        (None, Some(team)) => ledger::CreditWallet::Team(team),
+        _ => {
+            return Err(AppError::invalid(
+                "email",
+                Problem::Unreadable {
+                    detail: "give either email (a user's wallet) or team_id (a team's)".into(),
+                },
+            ));
+        }
+    };
     let done = ledger::change_credits(
         &state.db,
         &state.portal.currency,
         berth_app::server::ledger::CreditRequest {
             actor_id: Some(actor.user.id),
-            email: &form.email,
+            wallet,
             amount_minor,
             reason: &form.reason,
             idempotency_key: key,
@@ -220,7 +237,8 @@ pub async fn change_credits(
         StatusCode::CREATED,
         Json(ApiCredit {
             transaction_id: done.transaction_id,
-            email: done.user.email.as_str().to_owned(),
+            email: done.user.map(|user| user.email.as_str().to_owned()),
+            team_id: done.team_id,
             amount_minor: done.amount.minor(),
             balance_minor: done.balance.minor(),
         }),
@@ -278,7 +296,7 @@ pub async fn credits_form(
             &state.portal.currency,
             ledger::CreditRequest {
                 actor_id: Some(actor.user.id),
-                email: &form.email,
+                wallet: berth_app::server::ledger::CreditWallet::User(&form.email),
                 amount_minor,
                 reason: &form.reason,
                 idempotency_key: form.idempotency_key.as_deref().filter(|k| !k.is_empty()),

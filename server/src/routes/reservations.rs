@@ -198,6 +198,9 @@ pub struct BookFormPost {
     charge: Option<String>,
     #[serde(default)]
     idempotency_key: Option<String>,
+    /// A team's id, or empty for a personal booking.
+    #[serde(default)]
+    team_id: Option<String>,
 }
 
 /// `POST /calendar/book`: books, then back to the calendar with `booked=ID` or `error=message`.
@@ -225,6 +228,17 @@ pub async fn book_form(
             start,
             end,
             charge: form.charge.clone(),
+            team_id: match form.team_id.as_deref().map(str::trim) {
+                None | Some("") => None,
+                Some(raw) => Some(raw.parse::<i64>().map_err(|_| {
+                    berth_app::error::AppError::invalid(
+                        "team_id",
+                        berth_app::domain::problem::Problem::Unreadable {
+                            detail: format!("`{raw}` is not a team id"),
+                        },
+                    )
+                })?),
+            },
         };
         let key = form
             .idempotency_key

@@ -31,6 +31,8 @@ pub async fn list(
 pub struct ApiTeam {
     #[serde(flatten)]
     roster: TeamRoster,
+    /// The team wallet, its budget and this month's bookings.
+    money: ApiTeamMoney,
     /// `view` (a member) or `manage` (a team admin or a platform admin).
     access: TeamAccess,
 }
@@ -43,7 +45,89 @@ pub async fn show(
     Path(team_id): Path<i64>,
 ) -> Result<Json<ApiTeam>, AppError> {
     let (roster, access) = teams::roster(&state.db, &actor, team_id).await?;
-    Ok(Json(ApiTeam { roster, access }))
+    let money = teams::money(&state.db, team_id, chrono::Utc::now()).await?;
+    Ok(Json(ApiTeam {
+        roster,
+        money: ApiTeamMoney {
+            balance_minor: money.balance.minor(),
+            on_hold_minor: money.on_hold.minor(),
+            budget_minor: money.budget.limit.map(|limit| limit.minor()),
+            budget_mode: money.budget.mode.as_str(),
+            budget_warn_percent: money.budget.warn_percent,
+            month_start: money
+                .month
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            month_spent_minor: money.month_spent.minor(),
+        },
+        access,
+    }))
+}
+
+/// A team's money in the API.
+#[derive(Debug, Serialize)]
+pub struct ApiTeamMoney {
+    balance_minor: i64,
+    on_hold_minor: i64,
+    /// None: no budget.
+    budget_minor: Option<i64>,
+    budget_mode: &'static str,
+    budget_warn_percent: u8,
+    /// The current month (UTC) that `month_spent_minor` covers.
+    month_start: String,
+    /// What the team's bookings starting this month cost.
+    month_spent_minor: i64,
+}
+
+/// `{"budget_minor": 100000 | null, "mode": "refuse" | "warn", "warn_percent": 80}`.
+#[derive(Debug, Deserialize)]
+pub struct BudgetBody {
+    budget_minor: Option<serde_json::Value>,
+    #[serde(default = "default_mode")]
+    mode: String,
+    #[serde(default = "default_warn_percent")]
+    warn_percent: i64,
+}
+
+fn default_mode() -> String {
+    "refuse".into()
+}
+
+fn default_warn_percent() -> i64 {
+    80
+}
+
+/// `PUT /api/v1/teams/{id}/budget` (team admins): sets the monthly budget; 200 with it.
+pub async fn set_budget(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(team_id): Path<i64>,
+    body: Result<Json<BudgetBody>, JsonRejection>,
+) -> Result<Json<berth_app::domain::team::Budget>, AppError> {
+    teams::require_manage(&state.db, &actor, team_id).await?;
+    let Json(body) = body.map_err(body_error)?;
+    let limit = match body.budget_minor {
+        None | Some(serde_json::Value::Null) => None,
+        Some(raw) => Some(raw.as_i64().ok_or_else(|| {
+            AppError::invalid(
+                "budget_minor",
+                Problem::NotMinorUnits {
+                    raw: raw.to_string(),
+                },
+            )
+        })?),
+    };
+    Ok(Json(
+        teams::set_budget(
+            &state.db,
+            &actor,
+            team_id,
+            limit,
+            &body.mode,
+            body.warn_percent,
+            chrono::Utc::now(),
+        )
+        .await?,
+    ))
 }
 
 /// `{"email", "role"}` (`role` defaults to `member`).
@@ -255,6 +339,20 @@ pub struct TeamFormPost {
     user_id: Option<i64>,
     #[serde(default)]
     invitation_id: Option<i64>,
+    /// The budget in the currency as typed (`1500.00`), empty for none.
+    #[serde(default)]
+    budget: Option<String>,
+    #[serde(default)]
+    mode: Option<String>,
+    #[serde(default)]
+    warn_percent: Option<String>,
+    /// Credits for the team wallet (platform admins), in the currency as typed.
+    #[serde(default)]
+    amount: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    idempotency_key: Option<String>,
 }
 
 /// `POST /teams/{id}`: one of the team page's forms.
@@ -306,6 +404,75 @@ pub async fn team_form(
                 teams::change_member(&state.db, &actor, team_id, user_id, None, now)
                     .await
                     .map(|()| "removed")
+            }
+            "budget" => {
+                let currency = &state.portal.currency;
+                let limit = match form.budget.as_deref().map(str::trim) {
+                    None | Some("") => None,
+                    Some(raw) => Some(
+                        berth_app::domain::money::Money::parse_decimal(raw, currency)
+                            .filter(|amount| amount.minor() >= 0)
+                            .ok_or_else(|| {
+                                AppError::invalid(
+                                    "budget",
+                                    Problem::NotAnAmount {
+                                        raw: raw.to_owned(),
+                                        decimals: currency.exponent(),
+                                    },
+                                )
+                            })?
+                            .minor(),
+                    ),
+                };
+                let warn_percent = form
+                    .warn_percent
+                    .as_deref()
+                    .unwrap_or("80")
+                    .trim()
+                    .parse::<i64>()
+                    .unwrap_or(-1);
+                teams::set_budget(
+                    &state.db,
+                    &actor,
+                    team_id,
+                    limit,
+                    form.mode.as_deref().unwrap_or("refuse"),
+                    warn_percent,
+                    now,
+                )
+                .await
+                .map(|_| "budget")
+            }
+            "credits" => {
+                actor.require_platform_admin()?;
+                let currency = &state.portal.currency;
+                let raw = form.amount.as_deref().unwrap_or_default();
+                let amount = berth_app::domain::money::Money::parse_decimal(raw, currency)
+                    .filter(|amount| amount.minor() != 0)
+                    .ok_or_else(|| {
+                        AppError::invalid(
+                            "amount",
+                            Problem::NotAnAmount {
+                                raw: raw.to_owned(),
+                                decimals: currency.exponent(),
+                            },
+                        )
+                    })?;
+                berth_app::server::ledger::change_credits(
+                    &state.db,
+                    currency,
+                    berth_app::server::ledger::CreditRequest {
+                        actor_id: Some(actor.user.id),
+                        wallet: berth_app::server::ledger::CreditWallet::Team(team_id),
+                        amount_minor: amount.minor(),
+                        reason: form.reason.as_deref().unwrap_or_default(),
+                        idempotency_key: form.idempotency_key.as_deref().filter(|k| !k.is_empty()),
+                        provider: &berth_app::server::ledger::ManualProvider,
+                    },
+                    now,
+                )
+                .await
+                .map(|_| "credits")
             }
             other => Err(AppError::invalid(
                 "action",

@@ -25,7 +25,7 @@ pub(crate) async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -
         &berth_app::domain::money::Currency::new("USD", "$", 2).unwrap(),
         berth_app::server::ledger::CreditRequest {
             actor_id: None,
-            email,
+            wallet: berth_app::server::ledger::CreditWallet::User(email),
             amount_minor: TEST_CREDITS_MINOR,
             reason: "test credits",
             idempotency_key: None,

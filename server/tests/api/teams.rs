@@ -739,6 +739,299 @@ async fn authorization_matrix(backend: Backend) {
     app.stop().await;
 }
 
+const H100: &str = "NVIDIA H100 80GB HBM3";
+
+/// 09:00 UTC on the third day of next month: a window in one calendar month, whatever today is.
+fn next_month_at(hour_offset: i64) -> chrono::DateTime<chrono::Utc> {
+    let (_, next) = berth_app::domain::schedule::utc_month_of(chrono::Utc::now());
+    next + TimeDelta::days(2) + TimeDelta::hours(9 + hour_offset)
+}
+
+fn team_booking(team: i64, hour_offset: i64, hours: i64) -> Value {
+    let start = next_month_at(hour_offset);
+    json!({
+        "model": H100,
+        "count": 1,
+        "start": start.to_rfc3339(),
+        "end": (start + TimeDelta::hours(hours)).to_rfc3339(),
+        "team_id": team,
+    })
+}
+
+async fn team_balance(app: &TestApp, token: &str, team: i64) -> i64 {
+    let (status, body) = get(app, token, &format!("/api/v1/teams/{team}")).await;
+    assert_eq!(status, 200, "{body}");
+    body["money"]["balance_minor"].as_i64().unwrap()
+}
+
+async fn team_bookings_are_paid_from_the_team_wallet_within_its_budget(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let bia = unfunded_user_token(&app, "bia@example.com", PlatformRole::User).await;
+    let carl = unfunded_user_token(&app, "carl@example.com", PlatformRole::User).await;
+    let team = team_with_admin(&app, &platform, "Vision", "ana@example.com").await;
+    invitation_by_admin(&app, team, &ana, "bia@example.com").await;
+    accept(&app, "bia@example.com").await;
+
+    // Credits into the team wallet; Bia's own wallet stays empty.
+    let (status, body) = post_json(
+        &app,
+        &platform,
+        "/api/v1/admin/credits",
+        &json!({ "team_id": team, "amount_minor": 10_000, "reason": "Q1 allocation" }),
+    )
+    .await;
+    assert_eq!(
+        (status, body["team_id"].as_i64()),
+        (201, Some(team)),
+        "{body}"
+    );
+    let (status, _) = post_json(
+        &app,
+        &platform,
+        "/api/v1/admin/credits",
+        &json!({ "team_id": team, "email": "ana@example.com", "amount_minor": 1, "reason": "x" }),
+    )
+    .await;
+    assert_eq!(status, 422, "one wallet at a time");
+
+    // Budget: 1,500.00 minor units a month, warn from 50 %. Members may not change it.
+    let budget_path = format!("/api/v1/teams/{team}/budget");
+    let budget = json!({ "budget_minor": 1_500, "mode": "refuse", "warn_percent": 50 });
+    let (status, _) = send(
+        &app,
+        reqwest::Method::PUT,
+        Some(&bia),
+        &budget_path,
+        Some(budget.clone()),
+    )
+    .await;
+    assert_eq!(status, 403);
+    for (bad, field) in [
+        (json!({ "budget_minor": -5 }), "budget_minor"),
+        (json!({ "budget_minor": 10, "mode": "block" }), "mode"),
+        (
+            json!({ "budget_minor": 10, "warn_percent": 0 }),
+            "warn_percent",
+        ),
+        (json!({ "budget_minor": "ten" }), "budget_minor"),
+    ] {
+        let (status, body) = send(
+            &app,
+            reqwest::Method::PUT,
+            Some(&ana),
+            &budget_path,
+            Some(bad),
+        )
+        .await;
+        assert_eq!(
+            (status, body["field"].as_str()),
+            (422, Some(field)),
+            "{body}"
+        );
+    }
+    let (status, body) = send(
+        &app,
+        reqwest::Method::PUT,
+        Some(&ana),
+        &budget_path,
+        Some(budget),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    // 2 h of an H100 (6.98): within the budget, paid by the team.
+    let (status, first) = post_json(
+        &app,
+        &bia,
+        "/api/v1/reservations",
+        &team_booking(team, 0, 2),
+    )
+    .await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first["team"], json!([team, "Vision"]));
+    assert_eq!(first["payment_status"], "paid");
+    assert!(first.get("budget").is_none(), "{first}");
+    assert_eq!(team_balance(&app, &ana, team).await, 10_000 - 698);
+    assert_eq!(
+        db::ledger::wallet_balance(&app.db, user_id(&app, "bia@example.com").await)
+            .await
+            .unwrap()
+            .minor(),
+        0
+    );
+
+    // The second reaches half the budget: booked, with a warning.
+    let (status, second) = post_json(
+        &app,
+        &bia,
+        "/api/v1/reservations",
+        &team_booking(team, 2, 1),
+    )
+    .await;
+    assert_eq!(status, 201, "{second}");
+    assert_eq!(second["budget"]["budget"], "warn", "{second}");
+    assert_eq!(second["budget"]["spent_minor"], 698 + 349);
+
+    // A third 2 h would go over: refused with the numbers, nothing written.
+    let (status, refused) = post_json(
+        &app,
+        &bia,
+        "/api/v1/reservations",
+        &team_booking(team, 3, 2),
+    )
+    .await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (409, Some("over_budget")),
+        "{refused}"
+    );
+    assert_eq!(refused["details"]["spent_minor"], 1_047);
+    assert_eq!(refused["details"]["limit_minor"], 1_500);
+    assert_eq!(refused["details"]["price_minor"], 698);
+    assert!(
+        refused["message"].as_str().unwrap().contains("15.00 USD"),
+        "{refused}"
+    );
+    assert_eq!(team_balance(&app, &ana, team).await, 10_000 - 1_047);
+
+    // Outsiders cannot book for the team, and cannot tell it exists.
+    let (status, _) = post_json(
+        &app,
+        &carl,
+        "/api/v1/reservations",
+        &team_booking(team, 5, 1),
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    // Cancelled (weeks ahead: a full refund), the money goes back to the team wallet and the
+    // month's bookings shrink, so the third fits now.
+    let id = first["id"].as_i64().unwrap();
+    let (status, cancelled) = send(
+        &app,
+        reqwest::Method::DELETE,
+        Some(&bia),
+        &format!("/api/v1/reservations/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(team_balance(&app, &ana, team).await, 10_000 - 349);
+    let (status, third) = post_json(
+        &app,
+        &bia,
+        "/api/v1/reservations",
+        &team_booking(team, 3, 2),
+    )
+    .await;
+    assert_eq!(status, 201, "{third}");
+
+    // In warn mode, going over is booked with a warning.
+    let (status, _) = send(
+        &app,
+        reqwest::Method::PUT,
+        Some(&ana),
+        &budget_path,
+        Some(json!({ "budget_minor": 1_500, "mode": "warn", "warn_percent": 90 })),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, over) = post_json(
+        &app,
+        &bia,
+        "/api/v1/reservations",
+        &team_booking(team, 6, 3),
+    )
+    .await;
+    assert_eq!(status, 201, "{over}");
+    assert_eq!(over["budget"]["spent_minor"], 349 + 698 + 1_047);
+    let (_, shown) = get(&app, &ana, &format!("/api/v1/teams/{team}")).await;
+    assert_eq!(shown["money"]["budget_mode"], "warn");
+
+    // The budget changes are in the team's audit log with before and after.
+    let (_, log) = get(
+        &app,
+        &ana,
+        &format!("/api/v1/teams/{team}/audit?action=team.budget"),
+    )
+    .await;
+    let log = log.as_array().unwrap();
+    assert_eq!(log.len(), 2);
+    let after: Value = serde_json::from_str(log[0]["after"].as_str().unwrap()).unwrap();
+    assert_eq!(after["mode"], "warn");
+    assert!(db::ledger::audit(&app.db).await.unwrap().is_clean());
+    app.stop().await;
+}
+
+async fn concurrent_team_bookings_never_exceed_the_budget(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let team = team_with_admin(&app, &platform, "Racing", "ana@example.com").await;
+    let mut members = vec![ana.clone()];
+    for i in 0..3 {
+        let email = format!("m{i}@example.com");
+        members.push(unfunded_user_token(&app, &email, PlatformRole::User).await);
+        invitation_by_admin(&app, team, &ana, &email).await;
+        accept(&app, &email).await;
+    }
+    post_json(
+        &app,
+        &platform,
+        "/api/v1/admin/credits",
+        &json!({ "team_id": team, "amount_minor": 1_000_000, "reason": "plenty" }),
+    )
+    .await;
+    // Room for exactly three 1 h H100 bookings (3 × 3.49).
+    send(
+        &app,
+        reqwest::Method::PUT,
+        Some(&ana),
+        &format!("/api/v1/teams/{team}/budget"),
+        Some(json!({ "budget_minor": 3 * 349 + 100, "mode": "refuse", "warn_percent": 100 })),
+    )
+    .await;
+    let mut requests = tokio::task::JoinSet::new();
+    for i in 0..8 {
+        let (url, token) = (
+            app.url("/api/v1/reservations"),
+            members[i % members.len()].clone(),
+        );
+        let body = team_booking(team, 0, 1);
+        requests.spawn(async move {
+            let response = crate::helpers::client()
+                .post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        });
+    }
+    let results = requests.join_all().await;
+    let booked = results.iter().filter(|(s, _)| *s == 201).count();
+    let over = results
+        .iter()
+        .filter(|(s, b)| *s == 409 && b["code"] == "over_budget")
+        .count();
+    assert_eq!((booked, over), (3, 5), "{results:?}");
+    let (month, next) = berth_app::domain::schedule::utc_month_of(next_month_at(0));
+    let spent = db::teams::month_spend(&app.db, team, month, next)
+        .await
+        .unwrap();
+    assert_eq!(spent.minor(), 3 * 349);
+    assert_eq!(team_balance(&app, &ana, team).await, 1_000_000 - 3 * 349);
+    assert!(db::ledger::audit(&app.db).await.unwrap().is_clean());
+    app.stop().await;
+}
+
 crate::on_both_backends!(
     invited_member_joins_at_sign_in_and_sees_the_team,
     invitations_are_validated_and_one_per_address,
@@ -746,4 +1039,6 @@ crate::on_both_backends!(
     the_team_page_forms_work_without_javascript,
     the_audit_log_is_append_only_and_records_money_and_admin_actions,
     authorization_matrix,
+    team_bookings_are_paid_from_the_team_wallet_within_its_budget,
+    concurrent_team_bookings_never_exceed_the_budget,
 );

@@ -58,8 +58,10 @@ pub fn BookingPanel(
             .copied()
             .unwrap_or(ChargeMode::AtBooking)
     }));
-    // The offers (after a clash, or found) book with the same payment choice.
+    // The offers (after a clash, or found) book with the same payment and team choice.
     provide_context(charge);
+    let payer = Payer(RwSignal::new(None));
+    provide_context(payer);
     let key = move || form_key(view);
     let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
     let gpu_of = move |gpu_id: i64| {
@@ -96,6 +98,7 @@ pub fn BookingPanel(
                 end: end.to_rfc3339(),
                 charge: Some(charge.get_untracked().as_str().to_owned()),
                 idempotency_key: Some(key()),
+                team_id: payer.0.get_untracked(),
             });
         }
     };
@@ -137,8 +140,9 @@ pub fn BookingPanel(
                     </dd>
                     <dt>{text(view, PanelText::Price)}</dt>
                     <dd class="panel-price"><MoneyText amount=Money::from_minor(price) currency=currency.clone() /></dd>
+                    <PayerChoice view payer />
                     <ChargeChoice view charge />
-                    <BalanceAfter view price=Money::from_minor(price) currency />
+                    <BalanceAfter view payer price=Money::from_minor(price) currency />
                 </dl>
             }
         })
@@ -187,7 +191,11 @@ pub fn BookingPanel(
                             <input type="hidden" name="end" value=local_input(end) />
                             {summary}
                         }),
-                        None => Either::Right(view! { <NoJsFields view /> <ChargeChoice view charge as_field=true /> }),
+                        None => Either::Right(view! {
+                            <NoJsFields view />
+                            <PayerChoice view payer as_field=true />
+                            <ChargeChoice view charge as_field=true />
+                        }),
                     }}
                     <button type="submit" class="button-primary" disabled=move || book.pending().get()>
                         {text(view, PanelText::Book)}
@@ -198,6 +206,44 @@ pub fn BookingPanel(
             <FindSlot view book />
         </aside>
     }
+}
+
+/// Who pays: the viewer, or one of their teams (its wallet, within its budget).
+#[derive(Clone, Copy)]
+struct Payer(RwSignal<Option<i64>>);
+
+/// Personal or for a team: a choice when the viewer belongs to a team.
+#[component]
+fn PayerChoice(
+    view: StoredValue<CalendarView>,
+    payer: Payer,
+    /// A labelled form field rather than a fact of the summary.
+    #[prop(optional)]
+    as_field: bool,
+) -> impl IntoView {
+    let teams = view.with_value(|v| v.payment.teams.clone());
+    if teams.is_empty() {
+        return None;
+    }
+    let title = text(view, PanelText::BookFor);
+    let payer = payer.0;
+    let select = view! {
+        <select name="team_id" aria-label=title.clone()
+            on:change=move |ev| payer.set(event_target_value(&ev).parse::<i64>().ok())>
+            <option value="" selected=move || payer.get().is_none()>{text(view, PanelText::Personal)}</option>
+            {teams.into_iter().map(|(id, name, _)| view! {
+                <option value=id selected=move || payer.get() == Some(id)>{name}</option>
+            }).collect_view()}
+        </select>
+    };
+    Some(if as_field {
+        Either::Left(view! { <label class="field panel-payer">{title}{select}</label> })
+    } else {
+        Either::Right(view! {
+            <dt>{title}</dt>
+            <dd class="panel-payer">{select}</dd>
+        })
+    })
 }
 
 /// How the booking is paid: a choice when the portal offers both modes. (Its texts, like the
@@ -246,14 +292,27 @@ fn ChargeChoice(
 #[component]
 fn BalanceAfter(
     view: StoredValue<CalendarView>,
+    payer: Payer,
     price: Money,
     currency: crate::domain::money::Currency,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let after = view.with_value(|v| v.payment.balance_after(price));
-    let amount = money_string(i18n, Money::from_minor(after), &currency);
+    move || {
+        let team = payer.0.get();
+        let after = view.with_value(|v| v.payment.balance_after(team, price));
+        balance_after_view(view, i18n, after, &currency)
+    }
+}
+
+fn balance_after_view(
+    view: StoredValue<CalendarView>,
+    i18n: leptos_i18n::I18nContext<Locale>,
+    after: i64,
+    currency: &crate::domain::money::Currency,
+) -> impl IntoView + use<> {
+    let amount = money_string(i18n, Money::from_minor(after), currency);
     let short = (after < 0).then(|| {
-        let missing = money_string(i18n, Money::from_minor(-after), &currency);
+        let missing = money_string(i18n, Money::from_minor(-after), currency);
         view! {
             <dd class="panel-short" role="status">
                 {text(view, PanelText::Short).replace("{missing}", &missing)}
@@ -363,6 +422,7 @@ fn OfferRow(
         offer.model
     );
     let charge = use_context::<RwSignal<ChargeMode>>();
+    let payer = use_context::<Payer>();
     let on_click = {
         let offer = offer.clone();
         move |_| {
@@ -373,6 +433,7 @@ fn OfferRow(
                 end: offer.window.end().to_rfc3339(),
                 charge: charge.map(|charge| charge.get_untracked().as_str().to_owned()),
                 idempotency_key: Some(form_key(view)),
+                team_id: payer.and_then(|payer| payer.0.get_untracked()),
             });
         }
     };

@@ -44,10 +44,10 @@ pub struct TransactionRecord<'a> {
 #[derive(Debug, thiserror::Error)]
 pub enum PostError {
     /// A wallet would go below zero; nothing was written.
-    #[error("wallet of user {user_id} is short by {missing:?}")]
+    #[error("{account:?} is short by {missing:?}")]
     InsufficientFunds {
-        /// The wallet's owner.
-        user_id: i64,
+        /// The wallet.
+        account: Account,
         /// How much more it would need.
         missing: Money,
     },
@@ -61,28 +61,32 @@ pub async fn account_id(db: &impl ConnectionTrait, account: Account) -> Result<i
     let find = || {
         let query =
             ledger_account::Entity::find().filter(ledger_account::Column::Kind.eq(account.kind()));
-        match account.user_id() {
+        let query = match account.user_id() {
             Some(user) => query.filter(ledger_account::Column::UserId.eq(user)),
             None => query.filter(ledger_account::Column::UserId.is_null()),
+        };
+        match account.team_id() {
+            Some(team) => query.filter(ledger_account::Column::TeamId.eq(team)),
+            None => query.filter(ledger_account::Column::TeamId.is_null()),
         }
     };
     if let Some(row) = find().one(db).await? {
         return Ok(row.id);
     }
-    let Some(user) = account.user_id() else {
+    if !account.may_not_go_negative() {
         return Err(DbErr::RecordNotFound(format!(
             "the {} account (created by the ledger migration)",
             account.kind()
         )));
-    };
-    // Two first postings for one user at once (PostgreSQL) both get here: one inserts, the
+    }
+    // Two first postings for one wallet at once (PostgreSQL) both get here: one inserts, the
     // other's insert does nothing, and both read the one row.
-    create_wallet(db, user).await?;
+    create_account(db, account).await?;
     find()
         .one(db)
         .await?
         .map(|row| row.id)
-        .ok_or_else(|| DbErr::RecordNotFound(format!("wallet of user {user}")))
+        .ok_or_else(|| DbErr::RecordNotFound(format!("{account:?}")))
 }
 
 /// Writes `posting` as one transaction described by `record`; returns its id. Run it inside a
@@ -100,9 +104,9 @@ pub async fn post(
     // Wallets in id order, so two postings that touch the same wallets lock them in one order.
     resolved.sort_by_key(|(_, id, _)| *id);
     for (account, id, amount) in &resolved {
-        let Account::Wallet(user_id) = *account else {
+        if !account.may_not_go_negative() {
             continue;
-        };
+        }
         let moved = ledger_account::Entity::update_many()
             .col_expr(
                 ledger_account::Column::BalanceMinor,
@@ -122,7 +126,7 @@ pub async fn post(
                 .await?
                 .map_or(0, |row| row.balance_minor);
             return Err(PostError::InsufficientFunds {
-                user_id,
+                account: *account,
                 missing: Money::from_minor(-(balance + amount.minor())),
             });
         }
@@ -167,7 +171,7 @@ pub async fn transfer(
     post(db, record, &posting).await
 }
 
-/// Charges reservation `row`'s price to its owner's wallet (inside the caller's transaction,
+/// Charges reservation `row`'s price to the wallet that pays it ([`payer`]) (inside the caller's transaction,
 /// which also marks it paid). `actor`: who booked, or None for the payment job.
 pub async fn charge(
     db: &impl ConnectionTrait,
@@ -188,14 +192,22 @@ pub async fn charge(
     transfer(
         db,
         &record,
-        Account::Wallet(row.owner_id),
+        payer(row),
         Account::Revenue,
         Money::from_minor(row.price_minor),
     )
     .await
 }
 
-/// Refunds `amount` of reservation `row`'s charge `charge_id` to its owner's wallet.
+/// The wallet that pays reservation `row`: its team's for a team booking, else its owner's.
+pub fn payer(row: &reservation::Model) -> Account {
+    match row.team_id {
+        Some(team) => Account::TeamWallet(team),
+        None => Account::Wallet(row.owner_id),
+    }
+}
+
+/// Refunds `amount` of reservation `row`'s charge `charge_id` to the wallet that paid it.
 pub async fn refund(
     db: &impl ConnectionTrait,
     row: &reservation::Model,
@@ -214,38 +226,49 @@ pub async fn refund(
         provider: None,
         at,
     };
-    transfer(
-        db,
-        &record,
-        Account::Revenue,
-        Account::Wallet(row.owner_id),
-        amount,
-    )
-    .await
-    .map_err(|err| match err {
-        PostError::Db(err) => err,
-        // Money goes into the wallet: it cannot run short.
-        other => DbErr::Custom(other.to_string()),
-    })
+    transfer(db, &record, Account::Revenue, payer(row), amount)
+        .await
+        .map_err(|err| match err {
+            PostError::Db(err) => err,
+            // Money goes into the wallet: it cannot run short.
+            other => DbErr::Custom(other.to_string()),
+        })
 }
 
 /// Creates `user_id`'s wallet if it does not exist; true when this call created it (of several
 /// concurrent calls, exactly one).
 pub async fn create_wallet(db: &impl ConnectionTrait, user_id: i64) -> Result<bool, DbErr> {
-    let inserted = ledger_account::Entity::insert(ledger_account::ActiveModel {
+    create_account(db, Account::Wallet(user_id)).await
+}
+
+/// Creates the wallet `account` (a user's or a team's) if it does not exist; true when this
+/// call created it.
+async fn create_account(db: &impl ConnectionTrait, account: Account) -> Result<bool, DbErr> {
+    let row = ledger_account::ActiveModel {
         id: NotSet,
-        kind: Set("wallet".to_owned()),
-        user_id: Set(Some(user_id)),
+        kind: Set(account.kind().to_owned()),
+        user_id: Set(account.user_id()),
+        team_id: Set(account.team_id()),
         balance_minor: Set(0),
         created_at: Set(Utc::now()),
-    })
-    .on_conflict(
-        OnConflict::columns([ledger_account::Column::Kind, ledger_account::Column::UserId])
-            .do_nothing()
-            .to_owned(),
-    )
-    .exec_without_returning(db)
-    .await?;
+    };
+    // Each kind of wallet has its own unique index (a partial one for teams, which PostgreSQL
+    // cannot name as an ON CONFLICT target without its predicate): insert only when missing.
+    let inserted = if account.user_id().is_some() {
+        ledger_account::Entity::insert(row)
+            .on_conflict(
+                OnConflict::columns([ledger_account::Column::Kind, ledger_account::Column::UserId])
+                    .do_nothing()
+                    .to_owned(),
+            )
+            .exec_without_returning(db)
+            .await?
+    } else {
+        ledger_account::Entity::insert(row)
+            .on_conflict(OnConflict::new().do_nothing().to_owned())
+            .exec_without_returning(db)
+            .await?
+    };
     Ok(inserted == 1)
 }
 
@@ -306,7 +329,7 @@ async fn refund_or_charge(
                 sea_orm::sea_query::Query::select()
                     .column(ledger_account::Column::Id)
                     .from(ledger_account::Entity)
-                    .and_where(ledger_account::Column::Kind.eq("wallet"))
+                    .and_where(ledger_account::Column::Kind.is_in(["wallet", "team_wallet"]))
                     .to_owned(),
             ),
         )
@@ -332,13 +355,21 @@ pub async fn balances(
 
 /// A wallet's cached balance (zero for a user who never had one).
 pub async fn wallet_balance(db: &impl ConnectionTrait, user_id: i64) -> Result<Money, DbErr> {
+    account_balance(db, Account::Wallet(user_id)).await
+}
+
+/// The cached balance of the wallet `account` (a user's or a team's; 0 before its first
+/// posting).
+pub async fn account_balance(db: &impl ConnectionTrait, account: Account) -> Result<Money, DbErr> {
+    let query =
+        ledger_account::Entity::find().filter(ledger_account::Column::Kind.eq(account.kind()));
+    let query = match (account.user_id(), account.team_id()) {
+        (Some(user), _) => query.filter(ledger_account::Column::UserId.eq(user)),
+        (None, Some(team)) => query.filter(ledger_account::Column::TeamId.eq(team)),
+        (None, None) => return Ok(Money::ZERO),
+    };
     Ok(Money::from_minor(
-        ledger_account::Entity::find()
-            .filter(ledger_account::Column::Kind.eq("wallet"))
-            .filter(ledger_account::Column::UserId.eq(user_id))
-            .one(db)
-            .await?
-            .map_or(0, |row| row.balance_minor),
+        query.one(db).await?.map_or(0, |row| row.balance_minor),
     ))
 }
 
@@ -474,13 +505,13 @@ pub async fn audit(db: &impl ConnectionTrait) -> Result<Audit, DbErr> {
     .await?;
     let drifted = IdRow::find_by_statement(ids("SELECT a.id AS id FROM ledger_accounts a \
          LEFT JOIN ledger_entries e ON e.account_id = a.id \
-         WHERE a.kind = 'wallet' \
+         WHERE a.kind IN ('wallet', 'team_wallet') \
          GROUP BY a.id, a.balance_minor \
          HAVING a.balance_minor <> COALESCE(SUM(e.amount_minor), 0)"))
     .all(db)
     .await?;
     let negative = IdRow::find_by_statement(ids(
-        "SELECT id FROM ledger_accounts WHERE kind = 'wallet' AND balance_minor < 0",
+        "SELECT id FROM ledger_accounts WHERE kind IN ('wallet', 'team_wallet') AND balance_minor < 0",
     ))
     .all(db)
     .await?;

@@ -90,17 +90,24 @@ pub async fn run(
     settle_all(db, &ids, Some(policy), now, checkpoint).await
 }
 
-/// Tries at once to pay `user_id`'s reservations that are due (credits just arrived). Releasing
-/// is left to the job.
+/// Tries at once to pay the reservations that `wallet` (a user's or a team's) pays and that are
+/// due (credits just arrived). Releasing is left to the job.
 pub async fn retry_for(
     db: &DatabaseConnection,
-    user_id: i64,
+    wallet: crate::domain::ledger::Account,
     now: DateTime<Utc>,
 ) -> Result<Outcome, DbErr> {
+    let payer = match (wallet.user_id(), wallet.team_id()) {
+        (Some(user), _) => sea_orm::Condition::all()
+            .add(reservation::Column::OwnerId.eq(user))
+            .add(reservation::Column::TeamId.is_null()),
+        (None, Some(team)) => sea_orm::Condition::all().add(reservation::Column::TeamId.eq(team)),
+        (None, None) => return Ok(Outcome::default()),
+    };
     let ids: Vec<i64> = reservation::Entity::find()
         .select_only()
         .column(reservation::Column::Id)
-        .filter(reservation::Column::OwnerId.eq(user_id))
+        .filter(payer)
         .filter(reservation::Column::Status.eq("confirmed"))
         .filter(reservation::Column::PaymentStatus.eq("due"))
         .order_by_asc(reservation::Column::ChargeAt)
@@ -249,13 +256,15 @@ pub async fn due(db: &impl ConnectionTrait) -> Result<Vec<reservation::Model>, D
         .await
 }
 
-/// `user_id`'s confirmed reservations not charged yet (pending or due), soonest start first.
+/// The confirmed reservations that `user_id`'s own wallet pays (not team bookings) and that are
+/// not charged yet (pending or due), soonest start first.
 pub async fn unpaid_of(
     db: &impl ConnectionTrait,
     user_id: i64,
 ) -> Result<Vec<reservation::Model>, DbErr> {
     reservation::Entity::find()
         .filter(reservation::Column::OwnerId.eq(user_id))
+        .filter(reservation::Column::TeamId.is_null())
         .filter(reservation::Column::Status.eq("confirmed"))
         .filter(reservation::Column::PaymentStatus.is_in(["pending", "due"]))
         .order_by_asc(reservation::Column::StartAt)
@@ -269,10 +278,26 @@ pub fn held(unpaid: &[reservation::Model]) -> crate::domain::money::Money {
     crate::domain::money::Money::from_minor(unpaid.iter().map(|row| row.price_minor).sum())
 }
 
-/// How many of `user_id`'s confirmed reservations have their payment due.
+/// The confirmed team bookings of `team_id` not charged yet, soonest start first.
+pub async fn unpaid_of_team(
+    db: &impl ConnectionTrait,
+    team_id: i64,
+) -> Result<Vec<reservation::Model>, DbErr> {
+    reservation::Entity::find()
+        .filter(reservation::Column::TeamId.eq(team_id))
+        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::PaymentStatus.is_in(["pending", "due"]))
+        .order_by_asc(reservation::Column::StartAt)
+        .order_by_asc(reservation::Column::Id)
+        .all(db)
+        .await
+}
+
+/// How many of the reservations `user_id`'s own wallet pays have their payment due.
 pub async fn count_due(db: &impl ConnectionTrait, user_id: i64) -> Result<u32, DbErr> {
     let count = reservation::Entity::find()
         .filter(reservation::Column::OwnerId.eq(user_id))
+        .filter(reservation::Column::TeamId.is_null())
         .filter(reservation::Column::Status.eq("confirmed"))
         .filter(reservation::Column::PaymentStatus.eq("due"))
         .count(db)

@@ -9,7 +9,7 @@
 //! refuses more than a whole GPU whatever the application does.
 
 use crate::domain::ledger::RefundPolicy;
-use crate::domain::money::Currency;
+use crate::domain::money::{Currency, Money};
 use crate::domain::payment::{ChargeMode, ChargePlan, ChargePolicy};
 use crate::domain::problem::Problem;
 use crate::domain::reservation::{
@@ -20,6 +20,7 @@ use crate::domain::schedule::{
     Occupancy, SLOT_MINUTES, Share, WHOLE_GPU, Window, earliest_fit, first_overflow, fits,
     price_minor,
 };
+use crate::domain::team::BudgetCheck;
 use crate::error::AppError;
 use crate::server::db::begin_write;
 use crate::server::db::idempotency::{Claim, IdempotencyKey, replayed};
@@ -452,6 +453,37 @@ async fn try_book(
         .map(|g| price_minor(g.hourly_price_minor, quarters, &window))
         .sum();
     let first = &chosen[0];
+    // A team booking stays within the team's monthly budget: the team's row is locked (after
+    // the GPUs, in every booking) so that two bookings cannot both take its last part.
+    let budget = match request.team_id {
+        None => None,
+        Some(team_id) => {
+            let budget = super::teams::lock_budget(&txn, team_id)
+                .await?
+                .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+            let (from, to) = crate::domain::schedule::utc_month_of(window.start());
+            let spent = super::teams::month_spend(&txn, team_id, from, to).await?;
+            match budget.check(spent, Money::from_minor(price)) {
+                BudgetCheck::Over {
+                    spent_minor,
+                    limit_minor,
+                    price_minor,
+                } => {
+                    return Err(AppError::Conflict(Problem::OverBudget {
+                        spent_minor,
+                        limit_minor,
+                        price_minor,
+                        spent: amount_text(spent_minor, currency),
+                        limit: amount_text(limit_minor, currency),
+                        price: amount_text(price_minor, currency),
+                    })
+                    .into());
+                }
+                BudgetCheck::Within => None,
+                warn @ BudgetCheck::Warn { .. } => Some(warn),
+            }
+        }
+    };
     let plan = charge.plan(request.charge, window.start(), now);
     let (payment_status, charge_mode, charge_at) = match plan {
         _ if price == 0 => (PaymentStatus::Free, ChargeMode::AtBooking, None),
@@ -474,6 +506,7 @@ async fn try_book(
         charge_mode: Set(charge_mode.as_str().to_owned()),
         charge_at: Set(charge_at),
         released_reason: Set(None),
+        team_id: Set(request.team_id),
         ..Default::default()
     }
     .insert(&txn)
@@ -500,7 +533,8 @@ async fn try_book(
     .await?;
     let ids: Vec<i64> = chosen.iter().map(|g| g.id).collect();
     add_slot_load(&txn, &ids, &window, i16::from(quarters)).await?;
-    let reservation = reservation_view(&txn, row, now).await?;
+    let mut reservation = reservation_view(&txn, row, now).await?;
+    reservation.budget = budget;
     if let Some(key) = idempotency {
         super::idempotency::record(&txn, key, 201, &reservation).await?;
     }
@@ -995,6 +1029,20 @@ pub async fn views(
         .into_iter()
         .map(|u| (u.id, u.name))
         .collect();
+    let mut team_ids: Vec<i64> = rows.iter().filter_map(|r| r.team_id).collect();
+    team_ids.sort_unstable();
+    team_ids.dedup();
+    let teams: HashMap<i64, String> = if team_ids.is_empty() {
+        HashMap::new()
+    } else {
+        crate::server::entity::team::Entity::find()
+            .filter(crate::server::entity::team::Column::Id.is_in(team_ids))
+            .all(db)
+            .await?
+            .into_iter()
+            .map(|t| (t.id, t.name))
+            .collect()
+    };
     let nodes: HashMap<i64, String> = node::Entity::find()
         .filter(node::Column::Id.is_in(rows.iter().map(|r| r.node_id).collect::<Vec<_>>()))
         .all(db)
@@ -1037,6 +1085,10 @@ pub async fn views(
                     .as_deref()
                     .and_then(ReleaseReason::parse),
                 created_at: row.created_at,
+                team: row
+                    .team_id
+                    .map(|id| (id, teams.get(&id).cloned().unwrap_or_default())),
+                budget: None,
             })
         })
         .collect()
@@ -1088,4 +1140,13 @@ pub async fn maintenance_overlapping(
             Ok((m.gpu_id, window, m.reason))
         })
         .collect()
+}
+
+/// `minor` units as `12.50 USD`, for messages the API writes.
+fn amount_text(minor: i64, currency: &Currency) -> String {
+    format!(
+        "{} {}",
+        Money::from_minor(minor).to_decimal_string(currency),
+        currency.code()
+    )
 }

@@ -1,10 +1,11 @@
 //! Teams and their members.
 
+use crate::domain::money::Money;
 use crate::domain::team::{
-    Invitation, TeamMember, TeamMembership, TeamName, TeamRole, TeamSummary,
+    Budget, BudgetMode, Invitation, TeamMember, TeamMembership, TeamName, TeamRole, TeamSummary,
 };
 use crate::domain::user::Email;
-use crate::server::entity::{team, team_invitation, team_member, user};
+use crate::server::entity::{reservation, team, team_invitation, team_member, user};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
@@ -393,4 +394,83 @@ pub async fn summaries(
             }
         })
         .collect())
+}
+
+/// The team's budget, reading the team's row with a lock held until `txn` ends (PostgreSQL
+/// `FOR UPDATE`; SQLite's write transaction holds its lock already); `None`: no such team.
+pub async fn lock_budget(
+    txn: &impl ConnectionTrait,
+    team_id: i64,
+) -> Result<Option<Budget>, DbErr> {
+    let mut query = team::Entity::find_by_id(team_id);
+    if txn.get_database_backend() == DbBackend::Postgres {
+        query = query.lock_exclusive();
+    }
+    query
+        .one(txn)
+        .await?
+        .map(|row| stored_budget(&row))
+        .transpose()
+}
+
+/// The team's budget; `None`: no such team.
+pub async fn budget(db: &impl ConnectionTrait, team_id: i64) -> Result<Option<Budget>, DbErr> {
+    team::Entity::find_by_id(team_id)
+        .one(db)
+        .await?
+        .map(|row| stored_budget(&row))
+        .transpose()
+}
+
+fn stored_budget(row: &team::Model) -> Result<Budget, DbErr> {
+    Ok(Budget {
+        limit: row.budget_minor.map(Money::from_minor),
+        mode: BudgetMode::parse(&row.budget_mode)
+            .ok_or_else(|| DbErr::Custom(format!("teams.id={}: budget_mode", row.id)))?,
+        warn_percent: u8::try_from(row.budget_warn_percent)
+            .map_err(|_| DbErr::Custom(format!("teams.id={}: budget_warn_percent", row.id)))?,
+    })
+}
+
+/// Stores the team's budget.
+pub async fn set_budget(
+    db: &impl ConnectionTrait,
+    team_id: i64,
+    budget: &Budget,
+) -> Result<(), DbErr> {
+    team::Entity::update_many()
+        .col_expr(
+            team::Column::BudgetMinor,
+            Expr::value(budget.limit.map(Money::minor)),
+        )
+        .col_expr(team::Column::BudgetMode, Expr::value(budget.mode.as_str()))
+        .col_expr(
+            team::Column::BudgetWarnPercent,
+            Expr::value(i16::from(budget.warn_percent)),
+        )
+        .filter(team::Column::Id.eq(team_id))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// What the team's confirmed bookings starting in `[from, to)` cost: what counts against its
+/// budget for that month.
+pub async fn month_spend(
+    db: &impl ConnectionTrait,
+    team_id: i64,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Money, DbErr> {
+    let prices: Vec<i64> = reservation::Entity::find()
+        .select_only()
+        .column(reservation::Column::PriceMinor)
+        .filter(reservation::Column::TeamId.eq(team_id))
+        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::StartAt.gte(from))
+        .filter(reservation::Column::StartAt.lt(to))
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(Money::from_minor(prices.into_iter().sum()))
 }

@@ -9,7 +9,7 @@ pub struct Model {
     /// Primary key.
     #[sea_orm(primary_key)]
     pub id: i64,
-    /// `wallet`, `revenue` or `funding`.
+    /// `wallet`, `team_wallet`, `revenue` or `funding`.
     pub kind: String,
     /// The wallet's owner (NULL for the platform's accounts).
     pub user_id: Option<i64>,
@@ -18,6 +18,8 @@ pub struct Model {
     pub balance_minor: i64,
     /// Creation time (UTC).
     pub created_at: DateTimeUtc,
+    /// The owning team of a `team_wallet`.
+    pub team_id: Option<i64>,
 }
 
 /// Relations of `ledger_accounts` (none navigated).

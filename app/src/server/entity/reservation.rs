@@ -40,6 +40,8 @@ pub struct Model {
     pub charge_at: Option<DateTimeUtc>,
     /// Why Berth released it: `unpaid`, `maintenance` or `retired` (None: cancelled by a person, or not).
     pub released_reason: Option<String>,
+    /// The team it was booked for (paid from the team's wallet); None: a personal booking.
+    pub team_id: Option<i64>,
 }
 
 /// Relations of `reservations`.

@@ -13,6 +13,12 @@ pub struct Model {
     pub name: String,
     /// Creation time (UTC).
     pub created_at: DateTimeUtc,
+    /// Monthly budget in minor units (None: no budget).
+    pub budget_minor: Option<i64>,
+    /// `refuse` (bookings over the budget are refused) or `warn` (only warned).
+    pub budget_mode: String,
+    /// Share of the budget (percent) from which bookings carry a warning.
+    pub budget_warn_percent: i16,
 }
 
 /// Relations of `teams`.

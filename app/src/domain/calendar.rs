@@ -420,6 +420,7 @@ mod tests {
             quarters,
             kind: BlockKind::Booked,
             reservation_id: None,
+            who: None,
         }
     }
 

@@ -262,6 +262,8 @@ pub enum BlockKind {
     Mine,
     /// Someone else's booking (no details shown).
     Booked,
+    /// A booking for one of the viewer's teams by a teammate (shown with their name).
+    Team,
     /// Maintenance: not bookable.
     Maintenance,
 }
@@ -279,6 +281,9 @@ pub struct BusyBlock {
     pub kind: BlockKind,
     /// The reservation, for the viewer's own bookings only.
     pub reservation_id: Option<i64>,
+    /// Who booked it and for which team, for a teammate's team booking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub who: Option<String>,
 }
 
 /// The busy blocks of one GPU in a range.

@@ -372,23 +372,46 @@ async fn busy_blocks(
 ) -> Result<std::collections::HashMap<i64, Vec<BusyBlock>>, AppError> {
     let mut busy: std::collections::HashMap<i64, Vec<BusyBlock>> =
         gpus.iter().map(|id| (*id, Vec::new())).collect();
-    let (holds, maintenance) = tokio::try_join!(
+    let (holds, maintenance, teams) = tokio::try_join!(
         db::reservations::holds_on(&state.db, gpus, range),
         db::reservations::maintenance_overlapping(&state.db, range),
+        db::teams::memberships_of(&state.db, actor.user.id),
     )?;
+    // Teammates' bookings for a shared team show who booked them; others stay anonymous.
+    let teammate_of = |hold: &db::reservations::Hold| {
+        hold.team_id.and_then(|team| {
+            teams
+                .iter()
+                .find(|t| t.team_id == team)
+                .map(|t| t.team_name.clone())
+        })
+    };
+    let mut teammates: Vec<i64> = holds
+        .iter()
+        .filter(|hold| hold.owner_id != actor.user.id && teammate_of(hold).is_some())
+        .map(|hold| hold.owner_id)
+        .collect();
+    teammates.sort_unstable();
+    teammates.dedup();
+    let names = db::users::names_of(&state.db, &teammates).await?;
     for hold in holds {
         let mine = hold.owner_id == actor.user.id;
+        let team = if mine { None } else { teammate_of(&hold) };
         if let Some(blocks) = busy.get_mut(&hold.gpu_id) {
             blocks.push(BusyBlock {
                 start: hold.window.start(),
                 end: hold.window.end(),
                 quarters: hold.quarters,
-                kind: if mine {
-                    BlockKind::Mine
-                } else {
-                    BlockKind::Booked
+                kind: match (mine, &team) {
+                    (true, _) => BlockKind::Mine,
+                    (false, Some(_)) => BlockKind::Team,
+                    (false, None) => BlockKind::Booked,
                 },
                 reservation_id: mine.then_some(hold.reservation_id),
+                who: team.map(|team| {
+                    let name = names.get(&hold.owner_id).cloned().unwrap_or_default();
+                    format!("{name} · {team}")
+                }),
             });
         }
     }
@@ -400,6 +423,7 @@ async fn busy_blocks(
                 quarters: crate::domain::schedule::WHOLE_GPU,
                 kind: BlockKind::Maintenance,
                 reservation_id: None,
+                who: None,
             });
         }
     }

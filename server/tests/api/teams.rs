@@ -741,6 +741,10 @@ async fn authorization_matrix(backend: Backend) {
 
 const H100: &str = "NVIDIA H100 80GB HBM3";
 
+fn urlencode(raw: &str) -> String {
+    url::form_urlencoded::byte_serialize(raw.as_bytes()).collect()
+}
+
 /// 09:00 UTC on the third day of next month: a window in one calendar month, whatever today is.
 fn next_month_at(hour_offset: i64) -> chrono::DateTime<chrono::Utc> {
     let (_, next) = berth_app::domain::schedule::utc_month_of(chrono::Utc::now());
@@ -861,6 +865,39 @@ async fn team_bookings_are_paid_from_the_team_wallet_within_its_budget(backend: 
             .minor(),
         0
     );
+
+    // Teammates see who booked it on the calendar; others only that it is booked.
+    let start = next_month_at(0);
+    let query = format!(
+        "/api/v1/availability?from={}&to={}&model={}",
+        urlencode(&start.to_rfc3339()),
+        urlencode(&(start + TimeDelta::hours(2)).to_rfc3339()),
+        urlencode(H100)
+    );
+    let block_of = |gpus: &Value| -> Value {
+        gpus.as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|gpu| gpu["busy"].as_array().cloned().unwrap_or_default())
+            .find(|block| {
+                block["start"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with(&start.format("%Y-%m-%dT%H").to_string()))
+            })
+            .expect("the team booking's block")
+    };
+    let (status, seen) = get(&app, &ana, &query).await;
+    assert_eq!(status, 200, "{seen}");
+    let block = block_of(&seen);
+    assert_eq!(
+        (block["kind"].as_str(), block["who"].as_str()),
+        (Some("team"), Some("bia · Vision")),
+        "{block}"
+    );
+    let (_, seen) = get(&app, &carl, &query).await;
+    let block = block_of(&seen);
+    assert_eq!(block["kind"], "booked");
+    assert!(block.get("who").is_none(), "{block}");
 
     // The second reaches half the budget: booked, with a warning.
     let (status, second) = post_json(

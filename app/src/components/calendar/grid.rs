@@ -118,6 +118,7 @@ fn Legend() -> impl IntoView {
         <ul class="cal-legend" aria-label=move || t_string!(i18n, calendar_legend).to_string()>
             <li><span class="swatch swatch-free"></span>{t!(i18n, calendar_free)}</li>
             <li><span class="swatch swatch-mine"></span>{t!(i18n, calendar_mine)}</li>
+            <li><span class="swatch swatch-team"></span>{t!(i18n, calendar_team)}</li>
             <li><span class="swatch swatch-booked"></span>{t!(i18n, calendar_booked)}</li>
             <li><span class="swatch swatch-partial"></span>{t!(i18n, calendar_partial)}</li>
             <li><span class="swatch swatch-maintenance"></span>{t!(i18n, calendar_maintenance)}</li>
@@ -157,6 +158,7 @@ fn GpuRow(
                     let (kind, label) = match block.kind {
                         BlockKind::Mine => ("mine", &mine),
                         BlockKind::Booked => ("booked", &booked),
+                        BlockKind::Team => ("team", block.who.as_ref().unwrap_or(&booked)),
                         BlockKind::Maintenance => ("maintenance", &maintenance),
                     };
                     let share = match quarters {

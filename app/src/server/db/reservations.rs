@@ -124,6 +124,8 @@ pub struct Hold {
     pub reservation_id: i64,
     /// Who booked it.
     pub owner_id: i64,
+    /// The team it was booked for.
+    pub team_id: Option<i64>,
     /// When.
     pub window: Window,
     /// Share of the GPU in quarters.
@@ -156,13 +158,14 @@ pub async fn holds_on(
     ids.sort_unstable();
     ids.dedup();
     // Owner and quarters of the confirmed ones; cancelled reservations drop out here.
-    let mut confirmed: HashMap<i64, (i64, i16)> = HashMap::with_capacity(ids.len());
+    let mut confirmed: HashMap<i64, (i64, i16, Option<i64>)> = HashMap::with_capacity(ids.len());
     for chunk in ids.chunks(IDS_PER_STATEMENT) {
-        let found: Vec<(i64, i64, i16)> = reservation::Entity::find()
+        let found: Vec<(i64, i64, i16, Option<i64>)> = reservation::Entity::find()
             .select_only()
             .column(reservation::Column::Id)
             .column(reservation::Column::OwnerId)
             .column(reservation::Column::Quarters)
+            .column(reservation::Column::TeamId)
             .filter(reservation::Column::Id.is_in(chunk.to_vec()))
             .filter(reservation::Column::Status.eq("confirmed"))
             .into_tuple()
@@ -171,18 +174,19 @@ pub async fn holds_on(
         confirmed.extend(
             found
                 .into_iter()
-                .map(|(id, owner, quarters)| (id, (owner, quarters))),
+                .map(|(id, owner, quarters, team)| (id, (owner, quarters, team))),
         );
     }
     rows.into_iter()
         .filter_map(|(gpu_id, reservation_id, start, end)| {
-            let (owner_id, quarters) = *confirmed.get(&reservation_id)?;
+            let (owner_id, quarters, team_id) = *confirmed.get(&reservation_id)?;
             Some(
                 Window::new(start, end)
                     .map(|window| Hold {
                         gpu_id,
                         reservation_id,
                         owner_id,
+                        team_id,
                         window,
                         quarters: u8::try_from(quarters).unwrap_or(WHOLE_GPU),
                     })

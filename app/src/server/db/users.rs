@@ -81,6 +81,23 @@ pub async fn set_time_zone(
     Ok(updated.rows_affected == 1)
 }
 
+/// The names of the users `ids`.
+pub async fn names_of(
+    db: &impl ConnectionTrait,
+    ids: &[i64],
+) -> Result<std::collections::HashMap<i64, String>, DbErr> {
+    if ids.is_empty() {
+        return Ok(std::collections::HashMap::new());
+    }
+    Ok(user::Entity::find()
+        .filter(user::Column::Id.is_in(ids.to_vec()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|row| (row.id, row.name))
+        .collect())
+}
+
 /// Every user, by e-mail address.
 pub async fn list_users(db: &impl ConnectionTrait) -> Result<Vec<UserSummary>, DbErr> {
     user::Entity::find()

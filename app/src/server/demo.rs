@@ -136,20 +136,37 @@ async fn fund_demo_wallet(
     user_id: i64,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
+    fund_demo(
+        db,
+        crate::domain::ledger::Account::Wallet(user_id),
+        DEMO_CREDITS_MINOR,
+        now,
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Credits the demo team's wallet starts with (2,000.00), and its monthly budget (1,500.00,
+/// warning from 80 %), so that team bookings can be tried at once.
+pub const DEMO_TEAM_CREDITS_MINOR: i64 = 200_000;
+
+/// Gives `wallet` (a user's or a team's) `minor` demo credits when it is new; true when it was.
+async fn fund_demo(
+    db: &impl sea_orm::ConnectionTrait,
+    wallet: crate::domain::ledger::Account,
+    minor: i64,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
     use crate::domain::ledger::{Account, Posting, TransactionKind};
     use crate::domain::money::Money;
-    if !db::ledger::create_wallet(db, user_id).await? {
-        return Ok(());
+    if !db::ledger::create_account(db, wallet).await? {
+        return Ok(false);
     }
-    let posting = Posting::transfer(
-        Account::Funding,
-        Account::Wallet(user_id),
-        Money::from_minor(DEMO_CREDITS_MINOR),
-    )
-    .map_err(|err| DbErr::Custom(err.to_string()))?;
+    let posting = Posting::transfer(Account::Funding, wallet, Money::from_minor(minor))
+        .map_err(|err| DbErr::Custom(err.to_string()))?;
     let record = db::ledger::TransactionRecord {
         kind: TransactionKind::Grant,
-        user_id: Some(user_id),
+        user_id: wallet.user_id(),
         reservation_id: None,
         reverses_id: None,
         reason: "Demo credits",
@@ -164,7 +181,7 @@ async fn fund_demo_wallet(
             db::ledger::PostError::Db(err) => err,
             other => DbErr::Custom(other.to_string()),
         })?;
-    Ok(())
+    Ok(true)
 }
 
 /// People who own the demo bookings besides the demo accounts.
@@ -327,6 +344,21 @@ pub async fn demo_account(
         let team_name = TeamName::parse(DEMO_TEAM).map_err(|err| DbErr::Custom(err.to_string()))?;
         let team_id = db::teams::ensure_team(&txn, &team_name, now).await?;
         db::teams::set_member(&txn, team_id, user.id, team_role, now).await?;
+        let new_team_wallet = fund_demo(
+            &txn,
+            crate::domain::ledger::Account::TeamWallet(team_id),
+            DEMO_TEAM_CREDITS_MINOR,
+            now,
+        )
+        .await?;
+        if new_team_wallet {
+            let budget = crate::domain::team::Budget {
+                limit: Some(crate::domain::money::Money::from_minor(150_000)),
+                mode: crate::domain::team::BudgetMode::Refuse,
+                warn_percent: 80,
+            };
+            db::teams::set_budget(&txn, team_id, &budget).await?;
+        }
     }
     txn.commit().await?;
     Ok(user)

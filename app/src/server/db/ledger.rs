@@ -243,7 +243,7 @@ pub async fn create_wallet(db: &impl ConnectionTrait, user_id: i64) -> Result<bo
 
 /// Creates the wallet `account` (a user's or a team's) if it does not exist; true when this
 /// call created it.
-async fn create_account(db: &impl ConnectionTrait, account: Account) -> Result<bool, DbErr> {
+pub async fn create_account(db: &impl ConnectionTrait, account: Account) -> Result<bool, DbErr> {
     let row = ledger_account::ActiveModel {
         id: NotSet,
         kind: Set(account.kind().to_owned()),

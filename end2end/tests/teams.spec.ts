@@ -1,0 +1,63 @@
+import { expect, test } from "@playwright/test";
+import { signIn, snapshot } from "./helpers";
+
+test.use({ locale: "en-US", viewport: { width: 1400, height: 1000 }, timezoneId: "America/Sao_Paulo" });
+
+test("a team admin invites a member, sets the budget, and a team booking over it is refused", async ({ page }) => {
+  await signIn(page, "the demo team admin", "/teams");
+  await expect(page.getByRole("heading", { level: 1, name: "Teams" })).toBeVisible();
+  await page.getByRole("link", { name: "Demo Lab" }).click();
+  await expect(page.getByRole("heading", { level: 1, name: "Demo Lab" })).toBeVisible();
+  // The demo team starts with credits and a budget.
+  await expect(page.locator(".team-money")).toContainText("Team wallet");
+  expect(Number(await page.locator("[data-team-balance-minor]").getAttribute("data-team-balance-minor"))).toBeGreaterThan(0);
+
+  // Invite by e-mail: the invitation is listed until that person signs in.
+  const invite = page.locator("form.team-form").filter({ has: page.locator("input[name='email']") });
+  await invite.getByLabel("E-mail").fill("new.colleague@example.com");
+  await invite.getByRole("combobox").selectOption("member");
+  await invite.getByRole("button", { name: "Invite" }).click();
+  await expect(page.getByRole("status")).toContainText("Invitation sent");
+  await expect(page.locator("table.team-invitations")).toContainText("new.colleague@example.com");
+  // Twice is refused with the reason.
+  await invite.getByLabel("E-mail").fill("new.colleague@example.com");
+  await invite.getByRole("button", { name: "Invite" }).click();
+  await expect(page.getByRole("alert")).toContainText("already invited");
+
+  // A small budget: 5.00 a month, bookings over it refused.
+  const budget = page.locator("form.budget-form");
+  await budget.locator("input[name='budget']").fill("5.00");
+  await budget.locator("select[name='mode']").selectOption("refuse");
+  await budget.getByRole("button", { name: "Save budget" }).click();
+  await expect(page.getByRole("status")).toContainText("Budget saved");
+  await expect(page.locator(".budget-line")).toContainText("$5.00");
+  // The dashboard's recent activity shows both changes.
+  await expect(page.locator("table.audit-table")).toContainText("Budget changed");
+  await expect(page.locator("table.audit-table")).toContainText("Member invited");
+  await snapshot(page, "team-dashboard");
+
+  // Booking 3 h of an H100 for the team costs more than 5.00: refused, saying so.
+  await page.goto("/calendar");
+  await expect(page.locator(".calendar-layout")).toHaveAttribute("data-hydrated", "true");
+  const find = page.locator("form.find-form");
+  await find.locator("select[name=model]").selectOption("NVIDIA H100 80GB HBM3");
+  await find.locator("input[name=hours]").fill("3");
+  await find.getByRole("button").click();
+  const panel = page.locator(".calendar-side .panel").first();
+  await panel.locator("select[name='team_id']").selectOption({ label: "Demo Lab" });
+  await page.getByRole("button", { name: "Book this" }).first().click();
+  await expect(page.getByRole("alert")).toContainText("over its monthly budget");
+  await snapshot(page, "calendar-over-budget");
+});
+
+test("the audit log lists admin actions for platform admins, in Portuguese too", async ({ page }) => {
+  await signIn(page, "the demo platform admin", "/admin/audit");
+  await expect(page.getByRole("heading", { level: 1, name: "Audit log" })).toBeVisible();
+  await page.getByRole("button", { name: "PT-BR" }).click();
+  await expect(page.getByRole("heading", { level: 1, name: "Registro de auditoria" })).toBeVisible();
+  await page.locator(".audit-filter select").selectOption("team.invitation.accept");
+  await page.getByRole("button", { name: "Mostrar" }).click();
+  await expect(page).toHaveURL(/action=team\.invitation\.accept/);
+  await snapshot(page, "audit-pt-BR");
+  await page.getByRole("button", { name: "EN" }).click();
+});

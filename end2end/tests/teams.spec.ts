@@ -53,11 +53,11 @@ test("a team admin invites a member, sets the budget, and a team booking over it
 test("the audit log lists admin actions for platform admins, in Portuguese too", async ({ page }) => {
   await signIn(page, "the demo platform admin", "/admin/audit");
   await expect(page.getByRole("heading", { level: 1, name: "Audit log" })).toBeVisible();
-  await page.getByRole("button", { name: "PT-BR" }).click();
+  await page.getByRole("button", { name: "Português (Brasil)" }).click();
   await expect(page.getByRole("heading", { level: 1, name: "Registro de auditoria" })).toBeVisible();
   await page.locator(".audit-filter select").selectOption("team.invitation.accept");
   await page.getByRole("button", { name: "Mostrar" }).click();
   await expect(page).toHaveURL(/action=team\.invitation\.accept/);
   await snapshot(page, "audit-pt-BR");
-  await page.getByRole("button", { name: "EN" }).click();
+  await page.getByRole("button", { name: "English" }).click();
 });

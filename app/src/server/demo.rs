@@ -208,6 +208,12 @@ pub async fn seed_demo_bookings(
     for account in [DemoAccount::User, DemoAccount::TeamAdmin] {
         owners.push(demo_account(conn, account, now).await?.id);
     }
+    // The demo team admin books for the demo team, so its members see team bookings by name.
+    let team_admin = owners[1];
+    let demo_team = db::teams::memberships_of(conn, team_admin)
+        .await?
+        .first()
+        .map(|team| team.team_id);
     for (email, name) in DEMO_COLLEAGUES {
         let user = NewUser {
             email: Email::parse(email).map_err(|err| DbErr::Custom(err.to_string()))?,
@@ -254,7 +260,7 @@ pub async fn seed_demo_bookings(
                     share,
                     window,
                     charge: ChargeMode::AtBooking,
-                    team_id: None,
+                    team_id: demo_team.filter(|_| owner == team_admin),
                 };
                 let created_at = (start - TimeDelta::days(2)).min(now);
                 let terms = db::reservations::BookingTerms {

@@ -484,7 +484,10 @@ pub async fn team_form(
     }
     .await;
     let page = format!("/teams/{team_id}");
+    let left = form.action == "remove" && form.user_id == Some(actor.user.id);
     match result {
+        // Who leaves a team can no longer see its page.
+        Ok(_) if left => Ok(Redirect::to("/teams")),
         Ok(done) => Ok(Redirect::to(&format!("{page}?done={done}"))),
         // A member who just left their team can no longer see it.
         Err(AppError::NotFound(_)) if form.action == "remove" => Ok(Redirect::to("/teams")),

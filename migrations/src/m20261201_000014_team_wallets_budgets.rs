@@ -43,6 +43,11 @@ const NOT_NEGATIVE_CHECK: &str = "kind NOT IN ('wallet', 'team_wallet') OR balan
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
+    /// The SQLite rebuild defers foreign keys to the end of a transaction: always run in one.
+    fn use_transaction(&self) -> Option<bool> {
+        Some(true)
+    }
+
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         let db = manager.get_connection();
         match manager.get_database_backend() {

@@ -105,6 +105,21 @@ pub async fn book_reservation(
     )
 }
 
+/// After a booking: a note in the reader's language when it was booked for a team and takes the
+/// team's month to its budget's warning share or beyond (None otherwise).
+#[server(endpoint = "get_booking_note")]
+pub async fn get_booking_note(id: i64) -> Result<Option<String>, AppError> {
+    use crate::server::{auth::actor::require_actor, booking, state};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            booking::budget_note(&state, &actor, id).await
+        }
+        .await,
+    )
+}
+
 /// Cancels one of the caller's reservations (platform admins: anyone's) before it starts.
 #[server(endpoint = "cancel_reservation")]
 #[cfg_attr(feature = "ssr", tracing::instrument(skip_all, fields(reservation.id = id)))]

@@ -36,6 +36,19 @@ pub fn audit_action_text(
     }
 }
 
+/// The kind of thing an entry is about, in the current language.
+fn target_text(i18n: leptos_i18n::I18nContext<Locale>, kind: &str) -> String {
+    match kind {
+        "team" => t_string!(i18n, audit_target_team).to_string(),
+        "user" => t_string!(i18n, audit_target_user).to_string(),
+        "invitation" => t_string!(i18n, audit_target_invitation).to_string(),
+        "gpu" => t_string!(i18n, audit_target_gpu).to_string(),
+        "maintenance" => t_string!(i18n, audit_target_maintenance).to_string(),
+        "node" => t_string!(i18n, audit_target_node).to_string(),
+        other => other.to_owned(),
+    }
+}
+
 /// The audit page.
 #[component]
 pub fn AuditPage() -> impl IntoView {
@@ -131,7 +144,7 @@ pub fn AuditTable(entries: Vec<AuditEntry>, zone: ZoneOffsets) -> impl IntoView 
                     <td><time datetime=entry.at.to_rfc3339()>{date_second(zone.local(entry.at))}</time></td>
                     <td>{who}</td>
                     <td>{audit_action_text(i18n, entry.action)}</td>
-                    <td>{format!("{} {}", entry.target_kind, entry.target_id)}</td>
+                    <td>{format!("{} {}", target_text(i18n, &entry.target_kind), entry.target_id)}</td>
                     <td><code class="audit-values">{entry.before.unwrap_or_default()}</code></td>
                     <td><code class="audit-values">{entry.after.unwrap_or_default()}</code></td>
                 </tr>

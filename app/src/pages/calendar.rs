@@ -46,6 +46,17 @@ pub fn CalendarPage() -> impl IntoView {
         format!("/calendar?{kept}")
     };
     let model_filter = model.clone().unwrap_or_default();
+    // A team booking near or over the team's budget: said above the calendar after the reload.
+    let booked_id = booked.as_deref().and_then(|raw| raw.parse::<i64>().ok());
+    let note = Resource::new(
+        || (),
+        move |()| async move {
+            match booked_id {
+                Some(id) => crate::api::reservations::get_booking_note(id).await,
+                None => Ok(None),
+            }
+        },
+    );
     let calendar = Resource::new(
         || (),
         move |()| get_calendar(start.clone(), span.clone(), model.clone(), min_memory_gib),
@@ -66,9 +77,13 @@ pub fn CalendarPage() -> impl IntoView {
                             let span = view.with_value(|v| v.span);
                             let model = model_filter.clone();
                             let memory = filter_memory.clone();
+                            let note = note.get().and_then(Result::ok).flatten().map(|text| {
+                                view! { <p class="notice notice-warn budget-note" role="status">{text}</p> }
+                            });
                             view! {
                                 <div class="calendar-page" data-span=span.as_str()>
                                     <CalendarToolbar view model memory />
+                                    {note}
                                     <CalendarBoard
                                         view=panel_view
                                         return_to=return_to.clone()

@@ -221,6 +221,52 @@ pub async fn create(
     Ok(reservation)
 }
 
+/// For the viewer's reservation `id`, booked for a team: the budget warning it brought, in the
+/// request's language, when its month is at the warning share of the budget or over it.
+pub async fn budget_note(
+    state: &AppState,
+    actor: &Actor,
+    id: i64,
+) -> Result<Option<String>, AppError> {
+    use crate::domain::team::BudgetCheck;
+    use crate::server::entity::reservation;
+    use sea_orm::EntityTrait;
+    let Some(row) = reservation::Entity::find_by_id(id).one(&state.db).await? else {
+        return Ok(None);
+    };
+    let Some(team_id) = row.team_id.filter(|_| row.owner_id == actor.user.id) else {
+        return Ok(None);
+    };
+    let Some(budget) = db::teams::budget(&state.db, team_id).await? else {
+        return Ok(None);
+    };
+    let (from, to) = crate::domain::schedule::utc_month_of(row.start_at);
+    let spent = db::teams::month_spend(&state.db, team_id, from, to).await?;
+    let price = crate::domain::money::Money::from_minor(row.price_minor);
+    let before = crate::domain::money::Money::from_minor(spent.minor() - price.minor());
+    let BudgetCheck::Warn {
+        spent_minor,
+        limit_minor,
+    } = budget.check(before, price)
+    else {
+        return Ok(None);
+    };
+    let currency = &state.portal.currency;
+    Ok(Some(crate::server::state::in_request_language(|i18n| {
+        use crate::i18n::*;
+        let amount = |minor: i64| {
+            crate::components::format::money_string(
+                i18n,
+                crate::domain::money::Money::from_minor(minor),
+                currency,
+            )
+        };
+        let (spent, limit) = (amount(spent_minor), amount(limit_minor));
+        let month = from.format("%Y-%m").to_string();
+        t_string!(i18n, booking_budget_warning, spent, limit, month).to_string()
+    })))
+}
+
 /// Cancels reservation `id` (owner or platform admin, before it starts).
 pub async fn cancel(
     state: &AppState,

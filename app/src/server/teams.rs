@@ -431,6 +431,9 @@ pub async fn accept_invitations(
     email: &Email,
     now: DateTime<Utc>,
 ) -> Result<Vec<db::teams::Accepted>, AppError> {
+    if !db::teams::has_open_invitations(db, email).await? {
+        return Ok(Vec::new());
+    }
     let txn = db::begin_write(db).await?;
     let accepted = db::teams::accept_invitations(&txn, user_id, email, now).await?;
     for joined in &accepted {

@@ -93,9 +93,11 @@ pub async fn oidc_callback(
         }
     };
     let make_admin = state.portal.admin_emails.contains(&identity.email);
+    // Invitations go to an address: only a provider that vouches for it may accept them.
+    let verified = identity.email_verified != Some(false);
     match db::users::sign_in_identity(&state.db, &identity, make_admin, now).await? {
         IdentitySignIn::User(user) => {
-            sign_in(&session, &state, &user).await?;
+            sign_in(&session, &state, &user, verified).await?;
             tracing::Span::current().record("user.id", user.id);
             tracing::info!(user.id = user.id, "signed in");
             Ok(Redirect::to(&return_to).into_response())
@@ -140,7 +142,7 @@ pub async fn dev_sign_in(
         )
     })?;
     let user = demo::demo_account(&state.db, account, chrono::Utc::now()).await?;
-    sign_in(&session, &state, &user).await?;
+    sign_in(&session, &state, &user, true).await?;
     tracing::info!(user.id = user.id, "dev sign-in");
     let back = ReturnTo {
         return_to: form.return_to,
@@ -157,20 +159,25 @@ pub async fn sign_out(session: Session) -> Result<Response, AppError> {
 
 /// Starts a signed-in session for `user` under a new session id, so that an id known before
 /// sign-in (session fixation) is worthless afterwards, and accepts the team invitations sent to
-/// their address.
+/// their address when it is verified.
 async fn sign_in(
     session: &Session,
     state: &AppState,
     user: &berth_app::domain::user::UserSummary,
+    email_verified: bool,
 ) -> Result<(), AppError> {
     let user_id = user.id;
-    let joined = berth_app::server::teams::accept_invitations(
-        &state.db,
-        user_id,
-        &user.email,
-        chrono::Utc::now(),
-    )
-    .await?;
+    let joined = if email_verified {
+        berth_app::server::teams::accept_invitations(
+            &state.db,
+            user_id,
+            &user.email,
+            chrono::Utc::now(),
+        )
+        .await?
+    } else {
+        Vec::new()
+    };
     for team in joined {
         tracing::info!(
             user.id = user_id,

@@ -490,7 +490,7 @@ pub async fn team_form(
         Ok(_) if left => Ok(Redirect::to("/teams")),
         Ok(done) => Ok(Redirect::to(&format!("{page}?done={done}"))),
         // A member who just left their team can no longer see it.
-        Err(AppError::NotFound(_)) if form.action == "remove" => Ok(Redirect::to("/teams")),
+        Err(AppError::NotFound(_)) if left => Ok(Redirect::to("/teams")),
         Err(error @ (AppError::Forbidden | AppError::Unauthorized)) => Err(error),
         Err(error) => Ok(back_with_error(&page, error, &headers, &state)),
     }

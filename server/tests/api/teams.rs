@@ -910,6 +910,18 @@ async fn team_bookings_are_paid_from_the_team_wallet_within_its_budget(backend: 
     assert_eq!(status, 201, "{second}");
     assert_eq!(second["budget"]["budget"], "warn", "{second}");
     assert_eq!(second["budget"]["spent_minor"], 698 + 349);
+    // The calendar says so after the booking's reload (the page asks the server).
+    let page = crate::helpers::client()
+        .get(app.url(&format!("/calendar?booked={}", second["id"])))
+        .bearer_auth(&bia)
+        .header("accept-language", "pt-BR")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Reservado para a equipe"), "{page}");
 
     // A third 2 h would go over: refused with the numbers, nothing written.
     let (status, refused) = post_json(

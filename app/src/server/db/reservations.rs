@@ -465,6 +465,10 @@ async fn try_book(
             let budget = super::teams::lock_budget(&txn, team_id)
                 .await?
                 .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+            // Again under the lock: a member removed while this request ran books nothing.
+            if !super::teams::may_book_for(&txn, team_id, request.owner_id).await? {
+                return Err(AppError::NotFound(format!("team {team_id}")).into());
+            }
             let (from, to) = crate::domain::schedule::utc_month_of(window.start());
             let spent = super::teams::month_spend(&txn, team_id, from, to).await?;
             match budget.check(spent, Money::from_minor(price)) {

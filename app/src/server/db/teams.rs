@@ -128,7 +128,9 @@ pub async fn create_team(
 pub async fn lock_team(txn: &impl ConnectionTrait, team_id: i64) -> Result<Option<String>, DbErr> {
     let mut query = team::Entity::find_by_id(team_id);
     if txn.get_database_backend() == DbBackend::Postgres {
-        query = query.lock_exclusive();
+        // Not FOR UPDATE: that would also block other transactions' foreign-key checks
+        // against the row (a team wallet created, a reservation inserted for the team).
+        query = query.lock(sea_orm::sea_query::LockType::NoKeyUpdate);
     }
     Ok(query.one(txn).await?.map(|row| row.name))
 }
@@ -211,6 +213,36 @@ pub async fn open_invitations(
 }
 
 /// Whether `email` has an open invitation to the team.
+/// Whether `email` has any open invitation (a read before a write transaction).
+pub async fn has_open_invitations(db: &impl ConnectionTrait, email: &Email) -> Result<bool, DbErr> {
+    Ok(team_invitation::Entity::find()
+        .filter(team_invitation::Column::Email.eq(email.as_str()))
+        .filter(team_invitation::Column::AcceptedAt.is_null())
+        .filter(team_invitation::Column::RevokedAt.is_null())
+        .one(db)
+        .await?
+        .is_some())
+}
+
+/// Whether `user_id` may book for the team: a member, or a platform admin.
+pub async fn may_book_for(
+    db: &impl ConnectionTrait,
+    team_id: i64,
+    user_id: i64,
+) -> Result<bool, DbErr> {
+    if team_member::Entity::find_by_id((team_id, user_id))
+        .one(db)
+        .await?
+        .is_some()
+    {
+        return Ok(true);
+    }
+    Ok(user::Entity::find_by_id(user_id)
+        .one(db)
+        .await?
+        .is_some_and(|user| user.is_platform_admin))
+}
+
 pub async fn is_invited(
     db: &impl ConnectionTrait,
     team_id: i64,
@@ -314,10 +346,13 @@ pub async fn accept_invitations(
     email: &Email,
     now: DateTime<Utc>,
 ) -> Result<Vec<Accepted>, DbErr> {
+    // Teams locked in id order, so two sign-ins with invitations to the same teams cannot
+    // deadlock.
     let open = team_invitation::Entity::find()
         .filter(team_invitation::Column::Email.eq(email.as_str()))
         .filter(team_invitation::Column::AcceptedAt.is_null())
         .filter(team_invitation::Column::RevokedAt.is_null())
+        .order_by_asc(team_invitation::Column::TeamId)
         .order_by_asc(team_invitation::Column::Id)
         .all(db)
         .await?;
@@ -404,7 +439,9 @@ pub async fn lock_budget(
 ) -> Result<Option<Budget>, DbErr> {
     let mut query = team::Entity::find_by_id(team_id);
     if txn.get_database_backend() == DbBackend::Postgres {
-        query = query.lock_exclusive();
+        // Not FOR UPDATE: that would also block other transactions' foreign-key checks
+        // against the row (a team wallet created, a reservation inserted for the team).
+        query = query.lock(sea_orm::sea_query::LockType::NoKeyUpdate);
     }
     query
         .one(txn)

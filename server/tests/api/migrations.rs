@@ -121,4 +121,123 @@ async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
     let _ = conn.close().await;
 }
 
-crate::on_both_backends!(holds_get_their_reservations_window_when_migrating);
+/// Team wallets change the ledger's CHECK constraints (SQLite rebuilds `ledger_accounts`): the
+/// accounts, their ids and balances and every entry survive, the books still balance, and the
+/// new rules hold afterwards.
+async fn the_ledger_survives_the_team_wallets_migration(backend: Backend) {
+    let database = TestDatabase::create(backend).await;
+    let conn = db::connect(&database.url).await.unwrap();
+    Migrator::up(&conn, Some(13)).await.unwrap();
+    let now = Utc::now();
+    let owner = db::users::upsert_user(
+        &conn,
+        &NewUser {
+            email: Email::parse("ana@example.com").unwrap(),
+            name: UserName::parse("Ana").unwrap(),
+            role: PlatformRole::User,
+        },
+        now,
+    )
+    .await
+    .unwrap();
+    let query_i64 = |sql: &str| {
+        let conn = &conn;
+        let sql = sql.to_owned();
+        async move {
+            conn.query_one_raw(sea_orm::Statement::from_string(
+                conn.get_database_backend(),
+                sql,
+            ))
+            .await
+            .unwrap()
+            .unwrap()
+            .try_get::<i64>("", "n")
+            .unwrap()
+        }
+    };
+    // A grant of 500 as the ledger of migration 9 wrote it, in plain SQL.
+    conn.execute_unprepared(&format!(
+        "INSERT INTO ledger_accounts (kind, user_id, balance_minor, created_at) \
+         VALUES ('wallet', {}, 500, '{}')",
+        owner.id,
+        now.to_rfc3339()
+    ))
+    .await
+    .unwrap();
+    let wallet = query_i64("SELECT id AS n FROM ledger_accounts WHERE kind = 'wallet'").await;
+    let funding = query_i64("SELECT id AS n FROM ledger_accounts WHERE kind = 'funding'").await;
+    conn.execute_unprepared(&format!(
+        "INSERT INTO ledger_transactions (kind, user_id, reason, created_at) \
+         VALUES ('grant', {}, 'before teams', '{}')",
+        owner.id,
+        now.to_rfc3339()
+    ))
+    .await
+    .unwrap();
+    let transaction = query_i64("SELECT id AS n FROM ledger_transactions").await;
+    conn.execute_unprepared(&format!(
+        "INSERT INTO ledger_entries (transaction_id, account_id, amount_minor) \
+         VALUES ({transaction}, {funding}, -500), ({transaction}, {wallet}, 500)"
+    ))
+    .await
+    .unwrap();
+
+    Migrator::up(&conn, None).await.unwrap();
+    assert_eq!(
+        query_i64("SELECT id AS n FROM ledger_accounts WHERE kind = 'wallet'").await,
+        wallet,
+        "ids kept"
+    );
+    assert_eq!(
+        db::ledger::wallet_balance(&conn, owner.id)
+            .await
+            .unwrap()
+            .minor(),
+        500
+    );
+    assert_eq!(
+        query_i64("SELECT COUNT(*) AS n FROM ledger_entries").await,
+        2
+    );
+    assert!(db::ledger::audit(&conn).await.unwrap().is_clean());
+    // The new rules: team wallets, one per team; still one revenue account; never negative.
+    let team = db::teams::create_team(
+        &conn,
+        &berth_app::domain::team::TeamName::parse("Lab").unwrap(),
+        now,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    use berth_app::domain::ledger::Account;
+    assert!(
+        db::ledger::create_account(&conn, Account::TeamWallet(team))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !db::ledger::create_account(&conn, Account::TeamWallet(team))
+            .await
+            .unwrap()
+    );
+    for refused in [
+        "INSERT INTO ledger_accounts (kind, balance_minor, created_at) VALUES ('revenue', 0, '2026-12-01T00:00:00+00:00')".to_owned(),
+        format!("INSERT INTO ledger_accounts (kind, user_id, team_id, balance_minor, created_at) VALUES ('wallet', {}, {team}, 0, '2026-12-01T00:00:00+00:00')", owner.id),
+        format!("UPDATE ledger_accounts SET balance_minor = -1 WHERE team_id = {team}"),
+        "INSERT INTO ledger_accounts (kind, balance_minor, created_at) VALUES ('team_wallet', 0, '2026-12-01T00:00:00+00:00')".to_owned(),
+    ] {
+        assert!(conn.execute_unprepared(&refused).await.is_err(), "{refused}");
+    }
+    // Foreign keys still hold after the rebuild.
+    assert!(
+        conn.execute_unprepared("INSERT INTO ledger_entries (transaction_id, account_id, amount_minor) VALUES (1, 999999, 0)")
+            .await
+            .is_err()
+    );
+    let _ = conn.close().await;
+}
+
+crate::on_both_backends!(
+    holds_get_their_reservations_window_when_migrating,
+    the_ledger_survives_the_team_wallets_migration,
+);

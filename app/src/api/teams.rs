@@ -63,6 +63,10 @@ pub struct TeamPage {
     pub can_grant: bool,
     /// A fresh idempotency key for the credits form.
     pub form_key: String,
+    /// The team's bookings from now to two weeks ahead (and those under way), soonest first.
+    pub upcoming: Vec<crate::domain::reservation::Reservation>,
+    /// This week (UTC, from Monday): its first instant, and GPU-minutes booked per model.
+    pub week: (chrono::DateTime<chrono::Utc>, Vec<(String, i64)>),
 }
 
 /// Team `id` for its page; 404 for teams the viewer does not belong to.
@@ -90,6 +94,33 @@ pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
             };
             let now = chrono::Utc::now();
             let money = teams::money(&state.db, id, now).await?;
+            let (week_start, week_end) = crate::domain::team::utc_week_of(now);
+            let horizon = now + chrono::TimeDelta::days(14);
+            let bookings = db::reservations::team_bookings(
+                &state.db,
+                id,
+                week_start.min(now),
+                week_end.max(horizon),
+                now,
+            )
+            .await?;
+            let spans: Vec<_> = bookings
+                .iter()
+                .map(|r| {
+                    (
+                        r.model.clone(),
+                        r.share.quarters(),
+                        r.gpu_ids.len(),
+                        r.window.start(),
+                        r.window.end(),
+                    )
+                })
+                .collect();
+            let week_use = crate::domain::team::use_per_model(&spans, week_start, week_end);
+            let upcoming: Vec<_> = bookings
+                .into_iter()
+                .filter(|r| r.window.end() > now && r.window.start() < horizon)
+                .collect();
             let times = roster
                 .members
                 .iter()
@@ -97,8 +128,14 @@ pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
                 .chain(roster.invitations.iter().map(|i| i.created_at))
                 .chain(audit.iter().map(|e| e.at));
             let from = times.min().unwrap_or(now).min(now);
+            let to = upcoming
+                .iter()
+                .map(|r| r.window.end())
+                .max()
+                .unwrap_or(now)
+                .max(now);
             Ok(TeamPage {
-                zone: booking::zone_named(request_zone(&actor).as_deref(), from, now),
+                zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
                 roster,
                 access,
                 viewer_id: actor.user.id,
@@ -107,6 +144,8 @@ pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
                 currency: state.portal.currency.clone(),
                 can_grant: actor.user.role == crate::domain::user::PlatformRole::PlatformAdmin,
                 form_key: uuid::Uuid::new_v4().to_string(),
+                upcoming,
+                week: (week_start, week_use),
             })
         }
         .await,

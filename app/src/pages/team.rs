@@ -109,6 +109,8 @@ fn TeamView(data: TeamData) -> impl IntoView {
         currency,
         can_grant,
         form_key,
+        upcoming,
+        week,
     } = data;
     let manage = access == TeamAccess::Manage;
     let action = format!("/teams/{}", roster.id);
@@ -173,10 +175,12 @@ fn TeamView(data: TeamData) -> impl IntoView {
     let money_view = view! {
         <TeamMoneyView money currency manage can_grant action=action.clone() form_key />
     };
+    let activity_view = view! { <TeamUse upcoming week zone=zone.clone() /> };
     view! {
         <h1>{roster.name}</h1>
         <p class="hint">{t!(i18n, times_in_zone, zone = move || zone_name.clone())}</p>
         {money_view}
+        {activity_view}
         <h2>{t!(i18n, team_members)}</h2>
         <div class="table-scroll">
             <table class="team-members">
@@ -366,5 +370,89 @@ fn TeamMoneyView(
         </dl>
         {budget_form}
         {credits_form}
+    }
+}
+
+/// This week's GPU time per model, and the team's bookings of the next two weeks.
+#[component]
+fn TeamUse(
+    upcoming: Vec<crate::domain::reservation::Reservation>,
+    week: (chrono::DateTime<chrono::Utc>, Vec<(String, i64)>),
+    zone: ZoneOffsets,
+) -> impl IntoView {
+    use crate::components::format::hours_text;
+    let i18n = use_i18n();
+    let (week_start, per_model) = week;
+    let monday = week_start.format("%Y-%m-%d").to_string();
+    let use_view = if per_model.is_empty() {
+        Either::Left(view! { <p class="empty">{t!(i18n, team_week_none)}</p> })
+    } else {
+        let rows = per_model
+            .into_iter()
+            .map(|(model, gpu_minutes)| {
+                let label = model.clone();
+                view! {
+                    <tr data-model=model>
+                        <td>{label}</td>
+                        <td class="num" data-gpu-minutes=gpu_minutes>{hours_text(i18n, gpu_minutes)}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        Either::Right(view! {
+            <table class="teams-table team-week">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, team_col_model)}</th>
+                        <th scope="col" class="num">{t!(i18n, team_col_gpu_hours)}</th>
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        })
+    };
+    let upcoming_view = if upcoming.is_empty() {
+        Either::Left(view! { <p class="empty">{t!(i18n, team_upcoming_none)}</p> })
+    } else {
+        let rows = upcoming
+            .into_iter()
+            .map(|r| {
+                let from = date_minute(zone.local(r.window.start()));
+                let to = date_minute(zone.local(r.window.end()));
+                let share = match r.share.quarters() {
+                    1 => "¼ × ",
+                    2 => "½ × ",
+                    _ => "",
+                };
+                view! {
+                    <tr data-reservation=r.id>
+                        <td><time datetime=r.window.start().to_rfc3339()>{format!("{from} – {to}")}</time></td>
+                        <td>{r.owner_name}</td>
+                        <td>{format!("{} · {share}{} × {}", r.node_name, r.gpu_ids.len(), r.model)}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        Either::Right(view! {
+            <div class="table-scroll">
+                <table class="teams-table team-upcoming">
+                    <thead>
+                        <tr>
+                            <th scope="col">{t!(i18n, team_col_when)}</th>
+                            <th scope="col">{t!(i18n, team_col_booked_by)}</th>
+                            <th scope="col">{t!(i18n, panel_gpu)}</th>
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+        })
+    };
+    view! {
+        <h2>{t!(i18n, team_week, monday = monday)}</h2>
+        {use_view}
+        <h2>{t!(i18n, team_upcoming)}</h2>
+        <p class="hint"><a href="/calendar">{t!(i18n, team_upcoming_calendar)}</a></p>
+        {upcoming_view}
     }
 }

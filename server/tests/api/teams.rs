@@ -999,6 +999,32 @@ async fn team_bookings_are_paid_from_the_team_wallet_within_its_budget(backend: 
     let (_, shown) = get(&app, &ana, &format!("/api/v1/teams/{team}")).await;
     assert_eq!(shown["money"]["budget_mode"], "warn");
 
+    // A booking for tomorrow is on the team page's list of the next two weeks.
+    let start = tomorrow(10, 0);
+    let (status, soon) = post_json(
+        &app,
+        &bia,
+        "/api/v1/reservations",
+        &json!({
+            "model": H100, "count": 1, "team_id": team,
+            "start": start.to_rfc3339(),
+            "end": (start + TimeDelta::hours(1)).to_rfc3339(),
+        }),
+    )
+    .await;
+    assert_eq!(status, 201, "{soon}");
+    let html = crate::helpers::client()
+        .get(app.url(&format!("/teams/{team}")))
+        .bearer_auth(&ana)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let row = format!("data-reservation=\"{}\"", soon["id"]);
+    assert!(html.contains(&row) && html.contains("bia"), "{html}");
+
     // The budget changes are in the team's audit log with before and after.
     let (_, log) = get(
         &app,

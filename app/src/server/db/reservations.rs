@@ -1117,6 +1117,27 @@ pub async fn list_for_owner(
     views(db, rows, now).await
 }
 
+/// The team's confirmed bookings that overlap `[from, to)`, soonest first (at most 500).
+pub async fn team_bookings(
+    db: &impl ConnectionTrait,
+    team_id: i64,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Reservation>, DbErr> {
+    let rows = reservation::Entity::find()
+        .filter(reservation::Column::TeamId.eq(team_id))
+        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::StartAt.lt(to))
+        .filter(reservation::Column::EndAt.gt(from))
+        .order_by_asc(reservation::Column::StartAt)
+        .order_by_asc(reservation::Column::Id)
+        .limit(500)
+        .all(db)
+        .await?;
+    views(db, rows, now).await
+}
+
 /// The latest 1,000 reservations of everyone, latest start first (platform admins).
 pub async fn list_all(
     db: &impl ConnectionTrait,

@@ -55,9 +55,16 @@ test("the audit log lists admin actions for platform admins, in Portuguese too",
   await expect(page.getByRole("heading", { level: 1, name: "Audit log" })).toBeVisible();
   await page.getByRole("button", { name: "Português (Brasil)" }).click();
   await expect(page.getByRole("heading", { level: 1, name: "Registro de auditoria" })).toBeVisible();
-  await page.locator(".audit-filter select").selectOption("team.invitation.accept");
+  // The budget set in the test above, with who set it and the values before and after.
+  await page.locator(".audit-filter select").selectOption("team.budget");
   await page.getByRole("button", { name: "Mostrar" }).click();
-  await expect(page).toHaveURL(/action=team\.invitation\.accept/);
+  await expect(page).toHaveURL(/action=team\.budget/);
+  const row = page.locator("tr[data-action='team.budget']").first();
+  await expect(row).toContainText("Orçamento alterado");
+  await expect(row).toContainText("Demo Team Admin");
+  await expect(row).toContainText("equipe");
+  await expect(row).toContainText('"limit":500');
+  await expect(page.locator("tr[data-action]:not([data-action='team.budget'])")).toHaveCount(0);
   await snapshot(page, "audit-pt-BR");
   await page.getByRole("button", { name: "English" }).click();
 });

@@ -286,7 +286,7 @@ fn TeamMoneyView(
         if limit.minor() == 0 {
             if spent.minor() > 0 { 100 } else { 0 }
         } else {
-            (i128::from(spent.minor()) * 100 / i128::from(limit.minor())).clamp(0, 999) as i64
+            (i128::from(spent.minor()) * 100 / i128::from(limit.minor())).clamp(0, 1_000_000) as i64
         }
     });
     let warn_from = i64::from(money.budget.warn_percent);

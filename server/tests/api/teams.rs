@@ -35,6 +35,32 @@ async fn send(
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// POSTs every `(token, path, body)` at once; answers their statuses and bodies.
+async fn post_all_at_once(
+    app: &TestApp,
+    requests: Vec<(String, String, Value)>,
+) -> Vec<(u16, Value)> {
+    let mut running = tokio::task::JoinSet::new();
+    for (token, path, body) in requests {
+        let url = app.url(&path);
+        running.spawn(async move {
+            let response = crate::helpers::client()
+                .post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        });
+    }
+    running.join_all().await
+}
+
 /// The user id behind an e-mail address.
 async fn user_id(app: &TestApp, email: &str) -> i64 {
     db::users::find_user_by_email(
@@ -244,25 +270,19 @@ async fn invitations_are_validated_and_one_per_address(backend: Backend) {
     assert_eq!(status, 422, "{body}");
 
     // Twelve admins' clicks at once for one address: one invitation.
-    let mut attempts = tokio::task::JoinSet::new();
-    for _ in 0..12 {
-        let (url, ana) = (app.url(&path), ana.clone());
-        attempts.spawn(async move {
-            let response = crate::helpers::client()
-                .post(url)
-                .bearer_auth(ana)
-                .json(&json!({ "email": "bea@example.com" }))
-                .send()
-                .await
-                .unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        });
-    }
-    let results = attempts.join_all().await;
+    let results = post_all_at_once(
+        &app,
+        (0..12)
+            .map(|_| {
+                (
+                    ana.clone(),
+                    path.clone(),
+                    json!({ "email": "bea@example.com" }),
+                )
+            })
+            .collect(),
+    )
+    .await;
     let created = results.iter().filter(|(s, _)| *s == 201).count();
     let refused = results
         .iter()
@@ -1068,29 +1088,20 @@ async fn concurrent_team_bookings_never_exceed_the_budget(backend: Backend) {
         Some(json!({ "budget_minor": 3 * 349 + 100, "mode": "refuse", "warn_percent": 100 })),
     )
     .await;
-    let mut requests = tokio::task::JoinSet::new();
-    for i in 0..8 {
-        let (url, token) = (
-            app.url("/api/v1/reservations"),
-            members[i % members.len()].clone(),
-        );
-        let body = team_booking(team, 0, 1);
-        requests.spawn(async move {
-            let response = crate::helpers::client()
-                .post(url)
-                .bearer_auth(token)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        });
-    }
-    let results = requests.join_all().await;
+    let results = post_all_at_once(
+        &app,
+        (0..8)
+            .map(|i| {
+                let token = members[i % members.len()].clone();
+                (
+                    token,
+                    "/api/v1/reservations".to_owned(),
+                    team_booking(team, 0, 1),
+                )
+            })
+            .collect(),
+    )
+    .await;
     let booked = results.iter().filter(|(s, _)| *s == 201).count();
     let over = results
         .iter()

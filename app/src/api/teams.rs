@@ -173,24 +173,13 @@ pub async fn get_audit_page(
 ) -> Result<AuditPage, AppError> {
     use crate::api::reservations::request_zone;
     use crate::domain::audit::{AUDIT_PAGE, AuditFilter};
-    use crate::domain::problem::Problem;
     use crate::server::{auth::actor::require_actor, booking, db, state};
     state::with_status(
         async {
             let actor = require_actor().await?;
             actor.require_platform_admin()?;
             let state = state::app_state()?;
-            let action = match action.as_deref().filter(|raw| !raw.is_empty()) {
-                None => None,
-                Some(raw) => Some(AuditAction::parse(raw).ok_or_else(|| {
-                    AppError::invalid(
-                        "action",
-                        Problem::Unreadable {
-                            detail: format!("unknown action `{raw}`"),
-                        },
-                    )
-                })?),
-            };
+            let action = crate::server::teams::parse_audit_action(action.as_deref())?;
             let filter = AuditFilter {
                 action,
                 team_id: None,

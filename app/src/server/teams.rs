@@ -87,6 +87,25 @@ pub async fn roster(
     ))
 }
 
+/// Reads the audit log's action filter as a client sends it (empty: every action).
+pub fn parse_audit_action(
+    raw: Option<&str>,
+) -> Result<Option<crate::domain::audit::AuditAction>, AppError> {
+    match raw.map(str::trim).filter(|raw| !raw.is_empty()) {
+        None => Ok(None),
+        Some(raw) => crate::domain::audit::AuditAction::parse(raw)
+            .map(Some)
+            .ok_or_else(|| {
+                AppError::invalid(
+                    "action",
+                    Problem::Unreadable {
+                        detail: format!("unknown action `{raw}`"),
+                    },
+                )
+            }),
+    }
+}
+
 /// Reads a role sent by a client.
 pub fn parse_role(raw: &str) -> Result<TeamRole, AppError> {
     TeamRole::parse(raw.trim()).ok_or_else(|| {

@@ -7,7 +7,7 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Redirect;
-use berth_app::domain::audit::{AuditAction, AuditEntry, AuditFilter};
+use berth_app::domain::audit::{AuditEntry, AuditFilter};
 use berth_app::domain::problem::Problem;
 use berth_app::domain::team::{Invitation, TeamAccess, TeamRoster, TeamSummary};
 use berth_app::error::AppError;
@@ -271,17 +271,7 @@ pub struct AuditQuery {
 }
 
 fn audit_filter(query: AuditQuery) -> Result<AuditFilter, AppError> {
-    let action = match query.action.as_deref().filter(|raw| !raw.is_empty()) {
-        None => None,
-        Some(raw) => Some(AuditAction::parse(raw).ok_or_else(|| {
-            AppError::invalid(
-                "action",
-                Problem::Unreadable {
-                    detail: format!("unknown action `{raw}`"),
-                },
-            )
-        })?),
-    };
+    let action = teams::parse_audit_action(query.action.as_deref())?;
     Ok(AuditFilter {
         action,
         team_id: query.team_id,

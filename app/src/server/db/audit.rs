@@ -2,14 +2,13 @@
 //! the log newest first.
 
 use crate::domain::audit::{AUDIT_PAGE, AuditAction, AuditEntry, AuditFilter};
-use crate::server::entity::{audit_entry, user};
+use crate::server::entity::audit_entry;
 use chrono::{DateTime, Utc};
 use sea_orm::{
     ActiveValue::{NotSet, Set},
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 use serde::Serialize;
-use std::collections::HashMap;
 
 /// An entry to append.
 #[derive(Debug, Clone)]
@@ -80,17 +79,7 @@ pub async fn list(
     let mut actor_ids: Vec<i64> = rows.iter().filter_map(|row| row.actor_id).collect();
     actor_ids.sort_unstable();
     actor_ids.dedup();
-    let names: HashMap<i64, String> = if actor_ids.is_empty() {
-        HashMap::new()
-    } else {
-        user::Entity::find()
-            .filter(user::Column::Id.is_in(actor_ids))
-            .all(db)
-            .await?
-            .into_iter()
-            .map(|user| (user.id, user.name))
-            .collect()
-    };
+    let names = super::users::names_of(db, &actor_ids).await?;
     rows.into_iter()
         .map(|row| {
             let action = AuditAction::parse(&row.action).ok_or_else(|| {

@@ -14,7 +14,6 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
 };
-use std::collections::HashMap;
 
 /// The id of the team with this name, creating the team if there is none.
 #[tracing::instrument(skip_all, fields(team.name = %name.as_str()))]
@@ -191,13 +190,7 @@ pub async fn open_invitations(
     let mut inviters: Vec<i64> = rows.iter().filter_map(|row| row.invited_by).collect();
     inviters.sort_unstable();
     inviters.dedup();
-    let names: HashMap<i64, String> = user::Entity::find()
-        .filter(user::Column::Id.is_in(inviters))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|user| (user.id, user.name))
-        .collect();
+    let names = super::users::names_of(db, &inviters).await?;
     rows.into_iter()
         .map(|row| {
             Ok(Invitation {

@@ -68,3 +68,68 @@ test("the audit log lists admin actions for platform admins, in Portuguese too",
   await snapshot(page, "audit-pt-BR");
   await page.getByRole("button", { name: "English" }).click();
 });
+
+test("a team admin sets a quota and approves a member's large booking; the dashboard shows use against quota", async ({ browser }) => {
+  const options = { locale: "en-US", viewport: { width: 1400, height: 1000 }, timezoneId: "America/Sao_Paulo" };
+  const admin = await (await browser.newContext(options)).newPage();
+  await signIn(admin, "the demo team admin", "/teams");
+  await admin.getByRole("link", { name: "Demo Lab" }).click();
+  await expect(admin.getByRole("heading", { level: 1, name: "Demo Lab" })).toBeVisible();
+  const teamUrl = admin.url();
+  // No budget in the way (the first test left a small one).
+  const budget = admin.locator("form.budget-form");
+  await budget.locator("input[name='budget']").fill("");
+  await budget.getByRole("button", { name: "Save budget" }).click();
+  await expect(admin.getByRole("status")).toContainText("Budget saved");
+
+  // A quota for the H100s: 6 at once, 400 GPU-hours a week.
+  const quota = admin.locator("form.quota-form");
+  await quota.locator("select[name='model']").selectOption("NVIDIA H100 80GB HBM3");
+  await quota.getByLabel("Guaranteed GPUs at once").fill("6");
+  await quota.getByLabel("GPU-hours a week").fill("400");
+  await quota.getByRole("button", { name: "Save quota" }).click();
+  await expect(admin.getByRole("status")).toContainText("Quota saved");
+  const h100 = admin.locator("table.team-quotas tr[data-model='NVIDIA H100 80GB HBM3']");
+  await expect(h100.locator("td").nth(1)).toHaveText("6");
+  await expect(h100.locator("td").nth(3)).toContainText("/ 400 h");
+  // More than 2 GPU-hours by a member waits for an admin's approval.
+  const rules = admin.locator("form.rules-form");
+  await rules.getByLabel("Approval needed above GPU-hours").fill("2");
+  await rules.getByRole("button", { name: "Save rules" }).click();
+  await expect(admin.getByRole("status")).toContainText("Booking rules saved");
+  await expect(admin.locator(".team-policy")).toContainText("more than 2 GPU-hours");
+
+  // The demo user (a member) books 3 h of an H100 for the team: it waits.
+  const member = await (await browser.newContext(options)).newPage();
+  await signIn(member, "the demo user", "/calendar");
+  await expect(member.locator(".calendar-layout")).toHaveAttribute("data-hydrated", "true");
+  const find = member.locator("form.find-form");
+  await find.locator("select[name=model]").selectOption("NVIDIA H100 80GB HBM3");
+  await find.locator("input[name=hours]").fill("3");
+  await find.getByRole("button").click();
+  const panel = member.locator(".calendar-side .panel").first();
+  await panel.locator("select[name='team_id']").selectOption({ label: "Demo Lab" });
+  await member.getByRole("button", { name: "Book this" }).first().click();
+  await expect(member.locator(".notice-ok")).toContainText("Booked");
+  await member.goto("/reservations");
+  await expect(member.locator("tr[data-payment='awaiting_approval'] .payment-note")).toContainText(
+    "waiting for a team admin's approval",
+  );
+
+  // The team admin is told on every page, and approves it from the dashboard.
+  await admin.goto(teamUrl);
+  await expect(admin.locator(".approvals-banner")).toContainText("1 team booking waits for your approval");
+  const pending = admin.locator("table.team-pending tbody tr");
+  await expect(pending).toHaveCount(1);
+  await expect(pending).toContainText("Demo User");
+  await expect(pending).toContainText("3 h");
+  await snapshot(admin, "team-quota-approvals");
+  await pending.getByRole("button", { name: "Approve" }).click();
+  await expect(admin.getByRole("status")).toContainText("Booking approved");
+  await expect(admin.locator("table.team-pending")).toHaveCount(0);
+  await expect(admin.locator(".approvals-banner")).toHaveCount(0);
+  await expect(admin.locator("table.audit-table")).toContainText("Booking approved");
+  // Paid now: the member's list says so.
+  await member.goto("/reservations");
+  await expect(member.locator("tr[data-payment='awaiting_approval']")).toHaveCount(0);
+});

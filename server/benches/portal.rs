@@ -619,6 +619,10 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 charge_at: Set(None),
                 released_reason: Set(None),
                 team_id: Set(None),
+                priority: Set("development".to_owned()),
+                preemptible: Set(false),
+                approval_expires_at: Set(None),
+                displaced_offer: Set(None),
             });
             for i in chosen {
                 holds.push((id, node_gpus[*i], start, end));

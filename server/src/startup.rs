@@ -4,8 +4,8 @@
 use crate::configuration::{Config, SessionSettings};
 use crate::routes::rate_limit::SignInLimiter;
 use crate::routes::{
-    agent, api, auth, csrf, guard, health, ledger, locale, maintenance, rate_limit, request_log,
-    reservations, teams, telemetry,
+    agent, api, auth, csrf, guard, health, ledger, locale, maintenance, quotas, rate_limit,
+    request_log, reservations, teams, telemetry,
 };
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -382,6 +382,18 @@ pub fn router(
         .route(
             "/api/v1/teams/{id}/budget",
             axum::routing::put(teams::set_budget),
+        )
+        .route(
+            "/api/v1/teams/{id}/rules",
+            get(quotas::show).put(quotas::set_rules),
+        )
+        .route(
+            "/api/v1/teams/{id}/quotas/{model}",
+            axum::routing::put(quotas::set_quota).delete(quotas::remove_quota),
+        )
+        .route(
+            "/api/v1/teams/{id}/approvals/{reservation}",
+            post(quotas::decide),
         )
         .route("/api/v1/admin/teams", post(teams::create))
         .route("/api/v1/admin/audit", get(teams::audit))

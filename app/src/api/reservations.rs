@@ -95,6 +95,7 @@ pub async fn book_reservation(
                 end,
                 charge,
                 team_id,
+                priority: None,
             };
             let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
             booking::create(&state, &actor, &form, chrono::Utc::now(), key)

@@ -14,14 +14,18 @@ pub async fn current_user() -> Result<Option<SignedInUser>, AppError> {
                 return Ok(None);
             };
             let state = state::app_state()?;
-            let (teams, payments_due) = tokio::try_join!(
+            let (teams, payments_due, displaced, approvals_waiting) = tokio::try_join!(
                 db::teams::memberships_of(&state.db, actor.user.id),
                 db::payments::count_due(&state.db, actor.user.id),
+                db::quotas::count_displaced(&state.db, actor.user.id, chrono::Utc::now()),
+                db::quotas::count_awaiting_for_admin(&state.db, actor.user.id),
             )?;
             Ok(Some(SignedInUser {
                 user: actor.user,
                 teams,
                 payments_due,
+                displaced,
+                approvals_waiting,
             }))
         }
         .await,

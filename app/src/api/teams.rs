@@ -65,8 +65,11 @@ pub struct TeamPage {
     pub form_key: String,
     /// The team's bookings from now to two weeks ahead (and those under way), soonest first.
     pub upcoming: Vec<crate::domain::reservation::Reservation>,
-    /// This week (UTC, from Monday): its first instant, and GPU-minutes booked per model.
-    pub week: (chrono::DateTime<chrono::Utc>, Vec<(String, i64)>),
+    /// This week's first instant (Monday 00:00 UTC).
+    pub week_start: chrono::DateTime<chrono::Utc>,
+    /// Booking rules, this week's use against the quotas and (for those who manage the team)
+    /// bookings waiting for approval and idle bookings.
+    pub rules: crate::domain::quota::TeamRules,
 }
 
 /// Team `id` for its page; 404 for teams the viewer does not belong to.
@@ -94,29 +97,15 @@ pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
             };
             let now = chrono::Utc::now();
             let money = teams::money(&state.db, id, now).await?;
-            let (week_start, week_end) = crate::domain::team::utc_week_of(now);
+            let (week_start, _) = crate::domain::team::utc_week_of(now);
             let horizon = now + chrono::TimeDelta::days(14);
-            let bookings = db::reservations::team_bookings(
-                &state.db,
-                id,
-                week_start.min(now),
-                week_end.max(horizon),
-                now,
-            )
-            .await?;
-            let spans: Vec<_> = bookings
-                .iter()
-                .map(|r| {
-                    (
-                        r.model.clone(),
-                        r.share.quarters(),
-                        r.gpu_ids.len(),
-                        r.window.start(),
-                        r.window.end(),
-                    )
-                })
-                .collect();
-            let week_use = crate::domain::team::use_per_model(&spans, week_start, week_end);
+            let bookings =
+                db::reservations::team_bookings(&state.db, id, now, horizon, now).await?;
+            let mut rules = crate::server::quotas::rules(&state.db, id, now).await?;
+            if access == TeamAccess::View {
+                rules.pending.clear();
+                rules.idle.clear();
+            }
             let upcoming: Vec<_> = bookings
                 .into_iter()
                 .filter(|r| r.window.end() > now && r.window.start() < horizon)
@@ -126,10 +115,12 @@ pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
                 .iter()
                 .map(|m| m.since)
                 .chain(roster.invitations.iter().map(|i| i.created_at))
-                .chain(audit.iter().map(|e| e.at));
+                .chain(audit.iter().map(|e| e.at))
+                .chain(rules.pending.iter().map(|r| r.created_at));
             let from = times.min().unwrap_or(now).min(now);
             let to = upcoming
                 .iter()
+                .chain(rules.pending.iter())
                 .map(|r| r.window.end())
                 .max()
                 .unwrap_or(now)
@@ -145,7 +136,8 @@ pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
                 can_grant: actor.user.role == crate::domain::user::PlatformRole::PlatformAdmin,
                 form_key: uuid::Uuid::new_v4().to_string(),
                 upcoming,
-                week: (week_start, week_use),
+                week_start,
+                rules,
             })
         }
         .await,

@@ -174,6 +174,24 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             let price = local_amount(i18n, price_minor).unwrap_or(price);
             t_string!(i18n, problem_over_budget, spent, limit, price).to_string()
         }
+        Problem::PriorityNotAllowed { asked, most } => {
+            t_string!(i18n, problem_priority_not_allowed, asked, most).to_string()
+        }
+        Problem::OverQuotaGpus {
+            model,
+            used,
+            asked,
+            limit,
+        } => t_string!(i18n, problem_over_quota_gpus, model, used, asked, limit).to_string(),
+        Problem::OverQuotaHours {
+            model,
+            used,
+            asked,
+            limit,
+        } => t_string!(i18n, problem_over_quota_hours, model, used, asked, limit).to_string(),
+        Problem::NotAwaitingApproval { id } => {
+            t_string!(i18n, problem_not_awaiting_approval, id).to_string()
+        }
         Problem::TeamNameTaken { name } => {
             t_string!(i18n, problem_team_name_taken, name).to_string()
         }

@@ -68,6 +68,31 @@ pub fn Header() -> impl IntoView {
         </header>
         <Transition fallback=|| ()>
             {move || {
+                let (displaced, waiting) = user
+                    .get()
+                    .and_then(Result::ok)
+                    .flatten()
+                    .map_or((0, 0), |me| (me.displaced, me.approvals_waiting));
+                view! {
+                    {(displaced > 0).then(|| view! {
+                        <div class="payment-due-banner displaced-banner" role="alert">
+                            {t_count!(i18n, displaced, displaced_banner_singular, displaced_banner_plural)}
+                            " "
+                            <a href="/reservations">{t!(i18n, displaced_banner_link)}</a>
+                        </div>
+                    })}
+                    {(waiting > 0).then(|| view! {
+                        <div class="approvals-banner" role="status">
+                            {t_count!(i18n, waiting, approvals_banner_singular, approvals_banner_plural)}
+                            " "
+                            <a href="/teams">{t!(i18n, approvals_banner_link)}</a>
+                        </div>
+                    })}
+                }
+            }}
+        </Transition>
+        <Transition fallback=|| ()>
+            {move || {
                 let due = user.get().and_then(Result::ok).flatten().map_or(0, |me| me.payments_due);
                 (due > 0)
                     .then(|| {

@@ -20,6 +20,14 @@ pub enum AuditAction {
     TeamMemberRole,
     /// A team's monthly budget changed.
     TeamBudget,
+    /// A team's quota for a GPU model was set or removed.
+    TeamQuota,
+    /// A team's booking rules (burst, default priority, approvals) changed.
+    TeamRules,
+    /// A team admin approved a booking.
+    BookingApprove,
+    /// A team admin rejected a booking.
+    BookingReject,
     /// Credits were granted.
     CreditsGrant,
     /// Credits were deducted.
@@ -38,7 +46,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in the order the audit page's filter lists them.
-    pub const ALL: [AuditAction; 14] = [
+    pub const ALL: [AuditAction; 18] = [
         AuditAction::TeamCreate,
         AuditAction::TeamInvite,
         AuditAction::TeamInvitationRevoke,
@@ -46,6 +54,10 @@ impl AuditAction {
         AuditAction::TeamMemberRemove,
         AuditAction::TeamMemberRole,
         AuditAction::TeamBudget,
+        AuditAction::TeamQuota,
+        AuditAction::TeamRules,
+        AuditAction::BookingApprove,
+        AuditAction::BookingReject,
         AuditAction::CreditsGrant,
         AuditAction::CreditsDeduct,
         AuditAction::MaintenanceCreate,
@@ -65,6 +77,10 @@ impl AuditAction {
             AuditAction::TeamMemberRemove => "team.member.remove",
             AuditAction::TeamMemberRole => "team.member.role",
             AuditAction::TeamBudget => "team.budget",
+            AuditAction::TeamQuota => "team.quota",
+            AuditAction::TeamRules => "team.rules",
+            AuditAction::BookingApprove => "booking.approve",
+            AuditAction::BookingReject => "booking.reject",
             AuditAction::CreditsGrant => "credits.grant",
             AuditAction::CreditsDeduct => "credits.deduct",
             AuditAction::MaintenanceCreate => "maintenance.create",

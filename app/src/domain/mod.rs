@@ -12,6 +12,7 @@ pub mod money;
 pub mod numbers;
 pub mod payment;
 pub mod problem;
+pub mod quota;
 pub mod reservation;
 pub mod schedule;
 pub mod sign_in;

@@ -325,6 +325,48 @@ pub enum Problem {
         /// The same as text in the currency.
         price: String,
     },
+    /// A booking above the priority its team (or a personal booking) may use.
+    #[error("this booking may have at most priority {most}, not {asked}")]
+    PriorityNotAllowed {
+        /// What was asked.
+        asked: String,
+        /// The most allowed.
+        most: String,
+    },
+    /// A team booking beyond its quota of GPUs at the same instant.
+    #[error(
+        "the team's quota for {model} is {limit} GPUs at once: {used} are booked then and this booking needs {asked}"
+    )]
+    OverQuotaGpus {
+        /// The GPU model.
+        model: String,
+        /// GPUs booked at the peak, without this booking.
+        used: String,
+        /// GPUs this booking adds.
+        asked: String,
+        /// The quota.
+        limit: u32,
+    },
+    /// A team booking beyond its weekly GPU-hour quota.
+    #[error(
+        "the team's weekly quota for {model} is {limit} GPU-hours: {used} are booked that week and this booking needs {asked}"
+    )]
+    OverQuotaHours {
+        /// The GPU model.
+        model: String,
+        /// GPU-hours booked that week, without this booking.
+        used: String,
+        /// GPU-hours this booking adds.
+        asked: String,
+        /// The quota.
+        limit: u32,
+    },
+    /// Approving or rejecting a booking that no longer waits for approval.
+    #[error("reservation #{id} is not waiting for approval")]
+    NotAwaitingApproval {
+        /// The reservation.
+        id: i64,
+    },
     /// The change would leave the team without an admin.
     #[error("a team keeps at least one admin: make someone else admin first")]
     LastAdmin,

@@ -48,6 +48,8 @@ pub enum PaymentStatus {
     /// The payment job found the wallet short: paid as soon as credits arrive, released shortly
     /// before the start if not.
     Due,
+    /// Waits for a team admin's approval; charged per the payment rules once approved.
+    AwaitingApproval,
 }
 
 impl PaymentStatus {
@@ -59,6 +61,7 @@ impl PaymentStatus {
             PaymentStatus::Unpaid => "unpaid",
             PaymentStatus::Pending => "pending",
             PaymentStatus::Due => "due",
+            PaymentStatus::AwaitingApproval => "awaiting_approval",
         }
     }
 
@@ -70,6 +73,7 @@ impl PaymentStatus {
             "unpaid" => Some(PaymentStatus::Unpaid),
             "pending" => Some(PaymentStatus::Pending),
             "due" => Some(PaymentStatus::Due),
+            "awaiting_approval" => Some(PaymentStatus::AwaitingApproval),
             _ => None,
         }
     }
@@ -85,6 +89,12 @@ pub enum ReleaseReason {
     Maintenance,
     /// A platform admin retired its GPU; refunded in full.
     Retired,
+    /// A higher-priority booking took its place (it was preemptible); refunded in full.
+    Preempted,
+    /// A team admin rejected it.
+    Rejected,
+    /// Nobody approved it in time.
+    ApprovalExpired,
 }
 
 impl ReleaseReason {
@@ -94,6 +104,9 @@ impl ReleaseReason {
             ReleaseReason::Unpaid => "unpaid",
             ReleaseReason::Maintenance => "maintenance",
             ReleaseReason::Retired => "retired",
+            ReleaseReason::Preempted => "preempted",
+            ReleaseReason::Rejected => "rejected",
+            ReleaseReason::ApprovalExpired => "approval_expired",
         }
     }
 
@@ -103,6 +116,9 @@ impl ReleaseReason {
             "unpaid" => Some(ReleaseReason::Unpaid),
             "maintenance" => Some(ReleaseReason::Maintenance),
             "retired" => Some(ReleaseReason::Retired),
+            "preempted" => Some(ReleaseReason::Preempted),
+            "rejected" => Some(ReleaseReason::Rejected),
+            "approval_expired" => Some(ReleaseReason::ApprovalExpired),
             _ => None,
         }
     }
@@ -153,6 +169,18 @@ pub struct Reservation {
     /// close to or over it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::domain::team::BudgetCheck>,
+    /// Its priority class.
+    #[serde(default)]
+    pub priority: crate::domain::quota::Priority,
+    /// A higher-priority booking may displace it (a burst or batch booking).
+    #[serde(default)]
+    pub preemptible: bool,
+    /// Waiting for a team admin's approval until then (released if nobody decides).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_expires_at: Option<DateTime<Utc>>,
+    /// Displaced by a higher-priority booking: the nearest free window it was offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub displaced_offer: Option<SlotOffer>,
 }
 
 /// Which GPUs a booking wants.
@@ -184,6 +212,10 @@ pub struct NewReservation {
     pub charge: crate::domain::payment::ChargeMode,
     /// Booked for this team (paid from its wallet, within its budget); None: personal.
     pub team_id: Option<i64>,
+    /// The priority class asked for (None: the team's default; development when personal).
+    pub priority: Option<crate::domain::quota::Priority>,
+    /// The booker is a platform admin (who may ask for any priority).
+    pub platform_admin: bool,
 }
 
 /// A window that would fit instead, offered with a conflict and by "find a slot".

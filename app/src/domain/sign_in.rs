@@ -34,6 +34,12 @@ pub struct SignedInUser {
     /// How many of their reservations wait for credits to be paid (shown on every page).
     #[serde(default)]
     pub payments_due: u32,
+    /// How many of their bookings a higher-priority booking recently displaced.
+    #[serde(default)]
+    pub displaced: u32,
+    /// How many bookings wait for their approval (as a team admin).
+    #[serde(default)]
+    pub approvals_waiting: u32,
 }
 
 /// The most powerful role a user holds, as the header shows it.
@@ -179,6 +185,8 @@ mod tests {
     fn user(role: PlatformRole, teams: &[(&str, TeamRole)]) -> SignedInUser {
         SignedInUser {
             payments_due: 0,
+            displaced: 0,
+            approvals_waiting: 0,
             user: UserSummary {
                 id: 1,
                 email: Email::parse("ana@example.com").unwrap(),

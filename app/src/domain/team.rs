@@ -266,34 +266,6 @@ pub struct TeamMoney {
     pub month_spent: crate::domain::money::Money,
 }
 
-/// A booking as GPU time: model, quarters of each GPU, GPUs, start, end.
-pub type BookedSpan = (
-    String,
-    u8,
-    usize,
-    chrono::DateTime<chrono::Utc>,
-    chrono::DateTime<chrono::Utc>,
-);
-
-/// GPU time a team's bookings take in `[from, to)`, per GPU model, in GPU-minutes (a quarter of
-/// a GPU for an hour is 15), models by name. Each booking is `(model, quarters of each GPU, GPUs,
-/// start, end)` and counts only for its part inside the range.
-pub fn use_per_model(
-    bookings: &[BookedSpan],
-    from: chrono::DateTime<chrono::Utc>,
-    to: chrono::DateTime<chrono::Utc>,
-) -> Vec<(String, i64)> {
-    let mut per_model: std::collections::BTreeMap<String, i64> = std::collections::BTreeMap::new();
-    for (model, quarters, gpus, start, end) in bookings {
-        let minutes = ((*end).min(to) - (*start).max(from)).num_minutes().max(0);
-        let gpu_minutes = minutes * i64::from(*quarters) * i64::try_from(*gpus).unwrap_or(0) / 4;
-        if gpu_minutes > 0 {
-            *per_model.entry(model.clone()).or_default() += gpu_minutes;
-        }
-    }
-    per_model.into_iter().collect()
-}
-
 /// The week (Monday 00:00 to the next Monday, UTC) that `at` falls in.
 pub fn utc_week_of(
     at: chrono::DateTime<chrono::Utc>,
@@ -430,42 +402,15 @@ mod tests {
     }
 
     #[test]
-    fn use_counts_gpu_minutes_inside_the_week_per_model() {
+    fn weeks_run_monday_to_monday_utc() {
         let at = |raw: &str| raw.parse::<chrono::DateTime<chrono::Utc>>().unwrap();
-        let (from, to) = utc_week_of(at("2026-12-03T12:00:00Z"));
         assert_eq!(
-            (from, to),
+            utc_week_of(at("2026-12-03T12:00:00Z")),
             (at("2026-11-30T00:00:00Z"), at("2026-12-07T00:00:00Z"))
         );
-        let bookings = vec![
-            // 2 whole H100s for 3 h: 360 GPU-minutes.
-            (
-                "H100".to_owned(),
-                4,
-                2,
-                at("2026-12-01T09:00:00Z"),
-                at("2026-12-01T12:00:00Z"),
-            ),
-            // Half an L40S for 2 h, of which 1 h is in the week: 30.
-            (
-                "L40S".to_owned(),
-                2,
-                1,
-                at("2026-11-29T23:00:00Z"),
-                at("2026-11-30T01:00:00Z"),
-            ),
-            // Next week: nothing.
-            (
-                "H100".to_owned(),
-                4,
-                1,
-                at("2026-12-07T00:00:00Z"),
-                at("2026-12-07T05:00:00Z"),
-            ),
-        ];
         assert_eq!(
-            use_per_model(&bookings, from, to),
-            vec![("H100".to_owned(), 360), ("L40S".to_owned(), 30)]
+            utc_week_of(at("2026-11-30T00:00:00Z")).0,
+            at("2026-11-30T00:00:00Z")
         );
     }
 

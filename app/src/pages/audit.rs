@@ -26,6 +26,10 @@ pub fn audit_action_text(
         AuditAction::TeamMemberRemove => t_string!(i18n, audit_team_member_remove),
         AuditAction::TeamMemberRole => t_string!(i18n, audit_team_member_role),
         AuditAction::TeamBudget => t_string!(i18n, audit_team_budget),
+        AuditAction::TeamQuota => t_string!(i18n, audit_team_quota),
+        AuditAction::TeamRules => t_string!(i18n, audit_team_rules),
+        AuditAction::BookingApprove => t_string!(i18n, audit_booking_approve),
+        AuditAction::BookingReject => t_string!(i18n, audit_booking_reject),
         AuditAction::CreditsGrant => t_string!(i18n, audit_credits_grant),
         AuditAction::CreditsDeduct => t_string!(i18n, audit_credits_deduct),
         AuditAction::MaintenanceCreate => t_string!(i18n, audit_maintenance_create),
@@ -45,6 +49,7 @@ fn target_text(i18n: leptos_i18n::I18nContext<Locale>, kind: &str) -> String {
         "gpu" => t_string!(i18n, audit_target_gpu).to_string(),
         "maintenance" => t_string!(i18n, audit_target_maintenance).to_string(),
         "node" => t_string!(i18n, audit_target_node).to_string(),
+        "reservation" => t_string!(i18n, audit_target_reservation).to_string(),
         other => other.to_owned(),
     }
 }

@@ -13,5 +13,6 @@ pub mod profile;
 pub mod reservations;
 pub mod sign_in;
 pub mod team;
+pub mod team_rules;
 pub mod teams;
 pub mod wallet;

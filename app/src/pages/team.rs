@@ -11,6 +11,7 @@ use crate::domain::time_text::date_minute;
 use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::audit::AuditTable;
+use crate::pages::team_rules::TeamRulesView;
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -42,6 +43,10 @@ pub fn TeamPage() -> impl IntoView {
                 "created" => t_string!(i18n, team_done_created),
                 "budget" => t_string!(i18n, team_done_budget),
                 "credits" => t_string!(i18n, team_done_credits),
+                "quota" => t_string!(i18n, team_done_quota),
+                "rules" => t_string!(i18n, team_done_rules),
+                "approved" => t_string!(i18n, team_done_approved),
+                "rejected" => t_string!(i18n, team_done_rejected),
                 _ => t_string!(i18n, team_done_saved),
             };
             Some(Either::Left(
@@ -110,7 +115,8 @@ fn TeamView(data: TeamData) -> impl IntoView {
         can_grant,
         form_key,
         upcoming,
-        week,
+        week_start,
+        rules,
     } = data;
     let manage = access == TeamAccess::Manage;
     let action = format!("/teams/{}", roster.id);
@@ -172,14 +178,18 @@ fn TeamView(data: TeamData) -> impl IntoView {
             }}
         }
     });
+    let rules_view = view! {
+        <TeamRulesView rules manage action=action.clone() zone=zone.clone() week_start currency=currency.clone() />
+    };
     let money_view = view! {
         <TeamMoneyView money currency manage can_grant action=action.clone() form_key />
     };
-    let activity_view = view! { <TeamUse upcoming week zone=zone.clone() /> };
+    let activity_view = view! { <TeamUse upcoming zone=zone.clone() /> };
     view! {
         <h1>{roster.name}</h1>
         <p class="hint">{t!(i18n, times_in_zone, zone = move || zone_name.clone())}</p>
         {money_view}
+        {rules_view}
         {activity_view}
         <h2>{t!(i18n, team_members)}</h2>
         <div class="table-scroll">
@@ -373,44 +383,13 @@ fn TeamMoneyView(
     }
 }
 
-/// This week's GPU time per model, and the team's bookings of the next two weeks.
+/// The team's bookings of the next two weeks.
 #[component]
 fn TeamUse(
     upcoming: Vec<crate::domain::reservation::Reservation>,
-    week: (chrono::DateTime<chrono::Utc>, Vec<(String, i64)>),
     zone: ZoneOffsets,
 ) -> impl IntoView {
-    use crate::components::format::hours_text;
     let i18n = use_i18n();
-    let (week_start, per_model) = week;
-    let monday = week_start.format("%Y-%m-%d").to_string();
-    let use_view = if per_model.is_empty() {
-        Either::Left(view! { <p class="empty">{t!(i18n, team_week_none)}</p> })
-    } else {
-        let rows = per_model
-            .into_iter()
-            .map(|(model, gpu_minutes)| {
-                let label = model.clone();
-                view! {
-                    <tr data-model=model>
-                        <td>{label}</td>
-                        <td class="num" data-gpu-minutes=gpu_minutes>{hours_text(i18n, gpu_minutes)}</td>
-                    </tr>
-                }
-            })
-            .collect_view();
-        Either::Right(view! {
-            <table class="teams-table team-week">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, team_col_model)}</th>
-                        <th scope="col" class="num">{t!(i18n, team_col_gpu_hours)}</th>
-                    </tr>
-                </thead>
-                <tbody>{rows}</tbody>
-            </table>
-        })
-    };
     let upcoming_view = if upcoming.is_empty() {
         Either::Left(view! { <p class="empty">{t!(i18n, team_upcoming_none)}</p> })
     } else {
@@ -449,8 +428,6 @@ fn TeamUse(
         })
     };
     view! {
-        <h2>{t!(i18n, team_week, monday = monday)}</h2>
-        {use_view}
         <h2>{t!(i18n, team_upcoming)}</h2>
         <p class="hint"><a href="/calendar">{t!(i18n, team_upcoming_calendar)}</a></p>
         {upcoming_view}

@@ -68,6 +68,10 @@ pub struct BookingForm {
     /// Book for this team (paid from its wallet); absent: a personal booking.
     #[serde(default)]
     pub team_id: Option<i64>,
+    /// Priority class: `production`, `training`, `development` or `batch` (default: the team's;
+    /// development when personal).
+    #[serde(default)]
+    pub priority: Option<String>,
 }
 
 fn invalid(field: &str, problem: Problem) -> AppError {
@@ -173,6 +177,22 @@ pub fn parse_booking(
         .charge
         .mode(charge)
         .map_err(|problem| invalid("charge", problem))?;
+    let priority = form
+        .priority
+        .as_deref()
+        .map(str::trim)
+        .filter(|raw| !raw.is_empty())
+        .map(|raw| {
+            crate::domain::quota::Priority::parse(raw).ok_or_else(|| {
+                invalid(
+                    "priority",
+                    Problem::Unreadable {
+                        detail: format!("`{raw}`: use production, training, development or batch"),
+                    },
+                )
+            })
+        })
+        .transpose()?;
     Ok(NewReservation {
         owner_id,
         target,
@@ -180,6 +200,8 @@ pub fn parse_booking(
         window,
         charge,
         team_id: form.team_id,
+        priority,
+        platform_admin: false,
     })
 }
 
@@ -197,7 +219,8 @@ pub async fn create(
     now: DateTime<Utc>,
     idempotency_key: Option<&str>,
 ) -> Result<Reservation, AppError> {
-    let request = parse_booking(form, actor.user.id, state, now)?;
+    let mut request = parse_booking(form, actor.user.id, state, now)?;
+    request.platform_admin = actor.require_platform_admin().is_ok();
     // Only the team's members book for it (its admins and platform admins too).
     if let Some(team_id) = request.team_id {
         crate::server::teams::access(&state.db, actor, team_id).await?;
@@ -824,6 +847,34 @@ pub fn payment_notes(
                     }
                     (Some(ReleaseReason::Retired), ..) => {
                         t_string!(i18n, reservations_released_retired).to_string()
+                    }
+                    (Some(ReleaseReason::Preempted), ..) => match &r.displaced_offer {
+                        Some(offer) => {
+                            let node = offer.node_name.clone();
+                            let when = format!(
+                                "{} – {}",
+                                at(offer.window.start()),
+                                at(offer.window.end())
+                            );
+                            t_string!(i18n, reservations_released_preempted_offer, node, when)
+                                .to_string()
+                        }
+                        None => t_string!(i18n, reservations_released_preempted).to_string(),
+                    },
+                    (Some(ReleaseReason::Rejected), ..) => {
+                        t_string!(i18n, reservations_released_rejected).to_string()
+                    }
+                    (Some(ReleaseReason::ApprovalExpired), ..) => {
+                        t_string!(i18n, reservations_released_approval_expired).to_string()
+                    }
+                    (None, ReservationStatus::Confirmed, PaymentStatus::AwaitingApproval) => {
+                        let when = at(r.approval_expires_at?);
+                        t_string!(i18n, reservations_awaiting_approval, when).to_string()
+                    }
+                    (None, ReservationStatus::Confirmed | ReservationStatus::Active, _)
+                        if r.preemptible =>
+                    {
+                        t_string!(i18n, reservations_preemptible).to_string()
                     }
                     (None, ReservationStatus::Confirmed, PaymentStatus::Pending) => {
                         let when = at(r.charge_at?);

@@ -261,6 +261,8 @@ pub async fn seed_demo_bookings(
                     window,
                     charge: ChargeMode::AtBooking,
                     team_id: demo_team.filter(|_| owner == team_admin),
+                    priority: None,
+                    platform_admin: false,
                 };
                 let created_at = (start - TimeDelta::days(2)).min(now);
                 let terms = db::reservations::BookingTerms {

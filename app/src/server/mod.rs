@@ -9,6 +9,7 @@ pub mod demo;
 pub mod entity;
 pub mod ledger;
 pub mod maintenance;
+pub mod quotas;
 pub mod state;
 pub mod teams;
 pub mod telemetry;

@@ -132,7 +132,7 @@ fn parse_email(raw: &str) -> Result<Email, AppError> {
 /// A write transaction holding the team's lock, in which the actor's right to change the team
 /// is checked again: a request that passed the first check while another one removed its
 /// sender changes nothing.
-async fn locked(
+pub(crate) async fn locked(
     db: &DatabaseConnection,
     actor: &Actor,
     team_id: i64,

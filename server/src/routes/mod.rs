@@ -11,6 +11,7 @@ pub mod health;
 pub mod ledger;
 pub mod locale;
 pub mod maintenance;
+pub mod quotas;
 pub mod rate_limit;
 pub mod request_log;
 pub mod reservations;

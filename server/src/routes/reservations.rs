@@ -201,6 +201,9 @@ pub struct BookFormPost {
     /// A team's id, or empty for a personal booking.
     #[serde(default)]
     team_id: Option<String>,
+    /// A priority class, or empty for the default.
+    #[serde(default)]
+    priority: Option<String>,
 }
 
 /// `POST /calendar/book`: books, then back to the calendar with `booked=ID` or `error=message`.
@@ -228,6 +231,7 @@ pub async fn book_form(
             start,
             end,
             charge: form.charge.clone(),
+            priority: form.priority.clone(),
             team_id: match form.team_id.as_deref().map(str::trim) {
                 None | Some("") => None,
                 Some(raw) => Some(raw.parse::<i64>().map_err(|_| {

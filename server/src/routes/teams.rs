@@ -343,6 +343,40 @@ pub struct TeamFormPost {
     reason: Option<String>,
     #[serde(default)]
     idempotency_key: Option<String>,
+    /// The quota form: a GPU model, GPUs at once (empty: remove the quota), GPU-hours a week.
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    guaranteed_gpus: Option<String>,
+    #[serde(default)]
+    weekly_gpu_hours: Option<String>,
+    /// The rules form (a checkbox: present when ticked).
+    #[serde(default)]
+    allow_burst: Option<String>,
+    #[serde(default)]
+    default_priority: Option<String>,
+    #[serde(default)]
+    approval_over_gpu_hours: Option<String>,
+    #[serde(default)]
+    approval_expiry_hours: Option<String>,
+    /// The booking an approval decides.
+    #[serde(default)]
+    reservation_id: Option<i64>,
+}
+
+/// A whole number typed in field `field` (empty: none).
+fn typed_number(field: &str, raw: Option<&str>) -> Result<Option<i64>, AppError> {
+    match raw.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(text) => text.parse::<i64>().map(Some).map_err(|_| {
+            AppError::invalid(
+                field,
+                Problem::Unreadable {
+                    detail: format!("`{text}` is not a whole number"),
+                },
+            )
+        }),
+    }
 }
 
 /// `POST /teams/{id}`: one of the team page's forms.
@@ -463,6 +497,45 @@ pub async fn team_form(
                 )
                 .await
                 .map(|_| "credits")
+            }
+            "quota" => {
+                let model = form.model.as_deref().unwrap_or_default();
+                if model.trim().is_empty() {
+                    return Err(missing("model"));
+                }
+                let guaranteed = typed_number("guaranteed_gpus", form.guaranteed_gpus.as_deref())?;
+                let weekly = typed_number("weekly_gpu_hours", form.weekly_gpu_hours.as_deref())?;
+                berth_app::server::quotas::set_quota(
+                    &state.db, &actor, team_id, model, guaranteed, weekly, now,
+                )
+                .await
+                .map(|_| "quota")
+            }
+            "rules" => {
+                let policy = berth_app::server::quotas::PolicyForm {
+                    allow_burst: form.allow_burst.is_some(),
+                    default_priority: form.default_priority.clone().unwrap_or_default(),
+                    approval_over_gpu_hours: typed_number(
+                        "approval_over_gpu_hours",
+                        form.approval_over_gpu_hours.as_deref(),
+                    )?,
+                    approval_expiry_hours: typed_number(
+                        "approval_expiry_hours",
+                        form.approval_expiry_hours.as_deref(),
+                    )?,
+                };
+                berth_app::server::quotas::set_policy(&state.db, &actor, team_id, &policy, now)
+                    .await
+                    .map(|_| "rules")
+            }
+            decision @ ("approve" | "reject") => {
+                let id = form
+                    .reservation_id
+                    .ok_or_else(|| missing("reservation_id"))?;
+                let approve = decision == "approve";
+                berth_app::server::quotas::decide(&state, &actor, team_id, id, approve, now)
+                    .await
+                    .map(|_| if approve { "approved" } else { "rejected" })
             }
             other => Err(AppError::invalid(
                 "action",

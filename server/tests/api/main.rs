@@ -15,6 +15,7 @@ mod oidc;
 mod oidc_provider;
 mod payments;
 mod profile;
+mod quotas;
 mod reservations;
 mod sessions;
 mod sign_in;

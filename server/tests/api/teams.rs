@@ -16,7 +16,7 @@ use chrono::TimeDelta;
 use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};
 
-async fn send(
+pub(crate) async fn send(
     app: &TestApp,
     method: reqwest::Method,
     token: Option<&str>,
@@ -36,7 +36,7 @@ async fn send(
 }
 
 /// POSTs every `(token, path, body)` at once; answers their statuses and bodies.
-async fn post_all_at_once(
+pub(crate) async fn post_all_at_once(
     app: &TestApp,
     requests: Vec<(String, String, Value)>,
 ) -> Vec<(u16, Value)> {
@@ -62,7 +62,7 @@ async fn post_all_at_once(
 }
 
 /// The user id behind an e-mail address.
-async fn user_id(app: &TestApp, email: &str) -> i64 {
+pub(crate) async fn user_id(app: &TestApp, email: &str) -> i64 {
     db::users::find_user_by_email(
         &app.db,
         &berth_app::domain::user::Email::parse(email).unwrap(),
@@ -74,7 +74,7 @@ async fn user_id(app: &TestApp, email: &str) -> i64 {
 }
 
 /// A team named `name` with `admin` as its admin (created by `platform`, accepted as at sign-in).
-async fn team_with_admin(app: &TestApp, platform: &str, name: &str, admin: &str) -> i64 {
+pub(crate) async fn team_with_admin(app: &TestApp, platform: &str, name: &str, admin: &str) -> i64 {
     let (status, created) = post_json(
         app,
         platform,
@@ -88,7 +88,7 @@ async fn team_with_admin(app: &TestApp, platform: &str, name: &str, admin: &str)
 }
 
 /// What signing in does with open invitations.
-async fn accept(app: &TestApp, email: &str) {
+pub(crate) async fn accept(app: &TestApp, email: &str) {
     berth_app::server::teams::accept_invitations(
         &app.db,
         user_id(app, email).await,
@@ -108,7 +108,12 @@ async fn role_in(app: &TestApp, team_id: i64, email: &str) -> Option<TeamRole> {
         .map(|m| m.role)
 }
 
-async fn invitation_by_admin(app: &TestApp, team_id: i64, token: &str, email: &str) -> i64 {
+pub(crate) async fn invitation_by_admin(
+    app: &TestApp,
+    team_id: i64,
+    token: &str,
+    email: &str,
+) -> i64 {
     let (status, body) = post_json(
         app,
         token,
@@ -529,8 +534,12 @@ async fn the_audit_log_is_append_only_and_records_money_and_admin_actions(backen
 }
 
 /// Row counts of everything the matrix's requests could change.
-async fn snapshot(app: &TestApp) -> [u64; 7] {
+async fn snapshot(app: &TestApp) -> [u64; 8] {
     [
+        berth_app::server::entity::team_quota::Entity::find()
+            .count(&app.db)
+            .await
+            .unwrap(),
         team::Entity::find().count(&app.db).await.unwrap(),
         team_member::Entity::find().count(&app.db).await.unwrap(),
         team_invitation::Entity::find()
@@ -566,6 +575,29 @@ async fn authorization_matrix(backend: Backend) {
     let member_a_id = user_id(&app, "member-a@example.com").await;
     let other_id = user_id(&app, "other-a@example.com").await;
     let gpu = gpus_of(&app, "NVIDIA A100-PCIE-40GB").await[1];
+    // A booking of member A waiting for approval (team A approves above 1 GPU-hour).
+    send(
+        &app,
+        reqwest::Method::PUT,
+        Some(&admin_a),
+        &format!("/api/v1/teams/{team_a}/rules"),
+        Some(json!({ "default_priority": "development", "approval_over_gpu_hours": 1 })),
+    )
+    .await;
+    let start = tomorrow(9, 0) + TimeDelta::days(5);
+    let (status, pending) = post_json(
+        &app,
+        &member_a,
+        "/api/v1/reservations",
+        &json!({
+            "model": "NVIDIA L40S", "count": 1, "team_id": team_a,
+            "start": start.to_rfc3339(), "end": (start + TimeDelta::hours(2)).to_rfc3339(),
+        }),
+    )
+    .await;
+    assert_eq!(status, 201, "{pending}");
+    assert_eq!(pending["payment_status"], "awaiting_approval");
+    let pending = pending["id"].as_i64().unwrap();
 
     // Who: anonymous, member of A, admin of A, admin of B, platform admin.
     let who: [(&str, Option<&str>); 5] = [
@@ -609,6 +641,36 @@ async fn authorization_matrix(backend: Backend) {
             format!("/api/v1/teams/{team_a}/members/{member_a_id}"),
             Some(json!({ "role": "member" })),
             [401, 403, 204, 404, 204],
+        ),
+        (
+            Method::GET,
+            format!("/api/v1/teams/{team_a}/rules"),
+            None,
+            [401, 200, 200, 404, 200],
+        ),
+        (
+            Method::PUT,
+            format!("/api/v1/teams/{team_a}/quotas/NVIDIA%20A100-PCIE-40GB"),
+            Some(json!({ "guaranteed_gpus": 1, "weekly_gpu_hours": 40 })),
+            [401, 403, 200, 404, 200],
+        ),
+        (
+            Method::DELETE,
+            format!("/api/v1/teams/{team_a}/quotas/NVIDIA%20A100-PCIE-40GB"),
+            None,
+            [401, 403, 204, 404, 204],
+        ),
+        (
+            Method::PUT,
+            format!("/api/v1/teams/{team_a}/rules"),
+            Some(json!({ "default_priority": "training", "allow_burst": true })),
+            [401, 403, 200, 404, 200],
+        ),
+        (
+            Method::POST,
+            format!("/api/v1/teams/{team_a}/approvals/{pending}"),
+            Some(json!({ "decision": "reject" })),
+            [401, 403, 200, 404, 409],
         ),
         (
             Method::POST,
@@ -759,14 +821,14 @@ async fn authorization_matrix(backend: Backend) {
     app.stop().await;
 }
 
-const H100: &str = "NVIDIA H100 80GB HBM3";
+pub(crate) const H100: &str = "NVIDIA H100 80GB HBM3";
 
-fn urlencode(raw: &str) -> String {
+pub(crate) fn urlencode(raw: &str) -> String {
     url::form_urlencoded::byte_serialize(raw.as_bytes()).collect()
 }
 
 /// 09:00 UTC on the third day of next month: a window in one calendar month, whatever today is.
-fn next_month_at(hour_offset: i64) -> chrono::DateTime<chrono::Utc> {
+pub(crate) fn next_month_at(hour_offset: i64) -> chrono::DateTime<chrono::Utc> {
     let (_, next) = berth_app::domain::schedule::utc_month_of(chrono::Utc::now());
     next + TimeDelta::days(2) + TimeDelta::hours(9 + hour_offset)
 }
@@ -782,7 +844,7 @@ fn team_booking(team: i64, hour_offset: i64, hours: i64) -> Value {
     })
 }
 
-async fn team_balance(app: &TestApp, token: &str, team: i64) -> i64 {
+pub(crate) async fn team_balance(app: &TestApp, token: &str, team: i64) -> i64 {
     let (status, body) = get(app, token, &format!("/api/v1/teams/{team}")).await;
     assert_eq!(status, 200, "{body}");
     body["money"]["balance_minor"].as_i64().unwrap()

@@ -61,7 +61,7 @@ pub async fn create(
         }));
     }
     for id in &in_the_way {
-        reservations::release(&txn, *id, created_by, now, ReleaseReason::Maintenance).await?;
+        reservations::release(&txn, *id, Some(created_by), now, ReleaseReason::Maintenance).await?;
     }
     let mut ids = Vec::with_capacity(gpu_ids.len());
     for gpu_id in gpu_ids {

@@ -8,6 +8,7 @@ pub mod inventory;
 pub mod ledger;
 pub mod maintenance;
 pub mod payments;
+pub mod quotas;
 pub mod reservations;
 pub mod sessions;
 pub mod teams;

@@ -50,6 +50,8 @@ pub struct Outcome {
     pub due: u32,
     /// Reservations released unpaid.
     pub released: u32,
+    /// Bookings released because nobody approved them in time.
+    pub expired: u32,
 }
 
 impl Outcome {
@@ -87,7 +89,49 @@ pub async fn run(
         .into_tuple()
         .all(db)
         .await?;
-    settle_all(db, &ids, Some(policy), now, checkpoint).await
+    let expired = expire_approvals(db, now).await?;
+    let mut outcome = settle_all(db, &ids, Some(policy), now, checkpoint).await?;
+    outcome.expired = expired;
+    Ok(outcome)
+}
+
+/// Releases the bookings whose approval did not come in time (at most [`BATCH`] per run), each
+/// in its own transaction that re-reads it under lock: an approval that won the race stays.
+async fn expire_approvals(db: &DatabaseConnection, now: DateTime<Utc>) -> Result<u32, DbErr> {
+    let ids: Vec<i64> = reservation::Entity::find()
+        .select_only()
+        .column(reservation::Column::Id)
+        .filter(reservation::Column::ApprovalExpiresAt.lte(now))
+        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::PaymentStatus.eq(PaymentStatus::AwaitingApproval.as_str()))
+        .order_by_asc(reservation::Column::ApprovalExpiresAt)
+        .limit(BATCH)
+        .into_tuple()
+        .all(db)
+        .await?;
+    let mut expired = 0;
+    for id in ids {
+        let txn = begin_write(db).await?;
+        let row = crate::server::db::reservations::lock_reservation(&txn, id)
+            .await?
+            .filter(|row| {
+                row.status == "confirmed"
+                    && row.payment_status == PaymentStatus::AwaitingApproval.as_str()
+                    && row.approval_expires_at.is_some_and(|until| until <= now)
+            });
+        match row {
+            Some(row)
+                if withdraw(&txn, &row, now, None, Some(ReleaseReason::ApprovalExpired))
+                    .await? =>
+            {
+                txn.commit().await?;
+                expired += 1;
+                tracing::info!(reservation.id = id, "booking released: approval expired");
+            }
+            _ => txn.rollback().await?,
+        }
+    }
+    Ok(expired)
 }
 
 /// Tries at once to pay the reservations that `wallet` (a user's or a team's) pays and that are

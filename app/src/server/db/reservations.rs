@@ -12,6 +12,10 @@ use crate::domain::ledger::RefundPolicy;
 use crate::domain::money::{Currency, Money};
 use crate::domain::payment::{ChargeMode, ChargePlan, ChargePolicy};
 use crate::domain::problem::Problem;
+use crate::domain::quota::{
+    Holder, Priority, QuotaCheck, TeamSpan, booking_priority, check_quota, gpu_hours_text,
+    gpus_text, plan_displacement,
+};
 use crate::domain::reservation::{
     Clash, NewReservation, PaymentStatus, ReleaseReason, Reservation, ReservationStatus, SlotOffer,
     Target,
@@ -130,7 +134,19 @@ pub struct Hold {
     pub window: Window,
     /// Share of the GPU in quarters.
     pub quarters: u8,
+    /// Its priority class.
+    pub priority: Priority,
+    /// Whether a higher-priority booking may displace it.
+    pub preemptible: bool,
+    /// When it was booked.
+    pub created_at: DateTime<Utc>,
 }
+
+/// What a hold's reservation adds to the index row: owner, quarters, team, priority,
+/// preemptible, booked at.
+type HoldTerms = (i64, i16, Option<i64>, String, bool, DateTime<Utc>);
+/// A reservation's id and its [`HoldTerms`], as read.
+type HoldTermsRow = (i64, i64, i16, Option<i64>, String, bool, DateTime<Utc>);
 
 /// Confirmed reservations holding any of `gpu_ids` during `range`. The first query walks only the
 /// index of holds by GPU and end time, so its cost follows the GPUs asked for and the holds
@@ -158,28 +174,32 @@ pub async fn holds_on(
     ids.sort_unstable();
     ids.dedup();
     // Owner and quarters of the confirmed ones; cancelled reservations drop out here.
-    let mut confirmed: HashMap<i64, (i64, i16, Option<i64>)> = HashMap::with_capacity(ids.len());
+    let mut confirmed: HashMap<i64, HoldTerms> = HashMap::with_capacity(ids.len());
     for chunk in ids.chunks(IDS_PER_STATEMENT) {
-        let found: Vec<(i64, i64, i16, Option<i64>)> = reservation::Entity::find()
+        let found: Vec<HoldTermsRow> = reservation::Entity::find()
             .select_only()
             .column(reservation::Column::Id)
             .column(reservation::Column::OwnerId)
             .column(reservation::Column::Quarters)
             .column(reservation::Column::TeamId)
+            .column(reservation::Column::Priority)
+            .column(reservation::Column::Preemptible)
+            .column(reservation::Column::CreatedAt)
             .filter(reservation::Column::Id.is_in(chunk.to_vec()))
             .filter(reservation::Column::Status.eq("confirmed"))
             .into_tuple()
             .all(db)
             .await?;
-        confirmed.extend(
-            found
-                .into_iter()
-                .map(|(id, owner, quarters, team)| (id, (owner, quarters, team))),
-        );
+        confirmed.extend(found.into_iter().map(
+            |(id, owner, quarters, team, priority, preemptible, created)| {
+                (id, (owner, quarters, team, priority, preemptible, created))
+            },
+        ));
     }
     rows.into_iter()
         .filter_map(|(gpu_id, reservation_id, start, end)| {
-            let (owner_id, quarters, team_id) = *confirmed.get(&reservation_id)?;
+            let (owner_id, quarters, team_id, priority, preemptible, created_at) =
+                confirmed.get(&reservation_id)?.clone();
             Some(
                 Window::new(start, end)
                     .map(|window| Hold {
@@ -189,6 +209,9 @@ pub async fn holds_on(
                         team_id,
                         window,
                         quarters: u8::try_from(quarters).unwrap_or(WHOLE_GPU),
+                        priority: Priority::parse(&priority).unwrap_or_default(),
+                        preemptible,
+                        created_at,
                     })
                     .map_err(|err| {
                         DbErr::Custom(format!("reservations.id={reservation_id}: {err}"))
@@ -348,6 +371,20 @@ async fn try_book(
     }
     let quarters = request.share.quarters();
     let window = request.window;
+    // The booking's priority class: the team's default unless a lower one is asked for.
+    let default_priority = match request.team_id {
+        None => None,
+        Some(team_id) => Some(
+            super::quotas::policy(&txn, team_id)
+                .await?
+                .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?
+                .default_priority,
+        ),
+    };
+    let priority = booking_priority(request.priority, default_priority, request.platform_admin)
+        .map_err(|problem| invalid("priority", problem))?;
+    // Preemptible lower-priority bookings this one takes the place of, when nothing else fits.
+    let mut displaced: Vec<i64> = Vec::new();
     let chosen: Vec<BookableGpu> = match &request.target {
         Target::Gpus(ids) => {
             let gpus = gpus_where(&txn, gpu::Column::Id.is_in(ids.clone()).into()).await?;
@@ -376,18 +413,49 @@ async fn try_book(
             let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
             lock_gpus(&txn, &ids).await?;
             let busy = occupancies(&txn, &ids, &window).await?;
-            for g in &gpus {
+            let clash = gpus.iter().find_map(|g| {
                 let taken = busy.get(&g.id).map(Vec::as_slice).unwrap_or(&[]);
-                if let Some(at) = first_overflow(taken, &window, quarters) {
-                    let suggestion =
-                        suggest_for_gpus(&txn, &gpus, request.share, &window, latest_start).await?;
-                    return Err(AppError::Clash(Box::new(Clash {
-                        gpu_id: Some(g.id),
-                        what: g.label(),
-                        at,
-                        suggestion,
-                    }))
-                    .into());
+                first_overflow(taken, &window, quarters).map(|at| (g.id, g.label(), at))
+            });
+            if let Some((gpu_id, what, at)) = clash {
+                // Other GPUs free at the same time come first (the booking is refused with a
+                // suggestion); only then does it take the place of preemptible bookings of lower
+                // priority on these.
+                let candidates = bookable_of_model(&txn, &first.model, request.share).await?;
+                let elsewhere = find_offers(
+                    &txn,
+                    &candidates,
+                    gpus.len(),
+                    request.share,
+                    window.length(),
+                    window.start(),
+                    window.start(),
+                    1,
+                )
+                .await?
+                .into_iter()
+                .next();
+                let plan = match elsewhere {
+                    Some(_) => None,
+                    None => {
+                        let holders = holders_on(&txn, &ids, &window, priority).await?;
+                        plan_displacement(&holders, gpus.len(), &window, quarters)
+                    }
+                };
+                match plan {
+                    Some((_, victims)) => displaced = victims,
+                    None => {
+                        let suggestion =
+                            suggest_for_gpus(&txn, &gpus, request.share, &window, latest_start)
+                                .await?;
+                        return Err(AppError::Clash(Box::new(Clash {
+                            gpu_id: Some(gpu_id),
+                            what,
+                            at,
+                            suggestion,
+                        }))
+                        .into());
+                    }
                 }
             }
             gpus
@@ -424,6 +492,13 @@ async fn try_book(
                     break;
                 }
             }
+            if picked.is_none()
+                && let Some((gpus, victims)) =
+                    displace_on_nodes(&txn, &candidates, count, &window, quarters, priority).await?
+            {
+                displaced = victims;
+                picked = Some(gpus);
+            }
             match picked {
                 Some(gpus) => gpus,
                 None => {
@@ -457,21 +532,31 @@ async fn try_book(
         .map(|g| price_minor(g.hourly_price_minor, quarters, &window))
         .sum();
     let first = &chosen[0];
-    // A team booking stays within the team's monthly budget: the team's row is locked (after
-    // the GPUs, in every booking) so that two bookings cannot both take its last part.
+    let span = TeamSpan {
+        window,
+        quarters: i64::from(quarters) * i64::try_from(chosen.len()).unwrap_or(i64::MAX),
+    };
+    // Batch bookings, and burst bookings beyond a quota, may be displaced.
+    let mut preemptible = priority == Priority::Batch;
+    let mut approval_until = None;
+    // A team booking stays within the team's monthly budget and quota: the team's row is locked
+    // (after the GPUs, in every booking) so that two bookings cannot both take their last part.
     let budget = match request.team_id {
         None => None,
         Some(team_id) => {
-            let budget = super::teams::lock_budget(&txn, team_id)
+            let (budget, policy) = super::teams::lock_rules(&txn, team_id)
                 .await?
                 .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
             // Again under the lock: a member removed while this request ran books nothing.
-            if !super::teams::may_book_for(&txn, team_id, request.owner_id).await? {
+            let Some(by_admin) =
+                super::quotas::standing(&txn, team_id, request.owner_id, request.platform_admin)
+                    .await?
+            else {
                 return Err(AppError::NotFound(format!("team {team_id}")).into());
-            }
+            };
             let (from, to) = crate::domain::schedule::utc_month_of(window.start());
             let spent = super::teams::month_spend(&txn, team_id, from, to).await?;
-            match budget.check(spent, Money::from_minor(price)) {
+            let warning = match budget.check(spent, Money::from_minor(price)) {
                 BudgetCheck::Over {
                     spent_minor,
                     limit_minor,
@@ -489,11 +574,41 @@ async fn try_book(
                 }
                 BudgetCheck::Within => None,
                 warn @ BudgetCheck::Warn { .. } => Some(warn),
+            };
+            if !preemptible
+                && let Some(quota) = super::quotas::quota(&txn, team_id, &first.model).await?
+            {
+                let weeks_from = crate::domain::team::utc_week_of(window.start()).0;
+                let weeks_to =
+                    crate::domain::team::utc_week_of(window.end() - TimeDelta::minutes(1)).1;
+                let existing: Vec<TeamSpan> = super::quotas::team_spans(
+                    &txn,
+                    team_id,
+                    Some(&first.model),
+                    Ord::min(weeks_from, window.start()),
+                    Ord::max(weeks_to, window.end()),
+                    true,
+                )
+                .await?
+                .into_iter()
+                .map(|(_, span, _)| span)
+                .collect();
+                match check_quota(&quota, &existing, &span) {
+                    QuotaCheck::Within => {}
+                    _ if policy.allow_burst => preemptible = true,
+                    over => return Err(AppError::Conflict(over_quota(&first.model, &over)).into()),
+                }
             }
+            approval_until = policy.approval_until(&span, by_admin, now);
+            warning
         }
     };
+    for victim in &displaced {
+        displace(&txn, *victim, now).await?;
+    }
     let plan = charge.plan(request.charge, window.start(), now);
     let (payment_status, charge_mode, charge_at) = match plan {
+        _ if approval_until.is_some() => (PaymentStatus::AwaitingApproval, request.charge, None),
         _ if price == 0 => (PaymentStatus::Free, ChargeMode::AtBooking, None),
         ChargePlan::Now => (PaymentStatus::Paid, ChargeMode::AtBooking, None),
         ChargePlan::At(at) => (PaymentStatus::Pending, ChargeMode::BeforeStart, Some(at)),
@@ -515,6 +630,10 @@ async fn try_book(
         charge_at: Set(charge_at),
         released_reason: Set(None),
         team_id: Set(request.team_id),
+        priority: Set(priority.as_str().to_owned()),
+        preemptible: Set(preemptible),
+        approval_expires_at: Set(approval_until),
+        displaced_offer: Set(None),
         ..Default::default()
     }
     .insert(&txn)
@@ -541,6 +660,10 @@ async fn try_book(
     .await?;
     let ids: Vec<i64> = chosen.iter().map(|g| g.id).collect();
     add_slot_load(&txn, &ids, &window, i16::from(quarters)).await?;
+    // Each displaced owner is offered the nearest window that is free now.
+    for victim in &displaced {
+        offer_instead(&txn, *victim, now, latest_start).await?;
+    }
     let mut reservation = reservation_view(&txn, row, now).await?;
     reservation.budget = budget;
     if let Some(key) = idempotency {
@@ -548,6 +671,196 @@ async fn try_book(
     }
     txn.commit().await?;
     Ok(reservation)
+}
+
+/// Confirmed reservations and maintenance windows on `gpu_ids` during `window`, per GPU, each
+/// marked displaceable when a booking of `priority` may take its place (preemptible and of
+/// lower priority).
+async fn holders_on(
+    txn: &DatabaseTransaction,
+    gpu_ids: &[i64],
+    window: &Window,
+    priority: Priority,
+) -> Result<Vec<(i64, Vec<Holder>)>, DbErr> {
+    let (holds, maintenance) = tokio::try_join!(
+        holds_on(txn, gpu_ids, window),
+        maintenance_on(txn, gpu_ids, window)
+    )?;
+    let mut per_gpu: BTreeMap<i64, Vec<Holder>> =
+        gpu_ids.iter().map(|id| (*id, Vec::new())).collect();
+    for hold in holds {
+        per_gpu.entry(hold.gpu_id).or_default().push(Holder {
+            occupancy: Occupancy {
+                window: hold.window,
+                quarters: hold.quarters,
+            },
+            displaceable: (hold.preemptible && hold.priority < priority).then_some((
+                hold.reservation_id,
+                (hold.priority, std::cmp::Reverse(hold.created_at)),
+            )),
+        });
+    }
+    for (gpu_id, occupancy) in maintenance {
+        per_gpu.entry(gpu_id).or_default().push(Holder {
+            occupancy,
+            displaceable: None,
+        });
+    }
+    Ok(per_gpu.into_iter().collect())
+}
+
+/// Maintenance windows on `gpu_ids` overlapping `range`, as whole-GPU occupancies.
+async fn maintenance_on(
+    db: &impl ConnectionTrait,
+    gpu_ids: &[i64],
+    range: &Window,
+) -> Result<Vec<(i64, Occupancy)>, DbErr> {
+    maintenance_window::Entity::find()
+        .filter(maintenance_window::Column::GpuId.is_in(gpu_ids.to_vec()))
+        .filter(maintenance_window::Column::StartAt.lt(range.end()))
+        .filter(maintenance_window::Column::EndAt.gt(range.start()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|window| {
+            Window::new(window.start_at, window.end_at)
+                .map(|stored| {
+                    (
+                        window.gpu_id,
+                        Occupancy {
+                            window: stored,
+                            quarters: WHOLE_GPU,
+                        },
+                    )
+                })
+                .map_err(|err| {
+                    DbErr::Custom(format!("maintenance_windows.id={}: {err}", window.id))
+                })
+        })
+        .collect()
+}
+
+/// `count` of `candidates` on one node that a booking of `priority` gets by displacing
+/// preemptible lower-priority bookings, on the node where that displaces fewest; None if no
+/// node has enough.
+async fn displace_on_nodes(
+    txn: &DatabaseTransaction,
+    candidates: &[BookableGpu],
+    count: usize,
+    window: &Window,
+    quarters: u8,
+    priority: Priority,
+) -> Result<Option<(Vec<BookableGpu>, Vec<i64>)>, DbErr> {
+    let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
+    let holders = holders_on(txn, &ids, window, priority).await?;
+    let mut best: Option<(Vec<BookableGpu>, Vec<i64>)> = None;
+    for (_, node_gpus) in by_node(candidates) {
+        let on_node: Vec<(i64, Vec<Holder>)> = holders
+            .iter()
+            .filter(|(id, _)| node_gpus.iter().any(|g| g.id == *id))
+            .cloned()
+            .collect();
+        let Some((gpu_ids, victims)) = plan_displacement(&on_node, count, window, quarters) else {
+            continue;
+        };
+        if best
+            .as_ref()
+            .is_none_or(|(_, fewest)| victims.len() < fewest.len())
+        {
+            let gpus = node_gpus
+                .into_iter()
+                .filter(|g| gpu_ids.contains(&g.id))
+                .collect();
+            best = Some((gpus, victims));
+        }
+    }
+    Ok(best)
+}
+
+/// Cancels reservation `id`, displaced by a higher-priority booking, with a full refund.
+async fn displace(txn: &DatabaseTransaction, id: i64, now: DateTime<Utc>) -> Result<(), DbErr> {
+    release(txn, id, None, now, ReleaseReason::Preempted).await
+}
+
+/// Stores on displaced reservation `id` the nearest window (from its start, or now if later)
+/// where the same GPUs' worth of its model is free.
+async fn offer_instead(
+    txn: &DatabaseTransaction,
+    id: i64,
+    now: DateTime<Utc>,
+    latest_start: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let Some(row) = reservation::Entity::find_by_id(id).one(txn).await? else {
+        return Ok(());
+    };
+    let window = stored_window(&row)?;
+    let share = u8::try_from(row.quarters)
+        .ok()
+        .and_then(Share::from_quarters)
+        .unwrap_or(Share::Whole);
+    let count = reservation_gpu::Entity::find()
+        .filter(reservation_gpu::Column::ReservationId.eq(id))
+        .all(txn)
+        .await?
+        .len();
+    let candidates = bookable_of_model(txn, &row.model, share).await?;
+    let from = Ord::max(window.start(), crate::domain::schedule::slot_ceil(now));
+    let offer = find_offers(
+        txn,
+        &candidates,
+        count.max(1),
+        share,
+        window.length(),
+        from,
+        Ord::max(latest_start, from),
+        1,
+    )
+    .await?
+    .into_iter()
+    .next();
+    if let Some(offer) = offer {
+        let json = serde_json::to_string(&offer).map_err(|err| DbErr::Custom(err.to_string()))?;
+        reservation::Entity::update_many()
+            .col_expr(reservation::Column::DisplacedOffer, Expr::value(json))
+            .filter(reservation::Column::Id.eq(id))
+            .exec(txn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// A quota refusal with its numbers.
+fn over_quota(model: &str, over: &QuotaCheck) -> Problem {
+    match *over {
+        QuotaCheck::Weekly {
+            used_quarter_minutes,
+            asked_quarter_minutes,
+            limit_gpu_hours,
+            ..
+        } => Problem::OverQuotaHours {
+            model: model.to_owned(),
+            used: gpu_hours_text(used_quarter_minutes),
+            asked: gpu_hours_text(asked_quarter_minutes),
+            limit: limit_gpu_hours,
+        },
+        QuotaCheck::Concurrent {
+            used_quarters,
+            asked_quarters,
+            limit_gpus,
+        } => Problem::OverQuotaGpus {
+            model: model.to_owned(),
+            used: gpus_text(used_quarters),
+            asked: gpus_text(asked_quarters),
+            limit: limit_gpus,
+        },
+        // Not a refusal: never asked for.
+        QuotaCheck::Within => Problem::OverQuotaGpus {
+            model: model.to_owned(),
+            used: String::new(),
+            asked: String::new(),
+            limit: 0,
+        },
+    }
 }
 
 /// Bookable GPUs of `model` (shareable ones when a share is asked), by node and device index.
@@ -883,18 +1196,18 @@ pub(crate) async fn withdraw(
 pub(crate) async fn release(
     txn: &DatabaseTransaction,
     id: i64,
-    admin: i64,
+    admin: Option<i64>,
     now: DateTime<Utc>,
     reason: ReleaseReason,
 ) -> Result<(), DbErr> {
     let Some(row) = reservation::Entity::find_by_id(id).one(txn).await? else {
         return Ok(());
     };
-    if !withdraw(txn, &row, now, Some(admin), Some(reason)).await? {
+    if !withdraw(txn, &row, now, admin, Some(reason)).await? {
         return Ok(());
     }
     if let Some((charge_id, paid)) = super::ledger::charge_of(txn, id).await? {
-        super::ledger::refund(txn, &row, charge_id, paid, Some(admin), now).await?;
+        super::ledger::refund(txn, &row, charge_id, paid, admin, now).await?;
     }
     tracing::info!(
         reservation.id = id,
@@ -940,7 +1253,7 @@ pub async fn retire_gpu(
     ids.sort_unstable();
     ids.dedup();
     for id in &ids {
-        release(&txn, *id, admin, now, ReleaseReason::Retired).await?;
+        release(&txn, *id, Some(admin), now, ReleaseReason::Retired).await?;
     }
     crate::server::db::audit::append(
         &txn,
@@ -959,6 +1272,106 @@ pub async fn retire_gpu(
     txn.commit().await?;
     tracing::info!(gpu.id = gpu_id, released = ids.len(), "GPU retired");
     Ok(ids)
+}
+
+/// Reservation `id`, locking the rows of its GPUs and then its own (PostgreSQL; SQLite's write
+/// transaction holds its lock already) in the order bookings take them.
+pub(crate) async fn lock_reservation(
+    txn: &DatabaseTransaction,
+    id: i64,
+) -> Result<Option<reservation::Model>, DbErr> {
+    let held: Vec<i64> = reservation_gpu::Entity::find()
+        .select_only()
+        .column(reservation_gpu::Column::GpuId)
+        .filter(reservation_gpu::Column::ReservationId.eq(id))
+        .into_tuple()
+        .all(txn)
+        .await?;
+    lock_gpus(txn, &held).await?;
+    let mut query = reservation::Entity::find_by_id(id);
+    if txn.get_database_backend() == DbBackend::Postgres {
+        query = query.lock_exclusive();
+    }
+    query.one(txn).await
+}
+
+/// Approves (charged per the payment rules: now, or before its start) or rejects (its slots
+/// freed) team `team_id`'s reservation `id` that waits for approval, inside the caller's write
+/// transaction; `actor_id` decides. Answers the reservation as it was before.
+pub async fn decide_approval(
+    txn: &DatabaseTransaction,
+    team_id: i64,
+    id: i64,
+    approve: bool,
+    actor_id: i64,
+    now: DateTime<Utc>,
+    terms: (&ChargePolicy, &Currency),
+) -> Result<reservation::Model, AppError> {
+    let (charge, currency) = terms;
+    let row = lock_reservation(txn, id)
+        .await?
+        .filter(|row| row.team_id == Some(team_id))
+        .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
+    let waiting = row.status == "confirmed"
+        && row.payment_status == PaymentStatus::AwaitingApproval.as_str()
+        && row.approval_expires_at.is_some_and(|until| now < until);
+    if !waiting {
+        return Err(AppError::Conflict(Problem::NotAwaitingApproval { id }));
+    }
+    if !approve {
+        withdraw(
+            txn,
+            &row,
+            now,
+            Some(actor_id),
+            Some(ReleaseReason::Rejected),
+        )
+        .await?;
+        return Ok(row);
+    }
+    let mode = ChargeMode::parse(&row.charge_mode)
+        .ok_or_else(|| DbErr::Custom(format!("reservations.id={id}: charge_mode")))?;
+    let (status, mode, at) = match charge.plan(mode, row.start_at, now) {
+        _ if row.price_minor == 0 => (PaymentStatus::Free, ChargeMode::AtBooking, None),
+        ChargePlan::Now => (PaymentStatus::Paid, ChargeMode::AtBooking, None),
+        ChargePlan::At(at) => (PaymentStatus::Pending, ChargeMode::BeforeStart, Some(at)),
+    };
+    if status == PaymentStatus::Paid {
+        match super::ledger::charge(txn, &row, Some(actor_id), now).await {
+            Ok(_) => {}
+            Err(PostError::InsufficientFunds { missing, .. }) => {
+                return Err(crate::server::ledger::insufficient(missing, currency));
+            }
+            Err(PostError::Db(err)) => return Err(err.into()),
+        }
+    }
+    reservation::Entity::update_many()
+        .col_expr(
+            reservation::Column::PaymentStatus,
+            Expr::value(status.as_str()),
+        )
+        .col_expr(reservation::Column::ChargeMode, Expr::value(mode.as_str()))
+        .col_expr(reservation::Column::ChargeAt, Expr::value(at))
+        .col_expr(
+            reservation::Column::ApprovalExpiresAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .filter(reservation::Column::Id.eq(id))
+        .exec(txn)
+        .await?;
+    Ok(row)
+}
+
+/// The reservation `id` as its viewer sees it now.
+pub async fn view_of(
+    db: &impl ConnectionTrait,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<Reservation>, DbErr> {
+    match reservation::Entity::find_by_id(id).one(db).await? {
+        Some(row) => Ok(Some(reservation_view(db, row, now).await?)),
+        None => Ok(None),
+    }
 }
 
 /// Cancels reservation `id` before it starts. Only its owner or a platform admin may; others get
@@ -1097,6 +1510,15 @@ pub async fn views(
                     .team_id
                     .map(|id| (id, teams.get(&id).cloned().unwrap_or_default())),
                 budget: None,
+                priority: Priority::parse(&row.priority).unwrap_or_default(),
+                preemptible: row.preemptible,
+                approval_expires_at: row
+                    .approval_expires_at
+                    .filter(|_| payment_status == PaymentStatus::AwaitingApproval),
+                displaced_offer: row
+                    .displaced_offer
+                    .as_deref()
+                    .and_then(|json| serde_json::from_str(json).ok()),
             })
         })
         .collect()

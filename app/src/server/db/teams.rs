@@ -205,7 +205,6 @@ pub async fn open_invitations(
         .collect()
 }
 
-/// Whether `email` has an open invitation to the team.
 /// Whether `email` has any open invitation (a read before a write transaction).
 pub async fn has_open_invitations(db: &impl ConnectionTrait, email: &Email) -> Result<bool, DbErr> {
     Ok(team_invitation::Entity::find()
@@ -217,25 +216,7 @@ pub async fn has_open_invitations(db: &impl ConnectionTrait, email: &Email) -> R
         .is_some())
 }
 
-/// Whether `user_id` may book for the team: a member, or a platform admin.
-pub async fn may_book_for(
-    db: &impl ConnectionTrait,
-    team_id: i64,
-    user_id: i64,
-) -> Result<bool, DbErr> {
-    if team_member::Entity::find_by_id((team_id, user_id))
-        .one(db)
-        .await?
-        .is_some()
-    {
-        return Ok(true);
-    }
-    Ok(user::Entity::find_by_id(user_id)
-        .one(db)
-        .await?
-        .is_some_and(|user| user.is_platform_admin))
-}
-
+/// Whether `email` has an open invitation to the team.
 pub async fn is_invited(
     db: &impl ConnectionTrait,
     team_id: i64,
@@ -424,22 +405,22 @@ pub async fn summaries(
         .collect())
 }
 
-/// The team's budget, reading the team's row with a lock held until `txn` ends (PostgreSQL
-/// `FOR UPDATE`; SQLite's write transaction holds its lock already); `None`: no such team.
-pub async fn lock_budget(
+/// The team's budget and booking rules, reading the team's row with a lock held until `txn`
+/// ends (PostgreSQL `FOR NO KEY UPDATE`: not FOR UPDATE, which would also block other
+/// transactions' foreign-key checks against the row; SQLite's write transaction holds its lock
+/// already); `None`: no such team.
+pub async fn lock_rules(
     txn: &impl ConnectionTrait,
     team_id: i64,
-) -> Result<Option<Budget>, DbErr> {
+) -> Result<Option<(Budget, crate::domain::quota::TeamPolicy)>, DbErr> {
     let mut query = team::Entity::find_by_id(team_id);
     if txn.get_database_backend() == DbBackend::Postgres {
-        // Not FOR UPDATE: that would also block other transactions' foreign-key checks
-        // against the row (a team wallet created, a reservation inserted for the team).
         query = query.lock(sea_orm::sea_query::LockType::NoKeyUpdate);
     }
     query
         .one(txn)
         .await?
-        .map(|row| stored_budget(&row))
+        .map(|row| Ok((stored_budget(&row)?, super::quotas::stored_policy(&row)?)))
         .transpose()
 }
 

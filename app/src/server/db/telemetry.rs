@@ -780,3 +780,36 @@ pub async fn demo_gpus(
     }
     Ok(out)
 }
+
+/// Per GPU of `gpu_ids`: the average GPU utilization over the one-minute rollups in
+/// `[from, to)` and how many minutes were measured; GPUs without readings are absent.
+pub async fn average_utilization(
+    db: &impl ConnectionTrait,
+    gpu_ids: &[i64],
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<HashMap<i64, (f64, i64)>, DbErr> {
+    let rows: Vec<(i64, Option<f64>)> = gpu_rollup::Entity::find()
+        .select_only()
+        .column(gpu_rollup::Column::GpuId)
+        .column(gpu_rollup::Column::UtilAvg)
+        .filter(gpu_rollup::Column::GpuId.is_in(gpu_ids.to_vec()))
+        .filter(gpu_rollup::Column::MinuteMs.gte(to_ms(from)))
+        .filter(gpu_rollup::Column::MinuteMs.lt(to_ms(to)))
+        .into_tuple()
+        .all(db)
+        .await?;
+    let mut sums: HashMap<i64, (f64, i64)> = HashMap::new();
+    for (gpu_id, util) in rows {
+        if let Some(util) = util {
+            let entry = sums.entry(gpu_id).or_insert((0.0, 0));
+            entry.0 += util;
+            entry.1 += 1;
+        }
+    }
+    #[expect(clippy::cast_precision_loss, reason = "minutes in a lookback")]
+    Ok(sums
+        .into_iter()
+        .map(|(gpu, (sum, minutes))| (gpu, (sum / minutes as f64, minutes)))
+        .collect())
+}

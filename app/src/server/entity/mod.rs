@@ -21,5 +21,6 @@ pub mod session;
 pub mod team;
 pub mod team_invitation;
 pub mod team_member;
+pub mod team_quota;
 pub mod telemetry_state;
 pub mod user;

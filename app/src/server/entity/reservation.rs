@@ -42,6 +42,14 @@ pub struct Model {
     pub released_reason: Option<String>,
     /// The team it was booked for (paid from the team's wallet); None: a personal booking.
     pub team_id: Option<i64>,
+    /// Priority class: `production`, `training`, `development` or `batch`.
+    pub priority: String,
+    /// A higher-priority booking may displace it (a burst or batch booking).
+    pub preemptible: bool,
+    /// Waiting for a team admin's approval until then (`payment_status = 'awaiting_approval'`).
+    pub approval_expires_at: Option<DateTimeUtc>,
+    /// Once displaced: the nearest free window offered to its owner (a `SlotOffer` as JSON).
+    pub displaced_offer: Option<String>,
 }
 
 /// Relations of `reservations`.

@@ -19,6 +19,14 @@ pub struct Model {
     pub budget_mode: String,
     /// Share of the budget (percent) from which bookings carry a warning.
     pub budget_warn_percent: i16,
+    /// Bookings beyond a quota go through as preemptible instead of being refused.
+    pub allow_burst: bool,
+    /// Priority class of the team's bookings unless one asks for a lower one.
+    pub default_priority: String,
+    /// Bookings by members of more GPU-hours than this wait for approval (None: never).
+    pub approval_over_gpu_hours: Option<i32>,
+    /// Hours a booking waits for approval before it is released.
+    pub approval_expiry_hours: i32,
 }
 
 /// Relations of `teams`.

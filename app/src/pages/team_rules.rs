@@ -1,0 +1,340 @@
+//! The team page's quota, rules and approvals sections: this week's use against the quota per
+//! GPU model, the team's booking rules, bookings waiting for approval and idle bookings, each
+//! with its plain form for those who manage the team (server-rendered, no island).
+
+use crate::components::format::{MoneyText, hours_text};
+use crate::domain::calendar::ZoneOffsets;
+use crate::domain::quota::{
+    IDLE_UTIL_PERCENT, IdleBooking, Priority, QuotaUse, TeamPolicy, TeamRules, gpus_text,
+};
+use crate::domain::reservation::Reservation;
+use crate::domain::time_text::date_minute;
+use crate::i18n::*;
+use leptos::either::Either;
+use leptos::prelude::*;
+
+/// A priority class's name in the current language.
+pub fn priority_text(i18n: leptos_i18n::I18nContext<Locale>, priority: Priority) -> &'static str {
+    match priority {
+        Priority::Production => t_string!(i18n, priority_production),
+        Priority::Training => t_string!(i18n, priority_training),
+        Priority::Development => t_string!(i18n, priority_development),
+        Priority::Batch => t_string!(i18n, priority_batch),
+    }
+}
+
+/// What a booking holds, in one line: "node-a · 2 × H100" ("¼ × " for shares).
+fn holding(r: &Reservation) -> String {
+    let share = match r.share.quarters() {
+        1 => "¼ × ",
+        2 => "½ × ",
+        _ => "",
+    };
+    format!("{} · {share}{} × {}", r.node_name, r.gpu_ids.len(), r.model)
+}
+
+/// GPU-minutes (of quarter-minutes) as the page shows GPU time.
+fn gpu_time(i18n: leptos_i18n::I18nContext<Locale>, quarter_minutes: i64) -> String {
+    hours_text(i18n, quarter_minutes / 4)
+}
+
+/// The sections.
+#[component]
+pub fn TeamRulesView(
+    rules: TeamRules,
+    manage: bool,
+    action: String,
+    zone: ZoneOffsets,
+    week_start: chrono::DateTime<chrono::Utc>,
+    currency: crate::domain::money::Currency,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let TeamRules {
+        policy,
+        quotas,
+        models,
+        pending,
+        idle,
+    } = rules;
+    let monday = week_start.format("%Y-%m-%d").to_string();
+    let manage_view = manage.then(|| {
+        view! {
+            <QuotaForm models action=action.clone() />
+            <PolicyForm policy action=action.clone() />
+            <Pending pending action zone=zone.clone() currency />
+            <Idle idle zone />
+        }
+    });
+    view! {
+        <h2>{t!(i18n, team_week, monday = monday)}</h2>
+        <QuotaTable quotas />
+        <p class="hint team-policy" data-burst=policy.allow_burst.to_string() data-priority=policy.default_priority.as_str()>
+            {if policy.allow_burst { t_string!(i18n, team_rules_burst_on) } else { t_string!(i18n, team_rules_burst_off) }}
+            " "
+            {t!(i18n, team_rules_priority, priority = priority_text(i18n, policy.default_priority))}
+            " "
+            {policy.approval_over_gpu_hours.map(|hours| t_string!(i18n, team_rules_approval, hours = hours, expiry = policy.approval_expiry_hours).to_string())}
+        </p>
+        {manage_view}
+    }
+}
+
+/// Use against quota per model.
+#[component]
+fn QuotaTable(quotas: Vec<QuotaUse>) -> impl IntoView {
+    let i18n = use_i18n();
+    if quotas.is_empty() {
+        return Either::Left(view! { <p class="empty">{t!(i18n, team_week_none)}</p> });
+    }
+    let rows = quotas
+        .into_iter()
+        .map(|row| {
+            let guaranteed = row.quota.map(|q| q.guaranteed_gpus);
+            let weekly = row.quota.and_then(|q| q.weekly_gpu_hours);
+            let peak = gpus_text(row.peak_quarters);
+            let limit_text = guaranteed.map_or_else(
+                || t_string!(i18n, team_quota_none).to_string(),
+                |gpus| gpus.to_string(),
+            );
+            let used_hours = gpu_time(i18n, row.week_quarter_minutes);
+            let (hours_cell, level, percent) = match weekly {
+                Some(limit) => {
+                    let percent = if limit == 0 {
+                        if row.week_quarter_minutes > 0 { 100 } else { 0 }
+                    } else {
+                        row.week_quarter_minutes * 100 / (i64::from(limit) * 240)
+                    };
+                    let level = if percent >= 100 { "over" } else if percent >= 80 { "warn" } else { "ok" };
+                    (format!("{used_hours} / {}", hours_text(i18n, i64::from(limit) * 60)), level, Some(percent))
+                }
+                None => (used_hours, "ok", None),
+            };
+            let peak_level = match guaranteed {
+                Some(limit) if row.peak_quarters > i64::from(limit) * 4 => "over",
+                Some(limit) if row.peak_quarters == i64::from(limit) * 4 && limit > 0 => "warn",
+                _ => "ok",
+            };
+            let model = row.model.clone();
+            view! {
+                <tr data-model=model data-peak-quarters=row.peak_quarters data-week-quarter-minutes=row.week_quarter_minutes>
+                    <td>{row.model}</td>
+                    <td class="num">{limit_text}</td>
+                    <td class="num" data-level=peak_level>{peak}</td>
+                    <td class="num" data-level=level>
+                        {hours_cell}
+                        {percent.map(|p| view! {
+                            <div class="budget-bar quota-bar" role="img" aria-label=format!("{p} %")>
+                                <span class="budget-fill" data-level=level style=format!("width: {}%", p.min(100))></span>
+                            </div>
+                        })}
+                    </td>
+                    <td class="num">{gpu_time(i18n, row.burst_quarter_minutes)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    Either::Right(view! {
+        <div class="table-scroll">
+            <table class="teams-table team-quotas">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, team_col_model)}</th>
+                        <th scope="col" class="num">{t!(i18n, team_col_guaranteed)}</th>
+                        <th scope="col" class="num">{t!(i18n, team_col_peak)}</th>
+                        <th scope="col" class="num">{t!(i18n, team_col_week_hours)}</th>
+                        <th scope="col" class="num">{t!(i18n, team_col_burst)}</th>
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+    })
+}
+
+/// Sets or removes a quota.
+#[component]
+fn QuotaForm(models: Vec<String>, action: String) -> impl IntoView {
+    let i18n = use_i18n();
+    let options = models
+        .into_iter()
+        .map(|model| {
+            let label = model.clone();
+            view! { <option value=model>{label}</option> }
+        })
+        .collect_view();
+    view! {
+        <form class="team-form quota-form" method="post" action=action>
+            <input type="hidden" name="action" value="quota" />
+            <label class="field">{t!(i18n, team_col_model)}
+                <select name="model" required>{options}</select>
+            </label>
+            <label class="field">{t!(i18n, team_quota_gpus)}
+                <input type="number" name="guaranteed_gpus" min="0" step="1" />
+            </label>
+            <label class="field">{t!(i18n, team_quota_hours)}
+                <input type="number" name="weekly_gpu_hours" min="0" step="1" />
+            </label>
+            <button type="submit">{t!(i18n, team_quota_save)}</button>
+        </form>
+        <p class="hint">{t!(i18n, team_quota_hint)}</p>
+    }
+}
+
+/// The team's booking rules.
+#[component]
+fn PolicyForm(policy: TeamPolicy, action: String) -> impl IntoView {
+    let i18n = use_i18n();
+    let options = Priority::ALL
+        .into_iter()
+        .map(|p| {
+            view! { <option value=p.as_str() selected=p == policy.default_priority>{priority_text(i18n, p)}</option> }
+        })
+        .collect_view();
+    view! {
+        <h2>{t!(i18n, team_rules)}</h2>
+        <form class="team-form rules-form" method="post" action=action>
+            <input type="hidden" name="action" value="rules" />
+            <label class="field checkbox">
+                <input type="checkbox" name="allow_burst" value="on" checked=policy.allow_burst />
+                {t!(i18n, team_rules_allow_burst)}
+            </label>
+            <label class="field">{t!(i18n, team_rules_default_priority)}
+                <select name="default_priority">{options}</select>
+            </label>
+            <label class="field">{t!(i18n, team_rules_approval_over)}
+                <input type="number" name="approval_over_gpu_hours" min="1" step="1"
+                    value=policy.approval_over_gpu_hours.map(|h| h.to_string()).unwrap_or_default() />
+            </label>
+            <label class="field">{t!(i18n, team_rules_approval_expiry)}
+                <input type="number" name="approval_expiry_hours" min="1" max="720" step="1"
+                    value=policy.approval_expiry_hours />
+            </label>
+            <button type="submit">{t!(i18n, team_rules_save)}</button>
+        </form>
+        <p class="hint">{t!(i18n, team_rules_hint)}</p>
+    }
+}
+
+/// Bookings waiting for approval, with approve and reject buttons.
+#[component]
+fn Pending(
+    pending: Vec<Reservation>,
+    action: String,
+    zone: ZoneOffsets,
+    currency: crate::domain::money::Currency,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let body = if pending.is_empty() {
+        Either::Left(view! { <p class="empty">{t!(i18n, team_pending_none)}</p> })
+    } else {
+        let rows = pending
+            .into_iter()
+            .map(|r| {
+                let from = date_minute(zone.local(r.window.start()));
+                let to = date_minute(zone.local(r.window.end()));
+                let until = r
+                    .approval_expires_at
+                    .map(|at| date_minute(zone.local(at)))
+                    .unwrap_or_default();
+                let minutes = r.window.length().num_minutes()
+                    * i64::from(r.share.quarters())
+                    * i64::try_from(r.gpu_ids.len()).unwrap_or(0)
+                    / 4;
+                let what = holding(&r);
+                let price = crate::domain::money::Money::from_minor(r.price_minor);
+                let action2 = action.clone();
+                view! {
+                    <tr data-reservation=r.id>
+                        <td>{r.owner_name}</td>
+                        <td>{what}</td>
+                        <td><time datetime=r.window.start().to_rfc3339()>{format!("{from} – {to}")}</time></td>
+                        <td class="num">{hours_text(i18n, minutes)}</td>
+                        <td class="num"><MoneyText amount=price currency=currency.clone() /></td>
+                        <td>{until}</td>
+                        <td class="team-controls">
+                            <form method="post" action=action.clone() class="inline-form">
+                                <input type="hidden" name="action" value="approve" />
+                                <input type="hidden" name="reservation_id" value=r.id />
+                                <button type="submit">{t!(i18n, team_approve)}</button>
+                            </form>
+                            <form method="post" action=action2 class="inline-form">
+                                <input type="hidden" name="action" value="reject" />
+                                <input type="hidden" name="reservation_id" value=r.id />
+                                <button type="submit" class="button-danger">{t!(i18n, team_reject)}</button>
+                            </form>
+                        </td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        Either::Right(view! {
+            <div class="table-scroll">
+                <table class="teams-table team-pending">
+                    <thead>
+                        <tr>
+                            <th scope="col">{t!(i18n, team_col_booked_by)}</th>
+                            <th scope="col">{t!(i18n, panel_gpu)}</th>
+                            <th scope="col">{t!(i18n, team_col_when)}</th>
+                            <th scope="col" class="num">{t!(i18n, team_col_gpu_hours)}</th>
+                            <th scope="col" class="num">{t!(i18n, team_col_price)}</th>
+                            <th scope="col">{t!(i18n, team_col_expires)}</th>
+                            <th scope="col"><span class="sr-only">{t!(i18n, team_col_actions)}</span></th>
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+        })
+    };
+    view! {
+        <h2>{t!(i18n, team_pending)}</h2>
+        {body}
+    }
+}
+
+/// Running bookings whose GPUs sit idle.
+#[component]
+fn Idle(idle: Vec<IdleBooking>, zone: ZoneOffsets) -> impl IntoView {
+    let i18n = use_i18n();
+    let threshold = format!("{IDLE_UTIL_PERCENT:.0}");
+    let body = if idle.is_empty() {
+        Either::Left(view! { <p class="empty">{t!(i18n, team_idle_none)}</p> })
+    } else {
+        let rows = idle
+            .into_iter()
+            .map(|item| {
+                let r = item.reservation;
+                let until = date_minute(zone.local(r.window.end()));
+                let what = holding(&r);
+                view! {
+                    <tr data-reservation=r.id>
+                        <td>{r.owner_name}</td>
+                        <td>{what}</td>
+                        <td>{until}</td>
+                        <td class="num">{format!("{:.0} %", item.average_util)}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        Either::Right(view! {
+            <div class="table-scroll">
+                <table class="teams-table team-idle">
+                    <thead>
+                        <tr>
+                            <th scope="col">{t!(i18n, team_col_booked_by)}</th>
+                            <th scope="col">{t!(i18n, panel_gpu)}</th>
+                            <th scope="col">{t!(i18n, team_col_until)}</th>
+                            <th scope="col" class="num">{t!(i18n, team_col_util)}</th>
+                        </tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+        })
+    };
+    view! {
+        <h2>{t!(i18n, team_idle)}</h2>
+        <p class="hint">{t!(i18n, team_idle_hint, percent = threshold)}</p>
+        {body}
+    }
+}

@@ -1,0 +1,654 @@
+//! Team quotas, priorities, preemption and approvals over HTTP, on both stores: refusals with
+//! the numbers, burst bookings going through as preemptible, a higher-priority booking taking
+//! the place of preemptible ones (full refund, a free window offered), approvals holding the slot
+//! until decided or expired, and two teams racing for their last quota at once.
+
+use crate::helpers::{Backend, TestApp, spawn_app};
+use crate::reservations::{get, gpus_of, post_json, unfunded_user_token, user_token};
+use crate::teams::{
+    H100, accept, invitation_by_admin, next_month_at, post_all_at_once, send, team_balance,
+    team_with_admin,
+};
+use berth_app::domain::user::PlatformRole;
+use berth_app::server::db;
+use berth_app::server::entity::{audit_entry, reservation};
+use chrono::TimeDelta;
+use reqwest::Method;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+
+/// A model name as a path segment.
+fn segment(model: &str) -> String {
+    model.replace(' ', "%20")
+}
+
+/// A team with `admin` as its admin and `members`, and plenty of team credits.
+async fn funded_team(
+    app: &TestApp,
+    platform: &str,
+    name: &str,
+    admin: (&str, &str),
+    members: &[&str],
+) -> i64 {
+    let team = team_with_admin(app, platform, name, admin.0).await;
+    for email in members {
+        invitation_by_admin(app, team, admin.1, email).await;
+        accept(app, email).await;
+    }
+    let (status, body) = post_json(
+        app,
+        platform,
+        "/api/v1/admin/credits",
+        &json!({ "team_id": team, "amount_minor": 10_000_000, "reason": "test" }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    team
+}
+
+async fn set_quota(
+    app: &TestApp,
+    token: &str,
+    team: i64,
+    model: &str,
+    body: Value,
+) -> (u16, Value) {
+    send(
+        app,
+        Method::PUT,
+        Some(token),
+        &format!("/api/v1/teams/{team}/quotas/{}", segment(model)),
+        Some(body),
+    )
+    .await
+}
+
+async fn set_rules(app: &TestApp, token: &str, team: i64, body: Value) -> (u16, Value) {
+    send(
+        app,
+        Method::PUT,
+        Some(token),
+        &format!("/api/v1/teams/{team}/rules"),
+        Some(body),
+    )
+    .await
+}
+
+/// A booking of `gpus` (ids) or, with none, one GPU of `model`, `hours` long from
+/// `next_month_at(offset)`.
+fn booking(team: Option<i64>, gpus: &[i64], offset: i64, hours: i64) -> Value {
+    let start = next_month_at(offset);
+    let mut body = json!({
+        "start": start.to_rfc3339(),
+        "end": (start + TimeDelta::hours(hours)).to_rfc3339(),
+    });
+    if gpus.is_empty() {
+        body["model"] = json!(H100);
+        body["count"] = json!(1);
+    } else {
+        body["gpu_ids"] = json!(gpus);
+    }
+    if let Some(team) = team {
+        body["team_id"] = json!(team);
+    }
+    body
+}
+
+async fn book(app: &TestApp, token: &str, body: &Value) -> (u16, Value) {
+    post_json(app, token, "/api/v1/reservations", body).await
+}
+
+async fn row(app: &TestApp, id: i64) -> reservation::Model {
+    reservation::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+async fn quotas_refuse_with_the_numbers_or_let_burst_bookings_through(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let bia = unfunded_user_token(&app, "bia@example.com", PlatformRole::User).await;
+    let team = funded_team(
+        &app,
+        &platform,
+        "Vision",
+        ("ana@example.com", &ana),
+        &["bia@example.com"],
+    )
+    .await;
+    let fleet = i64::try_from(gpus_of(&app, H100).await.len()).unwrap();
+
+    // Validation: numbers in range, a model of the fleet, not more than the fleet guaranteed.
+    for (model, body, field) in [
+        (H100, json!({ "guaranteed_gpus": -1 }), "guaranteed_gpus"),
+        (H100, json!({ "guaranteed_gpus": "two" }), "guaranteed_gpus"),
+        (
+            H100,
+            json!({ "guaranteed_gpus": 1, "weekly_gpu_hours": -3 }),
+            "weekly_gpu_hours",
+        ),
+        (
+            H100,
+            json!({ "guaranteed_gpus": fleet + 1 }),
+            "guaranteed_gpus",
+        ),
+        ("Voodoo 5", json!({ "guaranteed_gpus": 1 }), "model"),
+    ] {
+        let (status, answer) = set_quota(&app, &ana, team, model, body.clone()).await;
+        assert_eq!(status, 422, "{body}: {answer}");
+        assert_eq!(answer["field"], field, "{answer}");
+    }
+    let (status, quota) = set_quota(
+        &app,
+        &ana,
+        team,
+        H100,
+        json!({ "guaranteed_gpus": 1, "weekly_gpu_hours": 3 }),
+    )
+    .await;
+    assert_eq!(status, 200, "{quota}");
+    assert_eq!(quota["guaranteed_gpus"], 1);
+
+    // Within the quota.
+    let (status, first) = book(&app, &bia, &booking(Some(team), &[], 0, 2)).await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first["preemptible"], false);
+    assert_eq!(first["priority"], "development");
+    // A second GPU at the same time: over the GPUs guaranteed, with the numbers.
+    let (status, over) = book(&app, &bia, &booking(Some(team), &[], 1, 2)).await;
+    assert_eq!(status, 409, "{over}");
+    assert_eq!(over["code"], "over_quota_gpus");
+    assert_eq!(
+        (
+            &over["details"]["used"],
+            &over["details"]["asked"],
+            &over["details"]["limit"]
+        ),
+        (&json!("1"), &json!("1"), &json!(1)),
+        "{over}"
+    );
+    assert!(over["message"].as_str().unwrap().contains("1 GPUs at once"));
+    // Later the same day, one GPU at a time, but over the weekly GPU-hours.
+    let (status, over) = book(&app, &bia, &booking(Some(team), &[], 4, 2)).await;
+    assert_eq!(status, 409, "{over}");
+    assert_eq!(over["code"], "over_quota_hours");
+    assert_eq!(
+        (
+            &over["details"]["used"],
+            &over["details"]["asked"],
+            &over["details"]["limit"]
+        ),
+        (&json!("2.0"), &json!("2.0"), &json!(3)),
+        "{over}"
+    );
+    // A personal booking is not the team's: no quota.
+    let personal = user_token(&app, "carl@example.com", PlatformRole::User).await;
+    let (status, _) = book(&app, &personal, &booking(None, &[], 1, 2)).await;
+    assert_eq!(status, 201);
+
+    // Burst allowed: the same booking goes through, preemptible.
+    let (status, rules) = set_rules(
+        &app,
+        &ana,
+        team,
+        json!({ "allow_burst": true, "default_priority": "training" }),
+    )
+    .await;
+    assert_eq!(status, 200, "{rules}");
+    let (status, burst) = book(&app, &bia, &booking(Some(team), &[], 1, 2)).await;
+    assert_eq!(status, 201, "{burst}");
+    assert_eq!(burst["preemptible"], true);
+    assert_eq!(burst["priority"], "training");
+    // Batch bookings are preemptible and take nothing of the quota, burst or not.
+    set_rules(&app, &ana, team, json!({ "default_priority": "training" })).await;
+    let mut batch = booking(Some(team), &[], 1, 2);
+    batch["priority"] = json!("batch");
+    let (status, batch) = book(&app, &bia, &batch).await;
+    assert_eq!(status, 201, "{batch}");
+    assert_eq!(
+        (&batch["preemptible"], &batch["priority"]),
+        (&json!(true), &json!("batch"))
+    );
+    // Nobody books above the team's default priority (platform admins may).
+    let mut high = booking(Some(team), &[], 10, 1);
+    high["priority"] = json!("production");
+    let (status, refused) = book(&app, &bia, &high).await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["code"], "priority_not_allowed");
+    let mut unknown = booking(None, &[], 10, 1);
+    unknown["priority"] = json!("urgent");
+    let (status, refused) = book(&app, &bia, &unknown).await;
+    assert_eq!((status, &refused["field"]), (422, &json!("priority")));
+
+    let (status, rules) = get(&app, &ana, &format!("/api/v1/teams/{team}/rules")).await;
+    assert_eq!(status, 200);
+    assert_eq!(rules["policy"]["default_priority"], "training");
+    assert_eq!(rules["policy"]["allow_burst"], false);
+
+    // Removing the quota lifts the limit.
+    let (status, _) = send(
+        &app,
+        Method::DELETE,
+        Some(&ana),
+        &format!("/api/v1/teams/{team}/quotas/{}", segment(H100)),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    set_rules(&app, &ana, team, json!({ "default_priority": "training" })).await;
+    let (status, free) = book(&app, &bia, &booking(Some(team), &[], 1, 2)).await;
+    assert_eq!(status, 201, "{free}");
+    assert_eq!(free["preemptible"], false);
+    let actions: Vec<String> = audit_entry::Entity::find()
+        .filter(audit_entry::Column::TeamId.eq(team))
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.action)
+        .collect();
+    assert!(actions.iter().any(|a| a == "team.quota"), "{actions:?}");
+    assert!(actions.iter().any(|a| a == "team.rules"), "{actions:?}");
+
+    // The dashboard's use this week against the quota, in another team: one GPU held and one
+    // preemptible, both from the current slot for an hour.
+    let dash = funded_team(&app, &platform, "Dash", ("ana@example.com", &ana), &[]).await;
+    set_quota(
+        &app,
+        &ana,
+        dash,
+        H100,
+        json!({ "guaranteed_gpus": 2, "weekly_gpu_hours": 10 }),
+    )
+    .await;
+    let now = chrono::Utc::now();
+    let start = berth_app::domain::schedule::slot_floor(now);
+    let end = start + TimeDelta::hours(1);
+    let mut held = json!({
+        "model": H100, "count": 1, "team_id": dash,
+        "start": start.to_rfc3339(), "end": end.to_rfc3339(),
+    });
+    let (status, body) = book(&app, &ana, &held).await;
+    assert_eq!(status, 201, "{body}");
+    held["priority"] = json!("batch");
+    let (status, body) = book(&app, &ana, &held).await;
+    assert_eq!(status, 201, "{body}");
+    let (week_start, week_end) = berth_app::domain::team::utc_week_of(now);
+    let minutes = (Ord::min(end, week_end) - Ord::max(start, week_start)).num_minutes();
+    let (_, rules) = get(&app, &ana, &format!("/api/v1/teams/{dash}/rules")).await;
+    let h100_row = rules["quotas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["model"] == H100)
+        .cloned()
+        .unwrap_or_else(|| panic!("{rules}"));
+    assert_eq!(h100_row["quota"]["guaranteed_gpus"], 2, "{h100_row}");
+    assert_eq!(h100_row["quota"]["weekly_gpu_hours"], 10, "{h100_row}");
+    assert_eq!(h100_row["peak_quarters"], 4, "{h100_row}");
+    assert_eq!(h100_row["week_quarter_minutes"], minutes * 4, "{h100_row}");
+    assert_eq!(h100_row["burst_quarter_minutes"], minutes * 4, "{h100_row}");
+    app.stop().await;
+}
+
+async fn a_higher_priority_booking_takes_the_place_of_preemptible_ones(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let bob = unfunded_user_token(&app, "bob@example.com", PlatformRole::User).await;
+    let carl = user_token(&app, "carl@example.com", PlatformRole::User).await;
+    let prod = funded_team(&app, &platform, "Serving", ("ana@example.com", &ana), &[]).await;
+    let batch = funded_team(&app, &platform, "Sweeps", ("bob@example.com", &bob), &[]).await;
+    set_rules(
+        &app,
+        &ana,
+        prod,
+        json!({ "default_priority": "production" }),
+    )
+    .await;
+    set_rules(&app, &bob, batch, json!({ "default_priority": "batch" })).await;
+    let h100 = gpus_of(&app, H100).await;
+    let (target, rest) = h100.split_first().unwrap();
+
+    // Sweeps holds the first GPU with a batch booking; Carl holds all the others.
+    let (status, victim) = book(&app, &bob, &booking(Some(batch), &[*target], 0, 3)).await;
+    assert_eq!(status, 201, "{victim}");
+    assert_eq!(victim["preemptible"], true);
+    let victim_id = victim["id"].as_i64().unwrap();
+    let sweeps_before = team_balance(&app, &bob, batch).await;
+    let (status, _) = book(&app, &carl, &booking(None, rest, 0, 3)).await;
+    assert_eq!(status, 201);
+
+    // Another batch booking does not displace a batch one (not lower).
+    let (status, clash) = book(&app, &bob, &booking(Some(batch), &[*target], 1, 1)).await;
+    assert_eq!(status, 409, "{clash}");
+    assert!(clash["clash"].is_object(), "{clash}");
+    // Carl's booking is not preemptible: never displaced, whatever the priority.
+    let (status, clash) = book(&app, &ana, &booking(Some(prod), &[rest[0]], 1, 1)).await;
+    assert_eq!(status, 409, "{clash}");
+    assert!(clash["clash"].is_object(), "{clash}");
+
+    // Production books the first GPU: the batch booking makes way.
+    let (status, taken) = book(&app, &ana, &booking(Some(prod), &[*target], 1, 1)).await;
+    assert_eq!(status, 201, "{taken}");
+    assert_eq!(taken["priority"], "production");
+    let displaced = row(&app, victim_id).await;
+    assert_eq!(displaced.status, "cancelled");
+    assert_eq!(displaced.released_reason.as_deref(), Some("preempted"));
+    // Refunded in full.
+    let price = victim["price_minor"].as_i64().unwrap();
+    assert_eq!(
+        team_balance(&app, &bob, batch).await,
+        sweeps_before + price,
+        "the displaced booking is refunded in full"
+    );
+    // Offered the nearest free window: after the production booking and Carl's, on some H100.
+    let (status, list) = get(&app, &bob, "/api/v1/reservations").await;
+    assert_eq!(status, 200, "{list}");
+    let mine = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == victim_id)
+        .cloned()
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(mine["released"], "preempted");
+    let offer = &mine["displaced_offer"];
+    assert!(offer.is_object(), "{mine}");
+    let offer_start: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(offer["window"]["start"].clone()).unwrap();
+    assert!(offer_start >= next_month_at(0), "{offer}");
+    // The owner is told on every page.
+    let response = crate::helpers::client()
+        .post(app.url("/api/current_user"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .bearer_auth(&bob)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let me: Value = response.json().await.unwrap();
+    assert_eq!(me["displaced"], 1, "{me}");
+    assert!(db::ledger::audit(&app.db).await.unwrap().is_clean());
+
+    // A model booking displaces too, when nothing else fits: the fleet is full again with a
+    // preemptible batch booking on the first GPU at a later hour.
+    let (status, second) = book(&app, &bob, &booking(Some(batch), &[*target], 6, 2)).await;
+    assert_eq!(status, 201, "{second}");
+    book(&app, &carl, &booking(None, rest, 6, 2)).await;
+    let (status, by_model) = book(&app, &ana, &booking(Some(prod), &[], 6, 1)).await;
+    assert_eq!(status, 201, "{by_model}");
+    assert_eq!(by_model["gpu_ids"], json!([target]));
+    assert_eq!(
+        row(&app, second["id"].as_i64().unwrap())
+            .await
+            .released_reason
+            .as_deref(),
+        Some("preempted")
+    );
+    app.stop().await;
+}
+
+async fn approvals_hold_the_slot_until_decided_or_expired(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let bia = unfunded_user_token(&app, "bia@example.com", PlatformRole::User).await;
+    let carl = user_token(&app, "carl@example.com", PlatformRole::User).await;
+    let team = funded_team(
+        &app,
+        &platform,
+        "Research",
+        ("ana@example.com", &ana),
+        &["bia@example.com"],
+    )
+    .await;
+    let (status, rules) = set_rules(
+        &app,
+        &ana,
+        team,
+        json!({ "default_priority": "development", "approval_over_gpu_hours": 2, "approval_expiry_hours": 12 }),
+    )
+    .await;
+    assert_eq!(status, 200, "{rules}");
+    let gpu = gpus_of(&app, H100).await[0];
+    let balance = team_balance(&app, &ana, team).await;
+
+    // Up to the threshold: booked as usual.
+    let (status, small) = book(&app, &bia, &booking(Some(team), &[gpu], 0, 2)).await;
+    assert_eq!(status, 201, "{small}");
+    assert_eq!(small["payment_status"], "paid");
+    // Above it: waits, unpaid, holding its slot.
+    let (status, pending) = book(&app, &bia, &booking(Some(team), &[gpu], 3, 3)).await;
+    assert_eq!(status, 201, "{pending}");
+    assert_eq!(pending["payment_status"], "awaiting_approval");
+    assert!(pending["approval_expires_at"].is_string(), "{pending}");
+    let pending_id = pending["id"].as_i64().unwrap();
+    let price = pending["price_minor"].as_i64().unwrap();
+    let small_price = small["price_minor"].as_i64().unwrap();
+    assert_eq!(team_balance(&app, &ana, team).await, balance - small_price);
+    let (status, _) = book(&app, &carl, &booking(None, &[gpu], 4, 1)).await;
+    assert_eq!(status, 409, "the pending booking holds its slot");
+    // The admin's own large booking needs no approval.
+    let (status, own) = book(&app, &ana, &booking(Some(team), &[], 20, 3)).await;
+    assert_eq!(
+        (status, &own["payment_status"]),
+        (201, &json!("paid")),
+        "{own}"
+    );
+
+    // Admins see it waiting; members do not see the list, nor may they decide.
+    let (_, rules) = get(&app, &ana, &format!("/api/v1/teams/{team}/rules")).await;
+    assert_eq!(rules["pending"][0]["id"], pending_id, "{rules}");
+    let (_, rules) = get(&app, &bia, &format!("/api/v1/teams/{team}/rules")).await;
+    assert_eq!(rules["pending"], json!([]));
+    let decide = |id: i64| format!("/api/v1/teams/{team}/approvals/{id}");
+    let (status, _) = post_json(
+        &app,
+        &bia,
+        &decide(pending_id),
+        &json!({ "decision": "approve" }),
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, bad) = post_json(
+        &app,
+        &ana,
+        &decide(pending_id),
+        &json!({ "decision": "maybe" }),
+    )
+    .await;
+    assert_eq!((status, &bad["field"]), (422, &json!("decision")));
+
+    // Approved: charged now (the portal charges at booking).
+    let (status, approved) = post_json(
+        &app,
+        &ana,
+        &decide(pending_id),
+        &json!({ "decision": "approve" }),
+    )
+    .await;
+    assert_eq!(status, 200, "{approved}");
+    assert_eq!(approved["payment_status"], "paid");
+    let own_price = own["price_minor"].as_i64().unwrap();
+    assert_eq!(
+        team_balance(&app, &ana, team).await,
+        balance - small_price - own_price - price
+    );
+    let (status, again) = post_json(
+        &app,
+        &ana,
+        &decide(pending_id),
+        &json!({ "decision": "reject" }),
+    )
+    .await;
+    assert_eq!(
+        (status, &again["code"]),
+        (409, &json!("not_awaiting_approval"))
+    );
+
+    // Rejected: the slot is free again, nothing charged.
+    let (_, second) = book(&app, &bia, &booking(Some(team), &[gpu], 8, 3)).await;
+    let second_id = second["id"].as_i64().unwrap();
+    let (status, rejected) = post_json(
+        &app,
+        &ana,
+        &decide(second_id),
+        &json!({ "decision": "reject" }),
+    )
+    .await;
+    assert_eq!(status, 200, "{rejected}");
+    assert_eq!(rejected["status"], "cancelled");
+    assert_eq!(rejected["released"], "rejected");
+    let (status, _) = book(&app, &carl, &booking(None, &[gpu], 8, 3)).await;
+    assert_eq!(status, 201, "the rejected booking's slot is free");
+
+    // Nobody decides: the payment job releases it once the approval expired.
+    let (_, third) = book(&app, &bia, &booking(Some(team), &[gpu], 12, 3)).await;
+    let third_id = third["id"].as_i64().unwrap();
+    let expires: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(third["approval_expires_at"].clone()).unwrap();
+    let charge = berth_app::domain::payment::ChargePolicy::default();
+    let early = db::payments::run(&app.db, &charge, expires - TimeDelta::minutes(1), None)
+        .await
+        .unwrap();
+    assert_eq!(early.expired, 0);
+    let late = db::payments::run(&app.db, &charge, expires, None)
+        .await
+        .unwrap();
+    assert_eq!(late.expired, 1);
+    let released = row(&app, third_id).await;
+    assert_eq!(released.status, "cancelled");
+    assert_eq!(
+        released.released_reason.as_deref(),
+        Some("approval_expired")
+    );
+    let (status, late_approval) = post_json(
+        &app,
+        &ana,
+        &decide(third_id),
+        &json!({ "decision": "approve" }),
+    )
+    .await;
+    assert_eq!(
+        (status, &late_approval["code"]),
+        (409, &json!("not_awaiting_approval"))
+    );
+
+    let actions: Vec<String> = audit_entry::Entity::find()
+        .filter(audit_entry::Column::TeamId.eq(team))
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.action)
+        .collect();
+    assert!(
+        actions.iter().any(|a| a == "booking.approve"),
+        "{actions:?}"
+    );
+    assert!(actions.iter().any(|a| a == "booking.reject"), "{actions:?}");
+    assert!(db::ledger::audit(&app.db).await.unwrap().is_clean());
+    app.stop().await;
+}
+
+async fn two_teams_racing_for_their_last_quota_get_exactly_it(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let mut tokens = Vec::new();
+    let mut teams = Vec::new();
+    for (name, admin) in [("Alpha", "a0@example.com"), ("Beta", "b0@example.com")] {
+        let admin_token = unfunded_user_token(&app, admin, PlatformRole::User).await;
+        let members: Vec<String> = (1..4)
+            .map(|i| format!("{}{i}@example.com", &admin[..1]))
+            .collect();
+        for email in &members {
+            unfunded_user_token(&app, email, PlatformRole::User).await;
+        }
+        let member_refs: Vec<&str> = members.iter().map(String::as_str).collect();
+        let team = funded_team(&app, &platform, name, (admin, &admin_token), &member_refs).await;
+        let (status, quota) = set_quota(
+            &app,
+            &admin_token,
+            team,
+            H100,
+            json!({ "guaranteed_gpus": 2 }),
+        )
+        .await;
+        assert_eq!(status, 200, "{quota}");
+        // One GPU of the two is taken already.
+        let (status, _) = book(&app, &admin_token, &booking(Some(team), &[], 0, 4)).await;
+        assert_eq!(status, 201);
+        teams.push(team);
+        let mut team_tokens = vec![admin_token];
+        for email in &members {
+            team_tokens.push(
+                crate::reservations::unfunded_user_token(&app, email, PlatformRole::User).await,
+            );
+        }
+        tokens.push(team_tokens);
+    }
+    // Four members of each team at once, all for the last GPU of their quota.
+    let mut requests = Vec::new();
+    for (team, team_tokens) in teams.iter().zip(&tokens) {
+        for token in team_tokens {
+            requests.push((
+                token.clone(),
+                "/api/v1/reservations".to_owned(),
+                booking(Some(*team), &[], 1, 2),
+            ));
+        }
+    }
+    let results = post_all_at_once(&app, requests).await;
+    let booked = results.iter().filter(|(s, _)| *s == 201).count();
+    let over = results
+        .iter()
+        .filter(|(s, b)| *s == 409 && b["code"] == "over_quota_gpus")
+        .count();
+    assert_eq!((booked, over), (2, 6), "{results:?}");
+    let start = next_month_at(0);
+    let quota = berth_app::domain::quota::Quota {
+        guaranteed_gpus: 2,
+        weekly_gpu_hours: None,
+    };
+    for team in &teams {
+        // Each team got exactly its last GPU: two held at once, not a quarter more fits.
+        let spans: Vec<_> = db::quotas::team_spans(
+            &app.db,
+            *team,
+            Some(H100),
+            start,
+            start + TimeDelta::hours(4),
+            true,
+        )
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, span, _)| span)
+        .collect();
+        assert_eq!(spans.len(), 2, "team {team}");
+        let probe = berth_app::domain::quota::TeamSpan {
+            window: spans[1].window,
+            quarters: 1,
+        };
+        assert!(matches!(
+            berth_app::domain::quota::check_quota(&quota, &spans, &probe),
+            berth_app::domain::quota::QuotaCheck::Concurrent {
+                used_quarters: 8,
+                ..
+            }
+        ));
+    }
+    assert!(db::ledger::audit(&app.db).await.unwrap().is_clean());
+    app.stop().await;
+}
+
+crate::on_both_backends!(
+    quotas_refuse_with_the_numbers_or_let_burst_bookings_through,
+    a_higher_priority_booking_takes_the_place_of_preemptible_ones,
+    approvals_hold_the_slot_until_decided_or_expired,
+    two_teams_racing_for_their_last_quota_get_exactly_it,
+);

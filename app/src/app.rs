@@ -3,9 +3,9 @@
 use crate::components::layout::{Footer, Header};
 use crate::i18n::*;
 use crate::pages::{
-    audit::AuditPage, calendar::CalendarPage, credits::CreditsPage, gpu::GpuDetailPage,
-    inventory::InventoryPage, maintenance::MaintenancePage, nodes::NodesAdminPage,
-    not_found::NotFoundPage, payments::PaymentsPage, profile::ProfilePage,
+    audit::AuditPage, calendar::CalendarPage, credits::CreditsPage, fleet::FleetPage,
+    gpu::GpuDetailPage, inventory::InventoryPage, maintenance::MaintenancePage,
+    nodes::NodesAdminPage, not_found::NotFoundPage, payments::PaymentsPage, profile::ProfilePage,
     reservations::ReservationsPage, sign_in::SignInPage, team::TeamPage, teams::TeamsPage,
     wallet::WalletPage,
 };
@@ -81,6 +81,11 @@ pub fn App() -> impl IntoView {
                         <Route
                             path=(StaticSegment("admin"), StaticSegment("nodes"))
                             view=NodesAdminPage
+                            ssr=SsrMode::Async
+                        />
+                        <Route
+                            path=(StaticSegment("admin"), StaticSegment("fleet"))
+                            view=FleetPage
                             ssr=SsrMode::Async
                         />
                         <Route

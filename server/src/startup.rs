@@ -4,7 +4,7 @@
 use crate::configuration::{Config, SessionSettings};
 use crate::routes::rate_limit::SignInLimiter;
 use crate::routes::{
-    agent, api, auth, csrf, guard, health, ledger, locale, maintenance, quotas, rate_limit,
+    agent, api, auth, csrf, fleet, guard, health, ledger, locale, maintenance, quotas, rate_limit,
     request_log, reservations, teams, telemetry,
 };
 use axum::Router;
@@ -366,6 +366,15 @@ pub fn router(
         .route("/api/v1/admin/credits", post(ledger::change_credits))
         .route("/api/v1/admin/payments-due", get(ledger::payments_due))
         .route("/api/v1/admin/gpus/{id}/retire", post(maintenance::retire))
+        .route(
+            "/api/v1/admin/gpus/{id}",
+            axum::routing::patch(fleet::update_gpu),
+        )
+        .route(
+            "/api/v1/admin/models/{model}/price",
+            axum::routing::put(fleet::set_model_price),
+        )
+        .route("/admin/fleet", post(fleet::fleet_form))
         .route("/admin/credits", post(ledger::credits_form))
         .route("/api/v1/teams", get(teams::list))
         .route("/api/v1/teams/{id}", get(teams::show))

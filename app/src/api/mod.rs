@@ -1,6 +1,7 @@
 //! Server functions: the API the pages call. Each one gets the state, parses its input into
 //! domain types, calls one `server::` function and returns.
 
+pub mod fleet;
 pub mod inventory;
 pub mod ledger;
 pub mod maintenance;

@@ -40,6 +40,9 @@ pub fn Header() -> impl IntoView {
                         is_admin()
                             .then(|| {
                                 view! {
+                                    <a href="/admin/fleet" aria-current=move || current("/admin/fleet")>
+                                        {t!(i18n, nav_fleet)}
+                                    </a>
                                     <a
                                         href="/admin/maintenance"
                                         aria-current=move || current("/admin/maintenance")

@@ -38,6 +38,8 @@ pub enum AuditAction {
     MaintenanceCancel,
     /// A GPU was retired.
     GpuRetire,
+    /// A GPU's (or a whole model's) price or sharing changed.
+    GpuPrice,
     /// A node's agent token was issued.
     NodeTokenIssue,
     /// A node's agent token was revoked.
@@ -46,7 +48,7 @@ pub enum AuditAction {
 
 impl AuditAction {
     /// Every action, in the order the audit page's filter lists them.
-    pub const ALL: [AuditAction; 18] = [
+    pub const ALL: [AuditAction; 19] = [
         AuditAction::TeamCreate,
         AuditAction::TeamInvite,
         AuditAction::TeamInvitationRevoke,
@@ -63,6 +65,7 @@ impl AuditAction {
         AuditAction::MaintenanceCreate,
         AuditAction::MaintenanceCancel,
         AuditAction::GpuRetire,
+        AuditAction::GpuPrice,
         AuditAction::NodeTokenIssue,
         AuditAction::NodeTokenRevoke,
     ];
@@ -86,6 +89,7 @@ impl AuditAction {
             AuditAction::MaintenanceCreate => "maintenance.create",
             AuditAction::MaintenanceCancel => "maintenance.cancel",
             AuditAction::GpuRetire => "gpu.retire",
+            AuditAction::GpuPrice => "gpu.price",
             AuditAction::NodeTokenIssue => "node.token.issue",
             AuditAction::NodeTokenRevoke => "node.token.revoke",
         }

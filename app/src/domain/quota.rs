@@ -476,6 +476,19 @@ pub struct TeamRules {
     pub idle: Vec<IdleBooking>,
 }
 
+/// A team as the fleet page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamQuotas {
+    /// The team.
+    pub id: i64,
+    /// Its name.
+    pub name: String,
+    /// Its booking rules.
+    pub policy: TeamPolicy,
+    /// Its quotas by model.
+    pub quotas: Vec<(String, Quota)>,
+}
+
 /// Below this average GPU utilization (percent) a running booking counts as idle.
 pub const IDLE_UTIL_PERCENT: f64 = 10.0;
 /// How far back an idle booking's utilization is measured.

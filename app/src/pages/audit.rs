@@ -35,6 +35,7 @@ pub fn audit_action_text(
         AuditAction::MaintenanceCreate => t_string!(i18n, audit_maintenance_create),
         AuditAction::MaintenanceCancel => t_string!(i18n, audit_maintenance_cancel),
         AuditAction::GpuRetire => t_string!(i18n, audit_gpu_retire),
+        AuditAction::GpuPrice => t_string!(i18n, audit_gpu_price),
         AuditAction::NodeTokenIssue => t_string!(i18n, audit_node_token_issue),
         AuditAction::NodeTokenRevoke => t_string!(i18n, audit_node_token_revoke),
     }
@@ -50,6 +51,7 @@ fn target_text(i18n: leptos_i18n::I18nContext<Locale>, kind: &str) -> String {
         "maintenance" => t_string!(i18n, audit_target_maintenance).to_string(),
         "node" => t_string!(i18n, audit_target_node).to_string(),
         "reservation" => t_string!(i18n, audit_target_reservation).to_string(),
+        "model" => t_string!(i18n, audit_target_model).to_string(),
         other => other.to_owned(),
     }
 }

@@ -7,6 +7,7 @@ pub mod clock;
 pub mod db;
 pub mod demo;
 pub mod entity;
+pub mod fleet;
 pub mod ledger;
 pub mod maintenance;
 pub mod quotas;

@@ -14,7 +14,7 @@ use berth_app::server::db;
 use berth_app::server::entity::{audit_entry, reservation};
 use chrono::TimeDelta;
 use reqwest::Method;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
 
 /// A model name as a path segment.
@@ -646,7 +646,148 @@ async fn two_teams_racing_for_their_last_quota_get_exactly_it(backend: Backend) 
     app.stop().await;
 }
 
+async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let ana = user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let a100 = "NVIDIA A100-PCIE-40GB";
+    let path = format!("/api/v1/admin/models/{}/price", segment(a100));
+
+    // Only platform admins; bad prices are refused with the field.
+    let (status, _) = send(
+        &app,
+        Method::PUT,
+        Some(&ana),
+        &path,
+        Some(json!({ "hourly_price_minor": 1 })),
+    )
+    .await;
+    assert_eq!(status, 403);
+    for bad in [json!(-1), json!("cheap"), json!(2_000_000_000_i64)] {
+        let (status, answer) = send(
+            &app,
+            Method::PUT,
+            Some(&platform),
+            &path,
+            Some(json!({ "hourly_price_minor": bad })),
+        )
+        .await;
+        assert_eq!(
+            (status, &answer["field"]),
+            (422, &json!("hourly_price_minor")),
+            "{answer}"
+        );
+    }
+    let (status, answer) = send(
+        &app,
+        Method::PUT,
+        Some(&platform),
+        &format!("/api/v1/admin/models/{}/price", segment("Voodoo 5")),
+        Some(json!({ "hourly_price_minor": 100 })),
+    )
+    .await;
+    assert_eq!(
+        (status, &answer["field"]),
+        (422, &json!("model")),
+        "{answer}"
+    );
+
+    // A booking keeps its price; new ones get the new price.
+    let gpus = gpus_of(&app, a100).await;
+    let (status, before) = book(&app, &ana, &booking(None, &[gpus[0]], 0, 1)).await;
+    assert_eq!(status, 201, "{before}");
+    let (status, changed) = send(
+        &app,
+        Method::PUT,
+        Some(&platform),
+        &path,
+        Some(json!({ "hourly_price_minor": 250 })),
+    )
+    .await;
+    assert_eq!(status, 200, "{changed}");
+    let in_service = berth_app::server::entity::gpu::Entity::find()
+        .filter(berth_app::server::entity::gpu::Column::Model.eq(a100))
+        .filter(berth_app::server::entity::gpu::Column::Status.ne("retired"))
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(changed["gpus"], json!(in_service.len()));
+    assert!(in_service.iter().all(|g| g.hourly_price_minor == 250));
+    let (_, after) = book(&app, &ana, &booking(None, &[gpus[0]], 2, 1)).await;
+    assert_eq!(after["price_minor"], 250);
+    assert_eq!(
+        row(&app, before["id"].as_i64().unwrap()).await.price_minor,
+        before["price_minor"].as_i64().unwrap()
+    );
+
+    // One GPU: a price and no more shares.
+    let (status, _) = send(
+        &app,
+        Method::PATCH,
+        Some(&platform),
+        &format!("/api/v1/admin/gpus/{}", gpus[1]),
+        Some(json!({ "hourly_price_minor": 300, "shareable": false })),
+    )
+    .await;
+    assert_eq!(status, 204);
+    let mut half = booking(None, &[gpus[1]], 0, 1);
+    half["share"] = json!(0.5);
+    let (status, refused) = book(&app, &ana, &half).await;
+    assert_eq!(
+        (status, &refused["field"]),
+        (422, &json!("share")),
+        "{refused}"
+    );
+
+    // The page's retire form releases the GPU's bookings with a full refund.
+    let response = crate::helpers::client()
+        .post(app.url("/admin/fleet"))
+        .bearer_auth(&platform)
+        .form(&[("action", "retire"), ("gpu_id", &gpus[0].to_string())])
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.url().as_str().contains("done=retired"),
+        "{}",
+        response.url()
+    );
+    assert_eq!(
+        row(&app, before["id"].as_i64().unwrap())
+            .await
+            .released_reason
+            .as_deref(),
+        Some("retired")
+    );
+    // A typed price that is not an amount comes back as an error on the page.
+    let response = crate::helpers::client()
+        .post(app.url("/admin/fleet"))
+        .bearer_auth(&platform)
+        .form(&[("action", "model_price"), ("model", a100), ("price", "abc")])
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response.url().as_str().contains("error="),
+        "{}",
+        response.url()
+    );
+    let actions: Vec<String> = audit_entry::Entity::find()
+        .filter(audit_entry::Column::Action.eq("gpu.price"))
+        .order_by_asc(audit_entry::Column::Id)
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.target_kind)
+        .collect();
+    assert_eq!(actions, vec!["model".to_owned(), "gpu".to_owned()]);
+    assert!(db::ledger::audit(&app.db).await.unwrap().is_clean());
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page,
     quotas_refuse_with_the_numbers_or_let_burst_bookings_through,
     a_higher_priority_booking_takes_the_place_of_preemptible_ones,
     approvals_hold_the_slot_until_decided_or_expired,

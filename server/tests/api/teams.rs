@@ -673,6 +673,18 @@ async fn authorization_matrix(backend: Backend) {
             [401, 403, 200, 404, 409],
         ),
         (
+            Method::PUT,
+            "/api/v1/admin/models/NVIDIA%20L40S/price".into(),
+            Some(json!({ "hourly_price_minor": 129 })),
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            Method::PATCH,
+            format!("/api/v1/admin/gpus/{gpu}"),
+            Some(json!({ "shareable": true })),
+            [401, 403, 403, 403, 204],
+        ),
+        (
             Method::POST,
             "/api/v1/admin/teams".into(),
             Some(json!({ "name": "Team C", "admin_email": "c@example.com" })),
@@ -773,6 +785,11 @@ async fn authorization_matrix(backend: Backend) {
         ),
         (
             "/api/get_payments_page".into(),
+            String::new(),
+            [401, 403, 403, 403, 200],
+        ),
+        (
+            "/api/get_fleet_page".into(),
             String::new(),
             [401, 403, 403, 403, 200],
         ),

@@ -154,3 +154,58 @@ fn listing(row: gpu::Model) -> Result<GpuListing, DbErr> {
         shareable: row.shareable,
     })
 }
+
+/// Sets the hourly price of every GPU of `model` that is not retired (bookings keep the price
+/// they locked); answers how many changed and the prices they had.
+pub async fn set_model_price(
+    db: &impl ConnectionTrait,
+    model: &str,
+    hourly_price_minor: i64,
+    now: DateTime<Utc>,
+) -> Result<(u64, Vec<i64>), DbErr> {
+    let mut before: Vec<i64> = gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::HourlyPriceMinor)
+        .filter(gpu::Column::Model.eq(model))
+        .filter(gpu::Column::Status.ne("retired"))
+        .into_tuple()
+        .all(db)
+        .await?;
+    before.sort_unstable();
+    before.dedup();
+    let updated = gpu::Entity::update_many()
+        .col_expr(
+            gpu::Column::HourlyPriceMinor,
+            sea_orm::sea_query::Expr::value(hourly_price_minor),
+        )
+        .col_expr(gpu::Column::UpdatedAt, sea_orm::sea_query::Expr::value(now))
+        .filter(gpu::Column::Model.eq(model))
+        .filter(gpu::Column::Status.ne("retired"))
+        .exec(db)
+        .await?;
+    Ok((updated.rows_affected, before))
+}
+
+/// Changes one GPU's price and whether it can be shared; answers it before the change, `None`
+/// when there is no such GPU.
+pub async fn update_gpu(
+    db: &impl ConnectionTrait,
+    id: i64,
+    hourly_price_minor: Option<i64>,
+    shareable: Option<bool>,
+    now: DateTime<Utc>,
+) -> Result<Option<gpu::Model>, DbErr> {
+    let Some(before) = gpu::Entity::find_by_id(id).one(db).await? else {
+        return Ok(None);
+    };
+    let mut row: gpu::ActiveModel = before.clone().into();
+    if let Some(price) = hourly_price_minor {
+        row.hourly_price_minor = Set(price);
+    }
+    if let Some(shareable) = shareable {
+        row.shareable = Set(shareable);
+    }
+    row.updated_at = Set(now);
+    row.update(db).await?;
+    Ok(Some(before))
+}

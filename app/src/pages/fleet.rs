@@ -1,0 +1,244 @@
+//! `/admin/fleet`: running the fleet from one page (platform admins). Prices per GPU model,
+//! each GPU's price, sharing and retirement, and every team with its quotas and rules. Nodes
+//! join through their agent's token (the nodes page) and maintenance windows are set on the
+//! maintenance page; both are linked. Rendered on the server only (no island); every form posts
+//! to `POST /admin/fleet`, which comes back here with `done=` or `error=`.
+
+use crate::api::fleet::{FleetPage as FleetData, get_fleet_page};
+use crate::components::error::ErrorPanel;
+use crate::components::format::MoneyText;
+use crate::domain::gpu::GpuStatus;
+use crate::domain::money::{Currency, Money};
+use crate::error::AppError;
+use crate::i18n::*;
+use crate::pages::team_rules::priority_text;
+use leptos::either::Either;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+/// The fleet page.
+#[component]
+pub fn FleetPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let (done, error) = use_query_map().with_untracked(|q| (q.get("done"), q.get("error")));
+    let data = Resource::new(|| (), |()| get_fleet_page());
+    let flash = match (done, error) {
+        (Some(done), _) => {
+            let text = match done.as_str() {
+                "price" => t_string!(i18n, fleet_done_price),
+                "gpu" => t_string!(i18n, fleet_done_gpu),
+                "retired" => t_string!(i18n, fleet_done_retired),
+                _ => t_string!(i18n, team_done_saved),
+            };
+            Some(Either::Left(
+                view! { <p class="notice notice-ok" role="status">{text}</p> },
+            ))
+        }
+        (None, Some(raw)) => {
+            let error = serde_json::from_str::<AppError>(&raw).unwrap_or(AppError::Transport(raw));
+            Some(Either::Right(view! { <ErrorPanel error /> }))
+        }
+        (None, None) => None,
+    };
+    view! {
+        <Title text=t_string!(i18n, fleet_admin_title).to_string() />
+        <section class="fleet">
+            <h1>{t!(i18n, fleet_admin_title)}</h1>
+            <p class="lede">
+                {t!(i18n, fleet_intro)}
+                " "
+                <a href="/admin/nodes">{t!(i18n, fleet_add_node)}</a>
+                " · "
+                <a href="/admin/maintenance">{t!(i18n, fleet_maintenance)}</a>
+            </p>
+            {flash}
+            <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+                {move || {
+                    data.get()
+                        .map(|result| match result {
+                            Ok(data) => Either::Left(view! { <FleetView data /> }),
+                            Err(error) => Either::Right(view! { <ErrorPanel error /> }),
+                        })
+                }}
+            </Transition>
+        </section>
+    }
+}
+
+fn price_input(price: Money, currency: &Currency) -> String {
+    price.to_decimal_string(currency)
+}
+
+#[component]
+fn FleetView(data: FleetData) -> impl IntoView {
+    let i18n = use_i18n();
+    let FleetData {
+        nodes,
+        models,
+        teams,
+        currency,
+    } = data;
+    let code = currency.code().to_owned();
+    let model_rows = models
+        .into_iter()
+        .map(|(model, count, low, high)| {
+            let label = model.clone();
+            let row_model = model.clone();
+            let current = if low == high {
+                Either::Left(view! { <MoneyText amount=Money::from_minor(low) currency=currency.clone() /> })
+            } else {
+                Either::Right(view! {
+                    <MoneyText amount=Money::from_minor(low) currency=currency.clone() />
+                    " – "
+                    <MoneyText amount=Money::from_minor(high) currency=currency.clone() />
+                })
+            };
+            let value = price_input(Money::from_minor(high), &currency);
+            let field = format!("price-{model}");
+            view! {
+                <tr data-model=row_model>
+                    <td>{label}</td>
+                    <td class="num">{count}</td>
+                    <td class="num">{current}</td>
+                    <td>
+                        <form method="post" action="/admin/fleet" class="inline-form">
+                            <input type="hidden" name="action" value="model_price" />
+                            <input type="hidden" name="model" value=model />
+                            <label class="sr-only" for=field.clone()>{t!(i18n, fleet_new_price, currency = code.clone())}</label>
+                            <input type="text" id=field name="price" inputmode="decimal" value=value size="8" required />
+                            <button type="submit">{t!(i18n, fleet_set_price)}</button>
+                        </form>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let gpu_rows = nodes
+        .into_iter()
+        .flat_map(|node| {
+            let name = node.name.clone();
+            node.gpus.into_iter().map(move |gpu| (name.clone(), gpu))
+        })
+        .map(|(node, gpu)| {
+            let retired = gpu.status == GpuStatus::Retired;
+            let status = match gpu.status {
+                GpuStatus::Active => t_string!(i18n, status_active),
+                GpuStatus::Maintenance => t_string!(i18n, status_maintenance),
+                GpuStatus::Retired => t_string!(i18n, status_retired),
+            };
+            let value = price_input(gpu.hourly_price, &currency);
+            let price_field = format!("gpu-price-{}", gpu.id);
+            let controls = (!retired).then(|| {
+                view! {
+                    <form method="post" action="/admin/fleet" class="inline-form">
+                        <input type="hidden" name="action" value="gpu" />
+                        <input type="hidden" name="gpu_id" value=gpu.id />
+                        <label class="sr-only" for=price_field.clone()>{t!(i18n, fleet_new_price, currency = code.clone())}</label>
+                        <input type="text" id=price_field name="price" inputmode="decimal" value=value size="8" required />
+                        <label class="inline-check">
+                            <input type="checkbox" name="shareable" value="on" checked=gpu.shareable />
+                            {t!(i18n, fleet_shareable)}
+                        </label>
+                        <button type="submit">{t!(i18n, fleet_save_gpu)}</button>
+                    </form>
+                    <form method="post" action="/admin/fleet" class="inline-form"
+                        onsubmit=format!("return confirm({:?})", t_string!(i18n, fleet_retire_confirm))>
+                        <input type="hidden" name="action" value="retire" />
+                        <input type="hidden" name="gpu_id" value=gpu.id />
+                        <button type="submit" class="button-danger">{t!(i18n, fleet_retire)}</button>
+                    </form>
+                }
+            });
+            view! {
+                <tr data-gpu=gpu.id data-status=format!("{:?}", gpu.status).to_lowercase()>
+                    <td><a href=format!("/gpus/{}", gpu.id)>{format!("{node} #{}", gpu.device_index)}</a></td>
+                    <td>{gpu.model}</td>
+                    <td>{status}</td>
+                    <td class="num"><MoneyText amount=gpu.hourly_price currency=currency.clone() /></td>
+                    <td>{if gpu.shareable { "½ ¼" } else { "—" }}</td>
+                    <td class="team-controls">{controls}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let team_rows = teams
+        .into_iter()
+        .map(|team| {
+            let quotas = if team.quotas.is_empty() {
+                t_string!(i18n, team_quota_none).to_string()
+            } else {
+                team.quotas
+                    .iter()
+                    .map(|(model, q)| match q.weekly_gpu_hours {
+                        Some(hours) => format!("{model}: {} GPU · {hours} h/wk", q.guaranteed_gpus),
+                        None => format!("{model}: {} GPU", q.guaranteed_gpus),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            let approval = team
+                .policy
+                .approval_over_gpu_hours
+                .map_or_else(|| "—".to_owned(), |h| format!("> {h} h"));
+            view! {
+                <tr data-team=team.id>
+                    <td><a href=format!("/teams/{}", team.id)>{team.name}</a></td>
+                    <td>{quotas}</td>
+                    <td>{priority_text(i18n, team.policy.default_priority)}</td>
+                    <td>{if team.policy.allow_burst { t_string!(i18n, fleet_yes) } else { t_string!(i18n, fleet_no) }}</td>
+                    <td>{approval}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <h2>{t!(i18n, fleet_models)}</h2>
+        <p class="hint">{t!(i18n, fleet_price_hint)}</p>
+        <div class="table-scroll">
+            <table class="teams-table fleet-models">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, team_col_model)}</th>
+                        <th scope="col" class="num">{t!(i18n, fleet_col_gpus)}</th>
+                        <th scope="col" class="num">{t!(i18n, fleet_col_price)}</th>
+                        <th scope="col">{t!(i18n, fleet_new_price, currency = code.clone())}</th>
+                    </tr>
+                </thead>
+                <tbody>{model_rows}</tbody>
+            </table>
+        </div>
+        <h2>{t!(i18n, fleet_gpus)}</h2>
+        <p class="hint">{t!(i18n, fleet_retire_hint)}</p>
+        <div class="table-scroll">
+            <table class="teams-table fleet-gpus">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, panel_gpu)}</th>
+                        <th scope="col">{t!(i18n, team_col_model)}</th>
+                        <th scope="col">{t!(i18n, col_status)}</th>
+                        <th scope="col" class="num">{t!(i18n, fleet_col_price)}</th>
+                        <th scope="col">{t!(i18n, fleet_shareable)}</th>
+                        <th scope="col"><span class="sr-only">{t!(i18n, team_col_actions)}</span></th>
+                    </tr>
+                </thead>
+                <tbody>{gpu_rows}</tbody>
+            </table>
+        </div>
+        <h2>{t!(i18n, fleet_teams)}</h2>
+        <div class="table-scroll">
+            <table class="teams-table fleet-teams">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, team_col_name)}</th>
+                        <th scope="col">{t!(i18n, fleet_col_quotas)}</th>
+                        <th scope="col">{t!(i18n, team_rules_default_priority)}</th>
+                        <th scope="col">{t!(i18n, fleet_col_burst)}</th>
+                        <th scope="col">{t!(i18n, fleet_col_approval)}</th>
+                    </tr>
+                </thead>
+                <tbody>{team_rows}</tbody>
+            </table>
+        </div>
+    }
+}

@@ -1,0 +1,151 @@
+//! Running the fleet in the JSON API and the fleet page's plain forms (platform admins). The
+//! rules live in `berth_app::server::fleet`; these handlers only read requests and write answers.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Redirect;
+use berth_app::domain::problem::Problem;
+use berth_app::error::AppError;
+use berth_app::server::auth::actor::Actor;
+use berth_app::server::fleet::{self, GpuChange};
+use berth_app::server::state::{self, AppState};
+use serde::Deserialize;
+
+use crate::routes::reservations::body_error;
+
+/// `{"hourly_price_minor": 349}`.
+#[derive(Debug, Deserialize)]
+pub struct PriceBody {
+    hourly_price_minor: serde_json::Value,
+}
+
+/// `PUT /api/v1/admin/models/{model}/price`: the hourly price of every GPU of the model (not
+/// retired); 200 with how many changed. Bookings keep the price they locked.
+pub async fn set_model_price(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(model): Path<String>,
+    body: Result<Json<PriceBody>, JsonRejection>,
+) -> Result<Json<serde_json::Value>, AppError> {
+    actor.require_platform_admin()?;
+    let Json(body) = body.map_err(body_error)?;
+    let price = body.hourly_price_minor.as_i64().ok_or_else(|| {
+        AppError::invalid(
+            "hourly_price_minor",
+            Problem::NotMinorUnits {
+                raw: body.hourly_price_minor.to_string(),
+            },
+        )
+    })?;
+    let changed =
+        fleet::set_model_price(&state.db, &actor, &model, price, chrono::Utc::now()).await?;
+    Ok(Json(
+        serde_json::json!({ "model": model, "gpus": changed, "hourly_price_minor": price }),
+    ))
+}
+
+/// `PATCH /api/v1/admin/gpus/{id}`: `{"hourly_price_minor"?, "shareable"?}`; 204.
+pub async fn update_gpu(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+    body: Result<Json<GpuChange>, JsonRejection>,
+) -> Result<StatusCode, AppError> {
+    actor.require_platform_admin()?;
+    let Json(change) = body.map_err(body_error)?;
+    fleet::update_gpu(&state.db, &actor, id, &change, chrono::Utc::now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The fleet page's forms.
+#[derive(Debug, Deserialize)]
+pub struct FleetFormPost {
+    /// `model_price`, `gpu` or `retire`.
+    action: String,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    gpu_id: Option<i64>,
+    /// A price in the currency as typed (`3.49`).
+    #[serde(default)]
+    price: Option<String>,
+    /// A checkbox: present when ticked.
+    #[serde(default)]
+    shareable: Option<String>,
+}
+
+/// `POST /admin/fleet`: one of the fleet page's forms; back to the page with `done=` or
+/// `error=`.
+pub async fn fleet_form(
+    State(state): State<AppState>,
+    actor: Actor,
+    headers: HeaderMap,
+    axum::Form(form): axum::Form<FleetFormPost>,
+) -> Result<Redirect, AppError> {
+    actor.require_platform_admin()?;
+    let now = chrono::Utc::now();
+    let currency = &state.portal.currency;
+    let missing = |field: &str| {
+        AppError::invalid(
+            field,
+            Problem::Unreadable {
+                detail: format!("{field} is missing"),
+            },
+        )
+    };
+    let result = async {
+        match form.action.as_str() {
+            "model_price" => {
+                let model = form.model.as_deref().ok_or_else(|| missing("model"))?;
+                let price = fleet::parse_price(
+                    "price",
+                    form.price.as_deref().unwrap_or_default(),
+                    currency,
+                )?;
+                fleet::set_model_price(&state.db, &actor, model, price, now)
+                    .await
+                    .map(|_| "price")
+            }
+            "gpu" => {
+                let id = form.gpu_id.ok_or_else(|| missing("gpu_id"))?;
+                let price = fleet::parse_price(
+                    "price",
+                    form.price.as_deref().unwrap_or_default(),
+                    currency,
+                )?;
+                let change = GpuChange {
+                    hourly_price_minor: Some(price),
+                    shareable: Some(form.shareable.is_some()),
+                };
+                fleet::update_gpu(&state.db, &actor, id, &change, now)
+                    .await
+                    .map(|()| "gpu")
+            }
+            "retire" => {
+                let id = form.gpu_id.ok_or_else(|| missing("gpu_id"))?;
+                berth_app::server::db::reservations::retire_gpu(&state.db, id, actor.user.id, now)
+                    .await
+                    .map(|_| "retired")
+            }
+            other => Err(AppError::invalid(
+                "action",
+                Problem::Unreadable {
+                    detail: format!("unknown action `{other}`"),
+                },
+            )),
+        }
+    }
+    .await;
+    match result {
+        Ok(done) => Ok(Redirect::to(&format!("/admin/fleet?done={done}"))),
+        Err(error @ (AppError::Forbidden | AppError::Unauthorized)) => Err(error),
+        Err(error) => {
+            let error = state::explained_for(error, &headers, &state);
+            let data = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
+            let encoded: String = url::form_urlencoded::byte_serialize(data.as_bytes()).collect();
+            Ok(Redirect::to(&format!("/admin/fleet?error={encoded}")))
+        }
+    }
+}

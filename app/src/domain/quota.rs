@@ -378,7 +378,8 @@ pub fn parse_policy(
 
 impl TeamPolicy {
     /// Whether a booking of `span` by a member (`by_admin`: a team or platform admin) waits for
-    /// approval, and until when: `now` plus the expiry, never past its start.
+    /// approval, and until when: `now` plus the expiry, never past its start (or, for a booking
+    /// starting about now, past the next quarter hour).
     pub fn approval_until(
         &self,
         span: &TeamSpan,
@@ -387,9 +388,13 @@ impl TeamPolicy {
     ) -> Option<DateTime<Utc>> {
         let over = self.approval_over_gpu_hours?;
         let asked = span.quarter_minutes_in(span.window.start(), span.window.end());
-        (!by_admin && asked > i64::from(over) * 240).then(|| {
-            (now + TimeDelta::hours(i64::from(self.approval_expiry_hours))).min(span.window.start())
-        })
+        // Until the start, but a booking starting about now still leaves its admins a slot.
+        let latest = span
+            .window
+            .start()
+            .max(now + TimeDelta::minutes(crate::domain::schedule::SLOT_MINUTES));
+        (!by_admin && asked > i64::from(over) * 240)
+            .then(|| (now + TimeDelta::hours(i64::from(self.approval_expiry_hours))).min(latest))
     }
 }
 
@@ -703,6 +708,11 @@ mod tests {
         assert_eq!(
             policy.approval_until(&span(0, 4, 8), false, at(-2)),
             Some(at(0))
+        );
+        // Starting now: a quarter of an hour to decide.
+        assert_eq!(
+            policy.approval_until(&span(0, 4, 8), false, at(0)),
+            Some(at(0) + TimeDelta::minutes(15))
         );
         assert_eq!(
             TeamPolicy::default().approval_until(&span(0, 99, 64), false, now),

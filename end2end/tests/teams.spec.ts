@@ -111,6 +111,7 @@ test("a team admin sets a quota and approves a member's large booking; the dashb
   await panel.locator("select[name='team_id']").selectOption({ label: "Demo Lab" });
   await member.getByRole("button", { name: "Book this" }).first().click();
   await expect(member.locator(".notice-ok")).toContainText("Booked");
+  await expect(member.locator(".budget-note")).toContainText("waits for a team admin's approval");
   await member.goto("/reservations");
   await expect(member.locator("tr[data-payment='awaiting_approval'] .payment-note")).toContainText(
     "waiting for a team admin's approval",

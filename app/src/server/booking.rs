@@ -244,8 +244,9 @@ pub async fn create(
     Ok(reservation)
 }
 
-/// For the viewer's reservation `id`, booked for a team: the budget warning it brought, in the
-/// request's language, when its month is at the warning share of the budget or over it.
+/// For the viewer's reservation `id`, booked for a team: that it waits for approval (until
+/// when), or the budget warning it brought when its month is at the warning share of the budget
+/// or over it; in the request's language.
 pub async fn budget_note(
     state: &AppState,
     actor: &Actor,
@@ -257,6 +258,25 @@ pub async fn budget_note(
     let Some(row) = reservation::Entity::find_by_id(id).one(&state.db).await? else {
         return Ok(None);
     };
+    // Waiting for a team admin: until when.
+    if row.owner_id == actor.user.id
+        && row.status == "confirmed"
+        && row.payment_status
+            == crate::domain::reservation::PaymentStatus::AwaitingApproval.as_str()
+        && let Some(until) = row.approval_expires_at
+    {
+        let zone = zone_named(
+            crate::api::reservations::request_zone(actor).as_deref(),
+            until,
+            until,
+        );
+        let when = crate::domain::time_text::date_minute(zone.local(until));
+        return Ok(Some(crate::server::state::in_request_language(|i18n| {
+            use crate::i18n::*;
+            let zone = zone.name.clone();
+            t_string!(i18n, booking_awaiting_approval, when, zone).to_string()
+        })));
+    }
     let Some(team_id) = row.team_id.filter(|_| row.owner_id == actor.user.id) else {
         return Ok(None);
     };

@@ -786,7 +786,81 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
     app.stop().await;
 }
 
+async fn idle_team_bookings_are_found_from_telemetry(backend: Backend) {
+    use berth_app::server::entity::gpu_rollup;
+    use sea_orm::{ActiveValue::Set, EntityTrait as _};
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let bia = unfunded_user_token(&app, "bia@example.com", PlatformRole::User).await;
+    let team = funded_team(
+        &app,
+        &platform,
+        "Idle",
+        ("ana@example.com", &ana),
+        &["bia@example.com"],
+    )
+    .await;
+    let gpus = gpus_of(&app, H100).await;
+    let start = berth_app::domain::schedule::slot_floor(chrono::Utc::now());
+    let span = |gpu: i64| {
+        json!({
+            "gpu_ids": [gpu], "team_id": team,
+            "start": start.to_rfc3339(), "end": (start + TimeDelta::hours(3)).to_rfc3339(),
+        })
+    };
+    let (_, idle) = book(&app, &bia, &span(gpus[0])).await;
+    let (_, busy) = book(&app, &ana, &span(gpus[1])).await;
+    let (_, unmeasured) = book(&app, &ana, &span(gpus[2])).await;
+    // An hour into the bookings: the last half hour's minutes, 2 % on one GPU, 85 % on another,
+    // nothing measured on the third.
+    let later = start + TimeDelta::hours(1);
+    let mut rows = Vec::new();
+    for minute in 0..30 {
+        let at = later - TimeDelta::minutes(30 - minute);
+        for (gpu, util) in [(gpus[0], 2.0), (gpus[1], 85.0)] {
+            rows.push(gpu_rollup::ActiveModel {
+                gpu_id: Set(gpu),
+                minute_ms: Set(at.timestamp_millis()),
+                samples: Set(6),
+                util_min: Set(Some(util)),
+                util_avg: Set(Some(util)),
+                util_max: Set(Some(util)),
+                mem_min: Set(None),
+                mem_avg: Set(None),
+                mem_max: Set(None),
+                temp_min: Set(None),
+                temp_avg: Set(None),
+                temp_max: Set(None),
+                power_min: Set(None),
+                power_avg: Set(None),
+                power_max: Set(None),
+            });
+        }
+    }
+    gpu_rollup::Entity::insert_many(rows)
+        .exec_without_returning(&app.db)
+        .await
+        .unwrap();
+    let rules = berth_app::server::quotas::rules(&app.db, team, later)
+        .await
+        .unwrap();
+    let found: Vec<(i64, String)> = rules
+        .idle
+        .iter()
+        .map(|i| (i.reservation.id, i.reservation.owner_name.clone()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![(idle["id"].as_i64().unwrap(), "bia".to_owned())]
+    );
+    assert!((rules.idle[0].average_util - 2.0).abs() < 1e-9);
+    assert!(busy["id"].is_i64() && unmeasured["id"].is_i64());
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    idle_team_bookings_are_found_from_telemetry,
     platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page,
     quotas_refuse_with_the_numbers_or_let_burst_bookings_through,
     a_higher_priority_booking_takes_the_place_of_preemptible_ones,

@@ -264,6 +264,9 @@ pub struct TeamMoney {
     pub month: chrono::DateTime<chrono::Utc>,
     /// What the team's bookings starting this month cost.
     pub month_spent: crate::domain::money::Money,
+    /// How many of its bookings wait for credits (the team wallet was short when due).
+    #[serde(default)]
+    pub payments_due: u32,
 }
 
 /// The week (Monday 00:00 to the next Monday, UTC) that `at` falls in.

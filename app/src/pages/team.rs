@@ -179,7 +179,7 @@ fn TeamView(data: TeamData) -> impl IntoView {
         }
     });
     let rules_view = view! {
-        <TeamRulesView rules manage action=action.clone() zone=zone.clone() week_start currency=currency.clone() />
+        <TeamRulesView rules manage action=action.clone() zone=zone.clone() week_start currency=currency.clone() platform_admin=can_grant />
     };
     let money_view = view! {
         <TeamMoneyView money currency manage can_grant action=action.clone() form_key />
@@ -368,8 +368,17 @@ fn TeamMoneyView(
             </form>
         }
     });
+    let due = money.payments_due;
+    let due_view = (due > 0).then(|| {
+        view! {
+            <p class="payment-due team-payment-due" role="alert">
+                {crate::components::format::t_count!(i18n, due, team_payment_due_singular, team_payment_due_plural)}
+            </p>
+        }
+    });
     view! {
         <h2>{t!(i18n, team_money)}</h2>
+        {due_view}
         <dl class="team-money">
             <dt>{t!(i18n, team_wallet_balance)}</dt>
             <dd data-team-balance-minor=money.balance.minor()><MoneyText amount=money.balance currency=currency.clone() /></dd>

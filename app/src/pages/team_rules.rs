@@ -47,6 +47,8 @@ pub fn TeamRulesView(
     zone: ZoneOffsets,
     week_start: chrono::DateTime<chrono::Utc>,
     currency: crate::domain::money::Currency,
+    /// The viewer is a platform admin (who alone may make production the default).
+    platform_admin: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let TeamRules {
@@ -60,7 +62,7 @@ pub fn TeamRulesView(
     let manage_view = manage.then(|| {
         view! {
             <QuotaForm models action=action.clone() />
-            <PolicyForm policy action=action.clone() />
+            <PolicyForm policy action=action.clone() platform_admin />
             <Pending pending action zone=zone.clone() currency />
             <Idle idle zone />
         }
@@ -182,10 +184,13 @@ fn QuotaForm(models: Vec<String>, action: String) -> impl IntoView {
 
 /// The team's booking rules.
 #[component]
-fn PolicyForm(policy: TeamPolicy, action: String) -> impl IntoView {
+fn PolicyForm(policy: TeamPolicy, action: String, platform_admin: bool) -> impl IntoView {
     let i18n = use_i18n();
     let options = Priority::ALL
         .into_iter()
+        .filter(|p| {
+            platform_admin || *p != Priority::Production || policy.default_priority == *p
+        })
         .map(|p| {
             view! { <option value=p.as_str() selected=p == policy.default_priority>{priority_text(i18n, p)}</option> }
         })

@@ -4,7 +4,7 @@
 use crate::domain::audit::AuditAction;
 use crate::domain::problem::Problem;
 use crate::domain::quota::{
-    IDLE_LOOKBACK, IdleBooking, Quota, TeamPolicy, TeamRules, idle_average, parse_policy,
+    IDLE_LOOKBACK, IdleBooking, Priority, Quota, TeamPolicy, TeamRules, idle_average, parse_policy,
     parse_quota, quota_use,
 };
 use crate::domain::reservation::Reservation;
@@ -38,7 +38,8 @@ pub async fn set_quota(
     // The model's GPUs first, then the team: the order bookings lock them in.
     let txn = db::begin_write(db).await?;
     let fleet = db::quotas::lock_model(&txn, model).await?;
-    if fleet == 0 {
+    // A quota of a model no longer in the fleet can still be removed.
+    if fleet == 0 && quota.is_some() {
         return Err(AppError::invalid(
             "model",
             Problem::NoGpuOfModel {
@@ -120,6 +121,16 @@ pub async fn set_policy(
         form.approval_expiry_hours.unwrap_or(24),
     )
     .map_err(|(field, problem)| AppError::invalid(field, problem))?;
+    // Production is the platform's call: team admins choose up to training.
+    if policy.default_priority == Priority::Production && actor.require_platform_admin().is_err() {
+        return Err(AppError::invalid(
+            "default_priority",
+            Problem::PriorityNotAllowed {
+                asked: Priority::Production.as_str().into(),
+                most: Priority::Training.as_str().into(),
+            },
+        ));
+    }
     let txn = locked(db, actor, team_id, true).await?;
     let before = db::quotas::policy(&txn, team_id)
         .await?

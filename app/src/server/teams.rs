@@ -333,9 +333,14 @@ pub async fn money(
         db::payments::unpaid_of_team(db, team_id),
         db::teams::month_spend(db, team_id, month, next),
     )?;
+    let payments_due = unpaid
+        .iter()
+        .filter(|row| row.payment_status == "due")
+        .count();
     Ok(TeamMoney {
         balance,
         on_hold: db::payments::held(&unpaid),
+        payments_due: u32::try_from(payments_due).unwrap_or(u32::MAX),
         budget,
         month,
         month_spent,

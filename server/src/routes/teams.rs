@@ -58,6 +58,7 @@ pub async fn show(
                 .month
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             month_spent_minor: money.month_spent.minor(),
+            payments_due: money.payments_due,
         },
         access,
     }))
@@ -76,6 +77,8 @@ pub struct ApiTeamMoney {
     month_start: String,
     /// What the team's bookings starting this month cost.
     month_spent_minor: i64,
+    /// Team bookings waiting for credits (released shortly before their start if none arrive).
+    payments_due: u32,
 }
 
 /// `{"budget_minor": 100000 | null, "mode": "refuse" | "warn", "warn_percent": 80}`.

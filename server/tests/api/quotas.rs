@@ -302,13 +302,27 @@ async fn a_higher_priority_booking_takes_the_place_of_preemptible_ones(backend: 
     let carl = user_token(&app, "carl@example.com", PlatformRole::User).await;
     let prod = funded_team(&app, &platform, "Serving", ("ana@example.com", &ana), &[]).await;
     let batch = funded_team(&app, &platform, "Sweeps", ("bob@example.com", &bob), &[]).await;
-    set_rules(
+    // Production is the platform's call.
+    let (status, refused) = set_rules(
         &app,
         &ana,
         prod,
         json!({ "default_priority": "production" }),
     )
     .await;
+    assert_eq!(
+        (status, &refused["code"]),
+        (422, &json!("priority_not_allowed")),
+        "{refused}"
+    );
+    let (status, _) = set_rules(
+        &app,
+        &platform,
+        prod,
+        json!({ "default_priority": "production" }),
+    )
+    .await;
+    assert_eq!(status, 200);
     set_rules(&app, &bob, batch, json!({ "default_priority": "batch" })).await;
     let h100 = gpus_of(&app, H100).await;
     let (target, rest) = h100.split_first().unwrap();
@@ -389,6 +403,28 @@ async fn a_higher_priority_booking_takes_the_place_of_preemptible_ones(backend: 
             .as_deref(),
         Some("preempted")
     );
+
+    // A booking that waits for approval takes nobody's place.
+    let eve = unfunded_user_token(&app, "eve@example.com", PlatformRole::User).await;
+    invitation_by_admin(&app, prod, &ana, "eve@example.com").await;
+    accept(&app, "eve@example.com").await;
+    set_rules(
+        &app,
+        &platform,
+        prod,
+        json!({ "default_priority": "production", "approval_over_gpu_hours": 1 }),
+    )
+    .await;
+    let (_, third) = book(&app, &bob, &booking(Some(batch), &[*target], 12, 2)).await;
+    book(&app, &carl, &booking(None, rest, 12, 2)).await;
+    let (status, refused) = book(&app, &eve, &booking(Some(prod), &[*target], 12, 2)).await;
+    assert_eq!(status, 409, "{refused}");
+    assert!(refused["clash"].is_object(), "{refused}");
+    assert_eq!(
+        row(&app, third["id"].as_i64().unwrap()).await.status,
+        "confirmed"
+    );
+    assert!(db::ledger::audit(&app.db).await.unwrap().is_clean());
     app.stop().await;
 }
 
@@ -551,6 +587,24 @@ async fn approvals_hold_the_slot_until_decided_or_expired(backend: Backend) {
         "{actions:?}"
     );
     assert!(actions.iter().any(|a| a == "booking.reject"), "{actions:?}");
+
+    // A team without credits: its booking charged before the start finds the wallet short, and
+    // the dashboard's money says so.
+    let dan = unfunded_user_token(&app, "dan@example.com", PlatformRole::User).await;
+    let poor = team_with_admin(&app, &platform, "Poor", "dan@example.com").await;
+    let mut later = booking(Some(poor), &[], 30, 2);
+    later["charge"] = json!("before_start");
+    let (status, pending) = book(&app, &dan, &later).await;
+    assert_eq!(status, 201, "{pending}");
+    assert_eq!(pending["payment_status"], "pending");
+    let charge_at: chrono::DateTime<chrono::Utc> =
+        serde_json::from_value(pending["charge_at"].clone()).unwrap();
+    db::payments::run(&app.db, &charge, charge_at, None)
+        .await
+        .unwrap();
+    let (status, shown) = get(&app, &dan, &format!("/api/v1/teams/{poor}")).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["money"]["payments_due"], 1, "{shown}");
     assert!(db::ledger::audit(&app.db).await.unwrap().is_clean());
     app.stop().await;
 }

@@ -163,14 +163,19 @@ pub async fn set_model_price(
     hourly_price_minor: i64,
     now: DateTime<Utc>,
 ) -> Result<(u64, Vec<i64>), DbErr> {
-    let mut before: Vec<i64> = gpu::Entity::find()
+    // Their rows locked in id order first (PostgreSQL), as bookings lock them.
+    let mut query = gpu::Entity::find()
         .select_only()
+        .column(gpu::Column::Id)
         .column(gpu::Column::HourlyPriceMinor)
         .filter(gpu::Column::Model.eq(model))
         .filter(gpu::Column::Status.ne("retired"))
-        .into_tuple()
-        .all(db)
-        .await?;
+        .order_by_asc(gpu::Column::Id);
+    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        query = query.lock_exclusive();
+    }
+    let rows: Vec<(i64, i64)> = query.into_tuple().all(db).await?;
+    let mut before: Vec<i64> = rows.into_iter().map(|(_, price)| price).collect();
     before.sort_unstable();
     before.dedup();
     let updated = gpu::Entity::update_many()

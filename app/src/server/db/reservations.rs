@@ -387,6 +387,8 @@ async fn try_book(
     let mut displaced: Vec<i64> = Vec::new();
     let chosen: Vec<BookableGpu> = match &request.target {
         Target::Gpus(ids) => {
+            // Locked before they are read: a price or sharing changed meanwhile is seen.
+            lock_gpus(&txn, ids).await?;
             let gpus = gpus_where(&txn, gpu::Column::Id.is_in(ids.clone()).into()).await?;
             if let Some(missing) = ids.iter().find(|id| !gpus.iter().any(|g| g.id == **id)) {
                 return Err(invalid("gpu_ids", Problem::NoSuchGpu { id: *missing }));
@@ -411,7 +413,6 @@ async fn try_book(
                 return Err(invalid("share", Problem::NotShareable { gpu: g.label() }));
             }
             let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
-            lock_gpus(&txn, &ids).await?;
             let busy = occupancies(&txn, &ids, &window).await?;
             let clash = gpus.iter().find_map(|g| {
                 let taken = busy.get(&g.id).map(Vec::as_slice).unwrap_or(&[]);
@@ -472,6 +473,15 @@ async fn try_book(
             }
             let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
             lock_gpus(&txn, &ids).await?;
+            // Read again under the locks: a price or sharing changed meanwhile is seen (GPUs
+            // added meanwhile are left out: they are not locked).
+            let locked: std::collections::HashSet<i64> = ids.iter().copied().collect();
+            let candidates: Vec<BookableGpu> = bookable_of_model(&txn, model, request.share)
+                .await?
+                .into_iter()
+                .filter(|g| locked.contains(&g.id))
+                .collect();
+            let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
             let busy = occupancies(&txn, &ids, &window).await?;
             let count = usize::try_from(*count).unwrap_or(usize::MAX);
             let mut picked = None;
@@ -527,6 +537,26 @@ async fn try_book(
         }
     };
 
+    // The displaced bookings' other GPUs (same node and model, but maybe not among those read)
+    // are locked now, before the team row, as every booking orders its locks: GPUs, then team.
+    // Outside id order they may meet another booking's locks in a cycle; PostgreSQL then
+    // cancels one of the two, which is retried.
+    let victims: Vec<reservation::Model> = if displaced.is_empty() {
+        Vec::new()
+    } else {
+        let held: Vec<i64> = reservation_gpu::Entity::find()
+            .select_only()
+            .column(reservation_gpu::Column::GpuId)
+            .filter(reservation_gpu::Column::ReservationId.is_in(displaced.clone()))
+            .into_tuple()
+            .all(&txn)
+            .await?;
+        lock_gpus(&txn, &held).await?;
+        reservation::Entity::find()
+            .filter(reservation::Column::Id.is_in(displaced.clone()))
+            .all(&txn)
+            .await?
+    };
     let price: i64 = chosen
         .iter()
         .map(|g| price_minor(g.hourly_price_minor, quarters, &window))
@@ -555,7 +585,18 @@ async fn try_book(
                 return Err(AppError::NotFound(format!("team {team_id}")).into());
             };
             let (from, to) = crate::domain::schedule::utc_month_of(window.start());
-            let spent = super::teams::month_spend(&txn, team_id, from, to).await?;
+            // The team's own bookings this one displaces no longer count.
+            let freed: i64 = victims
+                .iter()
+                .filter(|v| v.team_id == Some(team_id) && from <= v.start_at && v.start_at < to)
+                .map(|v| v.price_minor)
+                .sum();
+            let spent = Money::from_minor(
+                super::teams::month_spend(&txn, team_id, from, to)
+                    .await?
+                    .minor()
+                    - freed,
+            );
             let warning = match budget.check(spent, Money::from_minor(price)) {
                 BudgetCheck::Over {
                     spent_minor,
@@ -603,6 +644,30 @@ async fn try_book(
             warning
         }
     };
+    // A booking that waits for approval takes nobody's place: it might never be approved.
+    if approval_until.is_some() && !displaced.is_empty() {
+        let candidates = bookable_of_model(&txn, &first.model, request.share).await?;
+        let suggestion = find_offers(
+            &txn,
+            &candidates,
+            chosen.len(),
+            request.share,
+            window.length(),
+            window.start(),
+            latest_start,
+            1,
+        )
+        .await?
+        .into_iter()
+        .next();
+        return Err(AppError::Clash(Box::new(Clash {
+            gpu_id: None,
+            what: format!("{} × {}", chosen.len(), first.model),
+            at: window.start(),
+            suggestion,
+        }))
+        .into());
+    }
     for victim in &displaced {
         displace(&txn, *victim, now).await?;
     }
@@ -1312,6 +1377,9 @@ pub async fn decide_approval(
         .await?
         .filter(|row| row.team_id == Some(team_id))
         .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
+    // Then the team (GPUs first, as bookings lock them): the caller re-checks the decider's
+    // rights under it, so an admin removed meanwhile decides nothing.
+    super::teams::lock_team(txn, team_id).await?;
     let waiting = row.status == "confirmed"
         && row.payment_status == PaymentStatus::AwaitingApproval.as_str()
         && row.approval_expires_at.is_some_and(|until| now < until);

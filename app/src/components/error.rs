@@ -7,6 +7,23 @@ use crate::i18n::*;
 use leptos::prelude::*;
 
 /// A translated, user-facing description of `error`, with validation details kept.
+/// What a server-rendered page shows after one of its plain forms posted and came back: `done`
+/// (already in words) as a status line, else the error its `error=` query carries (an
+/// [`AppError`] as JSON, or plain text) as an [`ErrorPanel`].
+pub fn form_outcome(done: Option<String>, error: Option<String>) -> Option<impl IntoView> {
+    use leptos::either::Either;
+    match (done, error) {
+        (Some(text), _) => Some(Either::Left(
+            view! { <p class="notice notice-ok" role="status">{text}</p> },
+        )),
+        (None, Some(raw)) => {
+            let error = serde_json::from_str::<AppError>(&raw).unwrap_or(AppError::Transport(raw));
+            Some(Either::Right(view! { <ErrorPanel error /> }))
+        }
+        (None, None) => None,
+    }
+}
+
 #[component]
 pub fn ErrorPanel(error: AppError) -> impl IntoView {
     let i18n = use_i18n();

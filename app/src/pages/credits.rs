@@ -2,9 +2,8 @@
 //! every user's balance. A plain form (`POST /admin/credits`), rendered on the server only.
 
 use crate::api::ledger::{CreditsPage as CreditsData, get_credits_page};
-use crate::components::error::ErrorPanel;
+use crate::components::error::{ErrorPanel, form_outcome};
 use crate::components::format::MoneyText;
-use crate::error::AppError;
 use crate::i18n::*;
 use leptos::either::Either;
 use leptos::prelude::*;
@@ -17,16 +16,10 @@ pub fn CreditsPage() -> impl IntoView {
     let i18n = use_i18n();
     let (done, error) = use_query_map().with_untracked(|q| (q.get("done"), q.get("error")));
     let data = Resource::new(|| (), |()| get_credits_page());
-    let flash = match (done, error) {
-        (Some(id), _) => Some(Either::Left(view! {
-            <p class="notice notice-ok" role="status">{t!(i18n, credits_done, id = move || id.clone())}</p>
-        })),
-        (None, Some(raw)) => {
-            let error = serde_json::from_str::<AppError>(&raw).unwrap_or(AppError::Transport(raw));
-            Some(Either::Right(view! { <ErrorPanel error /> }))
-        }
-        (None, None) => None,
-    };
+    let flash = form_outcome(
+        done.map(|id| t_string!(i18n, credits_done, id).to_string()),
+        error,
+    );
     view! {
         // A plain string, read once: leptos_meta reads a reactive title after the render, and
         // under load its signal was sometimes gone by then (a panic that cut the page off).

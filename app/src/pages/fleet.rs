@@ -5,11 +5,10 @@
 //! to `POST /admin/fleet`, which comes back here with `done=` or `error=`.
 
 use crate::api::fleet::{FleetPage as FleetData, get_fleet_page};
-use crate::components::error::ErrorPanel;
+use crate::components::error::{ErrorPanel, form_outcome};
 use crate::components::format::MoneyText;
 use crate::domain::gpu::GpuStatus;
 use crate::domain::money::{Currency, Money};
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::team_rules::priority_text;
 use leptos::either::Either;
@@ -23,24 +22,16 @@ pub fn FleetPage() -> impl IntoView {
     let i18n = use_i18n();
     let (done, error) = use_query_map().with_untracked(|q| (q.get("done"), q.get("error")));
     let data = Resource::new(|| (), |()| get_fleet_page());
-    let flash = match (done, error) {
-        (Some(done), _) => {
-            let text = match done.as_str() {
-                "price" => t_string!(i18n, fleet_done_price),
-                "gpu" => t_string!(i18n, fleet_done_gpu),
-                "retired" => t_string!(i18n, fleet_done_retired),
-                _ => t_string!(i18n, team_done_saved),
-            };
-            Some(Either::Left(
-                view! { <p class="notice notice-ok" role="status">{text}</p> },
-            ))
+    let done = done.map(|done| {
+        match done.as_str() {
+            "price" => t_string!(i18n, fleet_done_price),
+            "gpu" => t_string!(i18n, fleet_done_gpu),
+            "retired" => t_string!(i18n, fleet_done_retired),
+            _ => t_string!(i18n, team_done_saved),
         }
-        (None, Some(raw)) => {
-            let error = serde_json::from_str::<AppError>(&raw).unwrap_or(AppError::Transport(raw));
-            Some(Either::Right(view! { <ErrorPanel error /> }))
-        }
-        (None, None) => None,
-    };
+        .to_string()
+    });
+    let flash = form_outcome(done, error);
     view! {
         <Title text=t_string!(i18n, fleet_admin_title).to_string() />
         <section class="fleet">

@@ -4,7 +4,7 @@
 //! posts to `POST /teams/{id}`, which comes back here with `done=` or `error=`.
 
 use crate::api::teams::{TeamPage as TeamData, get_team_page};
-use crate::components::error::ErrorPanel;
+use crate::components::error::{ErrorPanel, form_outcome};
 use crate::domain::calendar::ZoneOffsets;
 use crate::domain::team::{TeamAccess, TeamRole};
 use crate::domain::time_text::date_minute;
@@ -33,32 +33,24 @@ pub fn TeamPage() -> impl IntoView {
             }
         },
     );
-    let flash = match (done, error) {
-        (Some(done), _) => {
-            let text = match done.as_str() {
-                "invited" => t_string!(i18n, team_done_invited),
-                "revoked" => t_string!(i18n, team_done_revoked),
-                "role" => t_string!(i18n, team_done_role),
-                "removed" => t_string!(i18n, team_done_removed),
-                "created" => t_string!(i18n, team_done_created),
-                "budget" => t_string!(i18n, team_done_budget),
-                "credits" => t_string!(i18n, team_done_credits),
-                "quota" => t_string!(i18n, team_done_quota),
-                "rules" => t_string!(i18n, team_done_rules),
-                "approved" => t_string!(i18n, team_done_approved),
-                "rejected" => t_string!(i18n, team_done_rejected),
-                _ => t_string!(i18n, team_done_saved),
-            };
-            Some(Either::Left(
-                view! { <p class="notice notice-ok" role="status">{text}</p> },
-            ))
+    let done = done.map(|done| {
+        match done.as_str() {
+            "invited" => t_string!(i18n, team_done_invited),
+            "revoked" => t_string!(i18n, team_done_revoked),
+            "role" => t_string!(i18n, team_done_role),
+            "removed" => t_string!(i18n, team_done_removed),
+            "created" => t_string!(i18n, team_done_created),
+            "budget" => t_string!(i18n, team_done_budget),
+            "credits" => t_string!(i18n, team_done_credits),
+            "quota" => t_string!(i18n, team_done_quota),
+            "rules" => t_string!(i18n, team_done_rules),
+            "approved" => t_string!(i18n, team_done_approved),
+            "rejected" => t_string!(i18n, team_done_rejected),
+            _ => t_string!(i18n, team_done_saved),
         }
-        (None, Some(raw)) => {
-            let error = serde_json::from_str::<AppError>(&raw).unwrap_or(AppError::Transport(raw));
-            Some(Either::Right(view! { <ErrorPanel error /> }))
-        }
-        (None, None) => None,
-    };
+        .to_string()
+    });
+    let flash = form_outcome(done, error);
     view! {
         <Title text=t_string!(i18n, team_title).to_string() />
         <section class="team">
@@ -407,16 +399,12 @@ fn TeamUse(
             .map(|r| {
                 let from = date_minute(zone.local(r.window.start()));
                 let to = date_minute(zone.local(r.window.end()));
-                let share = match r.share.quarters() {
-                    1 => "¼ × ",
-                    2 => "½ × ",
-                    _ => "",
-                };
+                let what = crate::pages::team_rules::holding(&r);
                 view! {
                     <tr data-reservation=r.id>
                         <td><time datetime=r.window.start().to_rfc3339()>{format!("{from} – {to}")}</time></td>
                         <td>{r.owner_name}</td>
-                        <td>{format!("{} · {share}{} × {}", r.node_name, r.gpu_ids.len(), r.model)}</td>
+                        <td>{what}</td>
                     </tr>
                 }
             })

@@ -24,7 +24,7 @@ pub fn priority_text(i18n: leptos_i18n::I18nContext<Locale>, priority: Priority)
 }
 
 /// What a booking holds, in one line: "node-a · 2 × H100" ("¼ × " for shares).
-fn holding(r: &Reservation) -> String {
+pub(crate) fn holding(r: &Reservation) -> String {
     let share = match r.share.quarters() {
         1 => "¼ × ",
         2 => "½ × ",

@@ -2,8 +2,7 @@
 //! Rendered on the server only (no island); the form posts to `POST /teams`.
 
 use crate::api::teams::{TeamsPage as TeamsData, get_teams_page};
-use crate::components::error::ErrorPanel;
-use crate::error::AppError;
+use crate::components::error::{ErrorPanel, form_outcome};
 use crate::i18n::*;
 use leptos::either::Either;
 use leptos::prelude::*;
@@ -16,10 +15,7 @@ pub fn TeamsPage() -> impl IntoView {
     let i18n = use_i18n();
     let error = use_query_map().with_untracked(|q| q.get("error"));
     let data = Resource::new(|| (), |()| get_teams_page());
-    let flash = error.map(|raw| {
-        let error = serde_json::from_str::<AppError>(&raw).unwrap_or(AppError::Transport(raw));
-        view! { <ErrorPanel error /> }
-    });
+    let flash = form_outcome(None, error);
     view! {
         <Title text=t_string!(i18n, teams_title).to_string() />
         <section class="teams">

@@ -10,7 +10,7 @@ use berth_app::domain::problem::Problem;
 use berth_app::error::AppError;
 use berth_app::server::auth::actor::Actor;
 use berth_app::server::fleet::{self, GpuChange};
-use berth_app::server::state::{self, AppState};
+use berth_app::server::state::AppState;
 use serde::Deserialize;
 
 use crate::routes::reservations::body_error;
@@ -141,11 +141,11 @@ pub async fn fleet_form(
     match result {
         Ok(done) => Ok(Redirect::to(&format!("/admin/fleet?done={done}"))),
         Err(error @ (AppError::Forbidden | AppError::Unauthorized)) => Err(error),
-        Err(error) => {
-            let error = state::explained_for(error, &headers, &state);
-            let data = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
-            let encoded: String = url::form_urlencoded::byte_serialize(data.as_bytes()).collect();
-            Ok(Redirect::to(&format!("/admin/fleet?error={encoded}")))
-        }
+        Err(error) => Ok(crate::routes::teams::back_with_error(
+            "/admin/fleet",
+            error,
+            &headers,
+            &state,
+        )),
     }
 }

@@ -592,7 +592,12 @@ pub async fn create_form(
 }
 
 /// Back to `page` with the error, explained in the reader's language, in the query.
-fn back_with_error(page: &str, error: AppError, headers: &HeaderMap, state: &AppState) -> Redirect {
+pub(crate) fn back_with_error(
+    page: &str,
+    error: AppError,
+    headers: &HeaderMap,
+    state: &AppState,
+) -> Redirect {
     let error = state::explained_for(error, headers, state);
     let data = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
     let encoded: String = url::form_urlencoded::byte_serialize(data.as_bytes()).collect();

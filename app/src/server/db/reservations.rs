@@ -512,25 +512,16 @@ async fn try_book(
             match picked {
                 Some(gpus) => gpus,
                 None => {
-                    let suggestion = find_offers(
+                    return Err(model_clash(
                         &txn,
+                        model,
                         &candidates,
                         count,
                         request.share,
-                        window.length(),
-                        window.start(),
+                        &window,
                         latest_start,
-                        1,
                     )
                     .await?
-                    .into_iter()
-                    .next();
-                    return Err(AppError::Clash(Box::new(Clash {
-                        gpu_id: None,
-                        what: format!("{count} × {model}"),
-                        at: window.start(),
-                        suggestion,
-                    }))
                     .into());
                 }
             }
@@ -647,25 +638,16 @@ async fn try_book(
     // A booking that waits for approval takes nobody's place: it might never be approved.
     if approval_until.is_some() && !displaced.is_empty() {
         let candidates = bookable_of_model(&txn, &first.model, request.share).await?;
-        let suggestion = find_offers(
+        return Err(model_clash(
             &txn,
+            &first.model,
             &candidates,
             chosen.len(),
             request.share,
-            window.length(),
-            window.start(),
+            &window,
             latest_start,
-            1,
         )
         .await?
-        .into_iter()
-        .next();
-        return Err(AppError::Clash(Box::new(Clash {
-            gpu_id: None,
-            what: format!("{} × {}", chosen.len(), first.model),
-            at: window.start(),
-            suggestion,
-        }))
         .into());
     }
     for victim in &displaced {
@@ -892,6 +874,38 @@ async fn offer_instead(
             .await?;
     }
     Ok(())
+}
+
+/// "`count` × `model` is booked then", with the earliest window from the same start where
+/// `count` of `candidates` (GPUs of `model`) fit.
+async fn model_clash(
+    txn: &DatabaseTransaction,
+    model: &str,
+    candidates: &[BookableGpu],
+    count: usize,
+    share: Share,
+    window: &Window,
+    latest_start: DateTime<Utc>,
+) -> Result<AppError, DbErr> {
+    let suggestion = find_offers(
+        txn,
+        candidates,
+        count,
+        share,
+        window.length(),
+        window.start(),
+        latest_start,
+        1,
+    )
+    .await?
+    .into_iter()
+    .next();
+    Ok(AppError::Clash(Box::new(Clash {
+        gpu_id: None,
+        what: format!("{count} × {model}"),
+        at: window.start(),
+        suggestion,
+    })))
 }
 
 /// A quota refusal with its numbers.

@@ -193,3 +193,24 @@ crate::on_both_backends!(
     unknown_pages_answer_404_with_a_way_back,
     pages_and_data_need_sign_in,
 );
+
+/// Processes opening one new SQLite file at the same moment all switch it to WAL; SQLite refuses
+/// all but one at once ("database is locked") instead of waiting. Eight openers at a time, over
+/// many new files, meet that race nearly every run; every open must still succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_processes_can_open_a_new_sqlite_file_at_once() {
+    for _ in 0..60 {
+        let db = TestDatabase::create(Backend::Sqlite).await;
+        let opens: Vec<_> = (0..8)
+            .map(|_| {
+                let url = db.url.clone();
+                tokio::spawn(async move { berth_app::server::db::connect(&url).await })
+            })
+            .collect();
+        for open in opens {
+            let opened = open.await.expect("the open task finishes");
+            let pool = opened.expect("a new SQLite file opens while others open it");
+            pool.close().await.ok();
+        }
+    }
+}

@@ -9,6 +9,7 @@ pub mod ledger;
 pub mod maintenance;
 pub mod payments;
 pub mod quotas;
+pub mod reports;
 pub mod reservations;
 pub mod sessions;
 pub mod teams;
@@ -19,16 +20,60 @@ use berth_migrations::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
-    DbErr, SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    DbErr, RuntimeErr, SqliteTransactionMode, TransactionOptions, TransactionTrait,
 };
 use std::time::Duration;
 
 /// How long to wait for a connection before giving up (start-up and requests).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How often opening an SQLite file is tried when another process holds it locked.
+const SQLITE_OPEN_ATTEMPTS: u32 = 20;
+
 /// Opens a connection pool to `url` (`sqlite://…` or `postgres://…`) and checks that the
 /// database answers.
+///
+/// Two processes opening a new SQLite file at once both switch it to WAL, which needs the file
+/// to themselves; SQLite refuses one of them at once (`database is locked`, without waiting out
+/// the busy timeout, since waiting could deadlock). That refusal is retried after a short pause.
 pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
+    let mut attempt = 1;
+    loop {
+        match connect_once(url).await {
+            Err(err) if attempt < SQLITE_OPEN_ATTEMPTS && is_sqlite_busy(&err) => {
+                tracing::debug!(
+                    attempt,
+                    "the SQLite file is locked by another process; retrying"
+                );
+                tokio::time::sleep(Duration::from_millis(25 * u64::from(attempt))).await;
+                attempt += 1;
+            }
+            outcome => return outcome,
+        }
+    }
+}
+
+/// Whether `err` is SQLite's "database is locked" (`SQLITE_BUSY`, code 5, or one of its
+/// extended codes).
+fn is_sqlite_busy(err: &DbErr) -> bool {
+    let (DbErr::Conn(RuntimeErr::SqlxError(sqlx_err))
+    | DbErr::Exec(RuntimeErr::SqlxError(sqlx_err))
+    | DbErr::Query(RuntimeErr::SqlxError(sqlx_err))) = err
+    else {
+        return false;
+    };
+    let sea_orm::sqlx::Error::Database(db_err) = sqlx_err.as_ref() else {
+        return false;
+    };
+    use sea_orm::sqlx::error::DatabaseError as _;
+    db_err
+        .try_downcast_ref::<sea_orm::sqlx::sqlite::SqliteError>()
+        .and_then(|sqlite| sqlite.code())
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == 5)
+}
+
+async fn connect_once(url: &str) -> Result<DatabaseConnection, DbErr> {
     let mut options = ConnectOptions::new(url);
     options
         .connect_timeout(CONNECT_TIMEOUT)

@@ -83,6 +83,8 @@ pub struct RawSettings {
     pub raw_samples_hours: u32,
     /// Days one-minute rollups and GPU events are kept.
     pub rollup_days: u32,
+    /// Average GPU utilization (percent) under which a minute counts as idle in cost reports.
+    pub idle_util_percent: u32,
     /// Hourly price (minor units) of a GPU a node agent reports for the first time.
     pub new_gpu_price_minor: i64,
     /// The agent inside `berth serve`: `auto` (NVML for this host if present; demo nodes
@@ -215,6 +217,7 @@ impl Default for RawSettings {
             payment_job_seconds: 60,
             raw_samples_hours: 24,
             rollup_days: 30,
+            idle_util_percent: 10,
             new_gpu_price_minor: 200,
             local_agent: LocalAgentMode::Auto,
             agent_interval_seconds: 5,
@@ -465,13 +468,14 @@ impl Config {
         let charge = charge_policy(&raw)?;
         if !(1..=24 * 30).contains(&raw.raw_samples_hours)
             || !(1..=3660).contains(&raw.rollup_days)
+            || !(1..=100).contains(&raw.idle_util_percent)
             || !(1..=3600).contains(&raw.agent_interval_seconds)
             || !(1..=3600).contains(&raw.telemetry_job_seconds)
             || raw.new_gpu_price_minor < 0
         {
             return Err(ConfigError::BookingLimit(
                 "telemetry settings: raw_samples_hours 1-720, rollup_days 1-3660, \
-                 agent_interval_seconds 1-3600, telemetry_job_seconds 1-3600, \
+                 idle_util_percent 1-100, agent_interval_seconds 1-3600, telemetry_job_seconds 1-3600, \
                  new_gpu_price_minor at least 0",
             ));
         }
@@ -518,6 +522,7 @@ impl Config {
                     raw_keep: chrono::TimeDelta::hours(i64::from(raw.raw_samples_hours)),
                     rollup_keep: chrono::TimeDelta::days(i64::from(raw.rollup_days)),
                     new_gpu_price_minor: raw.new_gpu_price_minor,
+                    idle_util_percent: f64::from(raw.idle_util_percent),
                 },
             },
             site_root: raw.site_root,

@@ -39,6 +39,9 @@ pub struct TelemetrySettings {
     pub rollup_keep: chrono::TimeDelta,
     /// Hourly price of a GPU an agent reports for the first time, in minor units.
     pub new_gpu_price_minor: i64,
+    /// A minute whose average GPU utilization is below this percentage counts as idle in cost
+    /// reports (`idle_util_percent`, default 10). Applied as minutes are rolled up.
+    pub idle_util_percent: f64,
 }
 
 impl Default for TelemetrySettings {
@@ -47,6 +50,7 @@ impl Default for TelemetrySettings {
             raw_keep: chrono::TimeDelta::hours(24),
             rollup_keep: chrono::TimeDelta::days(30),
             new_gpu_price_minor: 200,
+            idle_util_percent: crate::domain::quota::IDLE_UTIL_PERCENT,
         }
     }
 }
@@ -117,12 +121,18 @@ pub fn explained(error: AppError) -> AppError {
 /// [`explained`] outside Leptos' request handling (plain form routes): the language comes from
 /// `headers` (cookie or `Accept-Language`).
 pub fn explained_for(error: AppError, headers: &http::HeaderMap, state: &AppState) -> AppError {
+    for_request(headers, state, || explained(error))
+}
+
+/// Runs `f` as if inside Leptos' handling of a request with `headers` (plain routes that need
+/// [`in_request_language`] or [`explained`]).
+pub fn for_request<R>(headers: &http::HeaderMap, state: &AppState, f: impl FnOnce() -> R) -> R {
     let (mut parts, ()) = http::Request::new(()).into_parts();
     parts.headers = headers.clone();
     Owner::new().with(|| {
         provide_context(parts);
         provide_context(state.clone());
-        explained(error)
+        f()
     })
 }
 

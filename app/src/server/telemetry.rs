@@ -335,6 +335,7 @@ pub async fn run_maintenance(
         now - ROLLUP_GRACE,
         now - settings.raw_keep,
         now - settings.rollup_keep,
+        settings.idle_util_percent,
     )
     .await?;
     txn.commit().await?;

@@ -1,18 +1,20 @@
 //! Telemetry storage: node tokens, inventory sync, samples, the latest reading per GPU, events,
 //! rollups and pruning.
 
+use crate::domain::report::Usage;
 use crate::domain::telemetry::{
     EventKind, GpuEvent, GpuProcess, GpuSample, LiveGpu, Readings, Registration, ReportedEvent,
     Rollup, SourceKind, Stat, minute_of,
 };
 use crate::server::entity::{
-    gpu, gpu_event, gpu_live, gpu_rollup, gpu_sample, node, node_token, telemetry_state,
+    fleet_usage_hour, gpu, gpu_event, gpu_live, gpu_rollup, gpu_sample, node, node_token,
+    reservation, reservation_gpu, reservation_usage, telemetry_state,
 };
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect,
+    QueryFilter, QueryOrder, QuerySelect, RelationTrait,
 };
 use std::collections::HashMap;
 
@@ -640,11 +642,16 @@ pub struct MaintenanceOutcome {
 /// Rolls up every complete minute not rolled up yet (and minutes that received late samples),
 /// then deletes raw samples older than `raw_keep` and rollups and events older than
 /// `rollup_keep`. Run inside a transaction; `until` is the first minute not to roll up.
+///
+/// Each minute rolled up is added to the cost reports' usage tables (`reservation_usage` for the
+/// reservations holding the GPU then, `fleet_usage_hours`), with `idle_below` (percent) as the
+/// idle threshold; a minute rolled up again (late samples) first has its old values taken out.
 pub async fn roll_up_and_prune(
     db: &impl ConnectionTrait,
     until: DateTime<Utc>,
     raw_cutoff: DateTime<Utc>,
     rollup_cutoff: DateTime<Utc>,
+    idle_below: f64,
 ) -> Result<MaintenanceOutcome, DbErr> {
     let mut outcome = MaintenanceOutcome::default();
     // Lock the state row first: a report carrying late samples updates it too, so on
@@ -676,6 +683,32 @@ pub async fn roll_up_and_prune(
         let rollups =
             crate::domain::telemetry::roll_up(readings.iter().map(|(gpu, at, r)| (*gpu, *at, r)));
         outcome.rollups = rollups.len();
+        let earlier: Vec<(i64, i64, Option<f64>)> = gpu_rollup::Entity::find()
+            .select_only()
+            .column(gpu_rollup::Column::GpuId)
+            .column(gpu_rollup::Column::MinuteMs)
+            .column(gpu_rollup::Column::UtilAvg)
+            .filter(gpu_rollup::Column::MinuteMs.gte(from_ms_))
+            .filter(gpu_rollup::Column::MinuteMs.lt(until_ms))
+            .into_tuple()
+            .all(db)
+            .await?;
+        // What each rolled-up minute changes in the usage tables: its new values, less the old
+        // ones of a minute rolled up before (only minutes rewritten below).
+        let mut changes: HashMap<(i64, i64), Usage> = rollups
+            .iter()
+            .map(|rollup| {
+                let new = Usage::of_minute(rollup.gpu_util.map(|s| s.avg), idle_below);
+                ((rollup.gpu_id, to_ms(rollup.minute)), new)
+            })
+            .collect();
+        for (gpu_id, minute_ms, util) in earlier {
+            if let Some(change) = changes.get_mut(&(gpu_id, minute_ms)) {
+                *change = change.minus(Usage::of_minute(util, idle_below));
+            }
+        }
+        changes.retain(|_, change| !change.is_zero());
+        add_usage(db, &changes).await?;
         for chunk in rollups.chunks(INSERT_CHUNK) {
             let models = chunk.iter().map(|r| {
                 let part = |s: Option<Stat>| (s.map(|s| s.min), s.map(|s| s.avg), s.map(|s| s.max));
@@ -755,6 +788,145 @@ pub async fn roll_up_and_prune(
         .await?
         .rows_affected;
     Ok(outcome)
+}
+
+/// Milliseconds in an hour.
+const HOUR_MS: i64 = 3_600_000;
+
+/// A reservation's hold of a GPU: reservation, GPU, start, end and cancellation.
+type HeldGpu = (
+    i64,
+    i64,
+    DateTime<Utc>,
+    DateTime<Utc>,
+    Option<DateTime<Utc>>,
+);
+
+/// Adds the usage `changes` (per GPU and minute) to the fleet's hours and to the reservations
+/// that held each GPU in that minute (until their end, or their cancellation if earlier).
+async fn add_usage(
+    db: &impl ConnectionTrait,
+    changes: &HashMap<(i64, i64), Usage>,
+) -> Result<(), DbErr> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let mut hours: HashMap<i64, Usage> = HashMap::new();
+    for ((_, minute_ms), change) in changes {
+        let hour = minute_ms - minute_ms.rem_euclid(HOUR_MS);
+        let entry = hours.entry(hour).or_default();
+        *entry = entry.plus(*change);
+    }
+    let first = changes.keys().map(|k| k.1).min().unwrap_or_default();
+    let last = changes.keys().map(|k| k.1).max().unwrap_or_default() + 60_000;
+    let mut gpu_ids: Vec<i64> = changes.keys().map(|k| k.0).collect();
+    gpu_ids.sort_unstable();
+    gpu_ids.dedup();
+    let mut held: Vec<HeldGpu> = Vec::new();
+    for chunk in gpu_ids.chunks(INSERT_CHUNK) {
+        held.extend(
+            reservation_gpu::Entity::find()
+                .select_only()
+                .column(reservation_gpu::Column::ReservationId)
+                .column(reservation_gpu::Column::GpuId)
+                .column(reservation_gpu::Column::StartAt)
+                .column(reservation_gpu::Column::EndAt)
+                .column(reservation::Column::CancelledAt)
+                .join(
+                    sea_orm::JoinType::InnerJoin,
+                    reservation_gpu::Relation::Reservation.def(),
+                )
+                .filter(reservation_gpu::Column::GpuId.is_in(chunk.to_vec()))
+                .filter(reservation_gpu::Column::StartAt.lt(from_ms(last)))
+                .filter(reservation_gpu::Column::EndAt.gt(from_ms(first)))
+                .into_tuple::<HeldGpu>()
+                .all(db)
+                .await?,
+        );
+    }
+    let mut by_gpu: HashMap<i64, Vec<(i64, Usage)>> = HashMap::new();
+    for ((gpu_id, minute_ms), change) in changes {
+        by_gpu
+            .entry(*gpu_id)
+            .or_default()
+            .push((*minute_ms, *change));
+    }
+    let mut per_reservation: HashMap<(i64, i64), Usage> = HashMap::new();
+    for (reservation_id, gpu_id, start, end, cancelled) in held {
+        let (start, end) = (
+            to_ms(start),
+            to_ms(cancelled.map_or(end, |c| Ord::min(c, end))),
+        );
+        for (minute_ms, change) in by_gpu.get(&gpu_id).into_iter().flatten() {
+            if *minute_ms >= start && *minute_ms < end {
+                let entry = per_reservation.entry((reservation_id, gpu_id)).or_default();
+                *entry = entry.plus(*change);
+            }
+        }
+    }
+    let add = |table: &str, column: &str| {
+        Expr::col((
+            sea_orm::sea_query::Alias::new(table),
+            sea_orm::sea_query::Alias::new(column),
+        ))
+        .add(Expr::col((
+            sea_orm::sea_query::Alias::new("excluded"),
+            sea_orm::sea_query::Alias::new(column),
+        )))
+    };
+    let hour_rows: Vec<(i64, Usage)> = hours.into_iter().collect();
+    for chunk in hour_rows.chunks(INSERT_CHUNK) {
+        use fleet_usage_hour::Column as C;
+        let models = chunk
+            .iter()
+            .map(|(hour, usage)| fleet_usage_hour::ActiveModel {
+                hour_ms: Set(*hour),
+                measured_minutes: Set(usage.measured_minutes),
+                idle_minutes: Set(usage.idle_minutes),
+                util_sum: Set(usage.util_sum),
+            });
+        fleet_usage_hour::Entity::insert_many(models)
+            .on_conflict(
+                OnConflict::column(C::HourMs)
+                    .value(
+                        C::MeasuredMinutes,
+                        add("fleet_usage_hours", "measured_minutes"),
+                    )
+                    .value(C::IdleMinutes, add("fleet_usage_hours", "idle_minutes"))
+                    .value(C::UtilSum, add("fleet_usage_hours", "util_sum"))
+                    .to_owned(),
+            )
+            .exec_without_returning(db)
+            .await?;
+    }
+    let reservation_rows: Vec<((i64, i64), Usage)> = per_reservation.into_iter().collect();
+    for chunk in reservation_rows.chunks(INSERT_CHUNK) {
+        use reservation_usage::Column as C;
+        let models =
+            chunk.iter().map(
+                |((reservation_id, gpu_id), usage)| reservation_usage::ActiveModel {
+                    reservation_id: Set(*reservation_id),
+                    gpu_id: Set(*gpu_id),
+                    measured_minutes: Set(usage.measured_minutes),
+                    idle_minutes: Set(usage.idle_minutes),
+                    util_sum: Set(usage.util_sum),
+                },
+            );
+        reservation_usage::Entity::insert_many(models)
+            .on_conflict(
+                OnConflict::columns([C::ReservationId, C::GpuId])
+                    .value(
+                        C::MeasuredMinutes,
+                        add("reservation_usage", "measured_minutes"),
+                    )
+                    .value(C::IdleMinutes, add("reservation_usage", "idle_minutes"))
+                    .value(C::UtilSum, add("reservation_usage", "util_sum"))
+                    .to_owned(),
+            )
+            .exec_without_returning(db)
+            .await?;
+    }
+    Ok(())
 }
 
 /// The GPUs of demo nodes, per node: (node id, [(uuid, model, memory MiB)]).

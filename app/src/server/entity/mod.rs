@@ -2,6 +2,7 @@
 
 pub mod api_token;
 pub mod audit_entry;
+pub mod fleet_usage_hour;
 pub mod gpu;
 pub mod gpu_event;
 pub mod gpu_live;
@@ -17,6 +18,7 @@ pub mod node;
 pub mod node_token;
 pub mod reservation;
 pub mod reservation_gpu;
+pub mod reservation_usage;
 pub mod session;
 pub mod team;
 pub mod team_invitation;

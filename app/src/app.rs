@@ -3,10 +3,22 @@
 use crate::components::layout::{Footer, Header};
 use crate::i18n::*;
 use crate::pages::{
-    audit::AuditPage, calendar::CalendarPage, credits::CreditsPage, fleet::FleetPage,
-    gpu::GpuDetailPage, inventory::InventoryPage, maintenance::MaintenancePage,
-    nodes::NodesAdminPage, not_found::NotFoundPage, payments::PaymentsPage, profile::ProfilePage,
-    reservations::ReservationsPage, sign_in::SignInPage, team::TeamPage, teams::TeamsPage,
+    audit::AuditPage,
+    calendar::CalendarPage,
+    credits::CreditsPage,
+    fleet::FleetPage,
+    gpu::GpuDetailPage,
+    inventory::InventoryPage,
+    maintenance::MaintenancePage,
+    nodes::NodesAdminPage,
+    not_found::NotFoundPage,
+    payments::PaymentsPage,
+    profile::ProfilePage,
+    reports::{FleetReportPage, ReportsPage},
+    reservations::ReservationsPage,
+    sign_in::SignInPage,
+    team::TeamPage,
+    teams::TeamsPage,
     wallet::WalletPage,
 };
 use leptos::prelude::*;
@@ -91,6 +103,12 @@ pub fn App() -> impl IntoView {
                         <Route
                             path=(StaticSegment("admin"), StaticSegment("audit"))
                             view=AuditPage
+                            ssr=SsrMode::Async
+                        />
+                        <Route path=StaticSegment("reports") view=ReportsPage ssr=SsrMode::Async />
+                        <Route
+                            path=(StaticSegment("reports"), StaticSegment("fleet"))
+                            view=FleetReportPage
                             ssr=SsrMode::Async
                         />
                         <Route path=StaticSegment("teams") view=TeamsPage ssr=SsrMode::Async />

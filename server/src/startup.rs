@@ -5,7 +5,7 @@ use crate::configuration::{Config, SessionSettings};
 use crate::routes::rate_limit::SignInLimiter;
 use crate::routes::{
     agent, api, auth, csrf, fleet, guard, health, ledger, locale, maintenance, quotas, rate_limit,
-    request_log, reservations, teams, telemetry,
+    reports, request_log, reservations, teams, telemetry,
 };
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -363,6 +363,8 @@ pub fn router(
             axum::routing::delete(maintenance::end),
         )
         .route("/api/v1/wallet", get(ledger::wallet))
+        .route("/api/v1/reports/usage", get(reports::usage))
+        .route("/api/v1/reports/fleet", get(reports::fleet))
         .route("/api/v1/admin/credits", post(ledger::change_credits))
         .route("/api/v1/admin/payments-due", get(ledger::payments_due))
         .route("/api/v1/admin/gpus/{id}/retire", post(maintenance::retire))

@@ -7,6 +7,7 @@ pub mod ledger;
 pub mod maintenance;
 pub mod nodes;
 pub mod profile;
+pub mod reports;
 pub mod reservations;
 pub mod session;
 pub mod teams;

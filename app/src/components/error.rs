@@ -142,6 +142,7 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_unregistered_gpu, uuid).to_string()
         }
         Problem::RangeTooLong { days } => t_string!(i18n, problem_range_too_long, days).to_string(),
+        Problem::NotOneOf { allowed } => t_string!(i18n, problem_not_one_of, allowed).to_string(),
         Problem::NotAnEmail { raw } => t_string!(i18n, problem_not_an_email, raw).to_string(),
         Problem::BadIdempotencyKey { max } => {
             t_string!(i18n, problem_bad_idempotency_key, max).to_string()

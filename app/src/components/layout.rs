@@ -34,6 +34,7 @@ pub fn Header() -> impl IntoView {
                 <a href="/reservations" aria-current=move || current("/reservations")>{t!(i18n, nav_reservations)}</a>
                 <a href="/wallet" aria-current=move || current("/wallet")>{t!(i18n, nav_wallet)}</a>
                 <a href="/teams" aria-current=move || current("/teams")>{t!(i18n, nav_teams)}</a>
+                <a href="/reports" aria-current=move || current("/reports")>{t!(i18n, nav_reports)}</a>
                 <a href="/profile" aria-current=move || current("/profile")>{t!(i18n, nav_profile)}</a>
                 <Transition fallback=|| ()>
                     {move || {

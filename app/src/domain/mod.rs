@@ -2,6 +2,7 @@
 //! I/O. Everything here is unit-tested inline.
 
 pub mod audit;
+pub mod bars;
 pub mod calendar;
 pub mod chart;
 pub mod gpu;
@@ -13,6 +14,7 @@ pub mod numbers;
 pub mod payment;
 pub mod problem;
 pub mod quota;
+pub mod report;
 pub mod reservation;
 pub mod schedule;
 pub mod sign_in;

@@ -376,6 +376,12 @@ pub enum Problem {
         /// The name.
         name: String,
     },
+    /// Not one of the accepted values.
+    #[error("use one of: {allowed}")]
+    NotOneOf {
+        /// The accepted values, comma-separated.
+        allowed: String,
+    },
 }
 
 fn in_the_way(ids: &[i64]) -> String {

@@ -11,6 +11,7 @@ pub mod nodes;
 pub mod not_found;
 pub mod payments;
 pub mod profile;
+pub mod reports;
 pub mod reservations;
 pub mod sign_in;
 pub mod team;

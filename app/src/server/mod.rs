@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod ledger;
 pub mod maintenance;
 pub mod quotas;
+pub mod reports;
 pub mod state;
 pub mod teams;
 pub mod telemetry;

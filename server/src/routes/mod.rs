@@ -14,6 +14,7 @@ pub mod locale;
 pub mod maintenance;
 pub mod quotas;
 pub mod rate_limit;
+pub mod reports;
 pub mod request_log;
 pub mod reservations;
 pub mod teams;

@@ -1,0 +1,325 @@
+//! What cost reports read: the bookings that start in a period with their GPUs, the telemetry
+//! measured while they ran (`reservation_usage`), the money charged and refunded for them (the
+//! wallet side of the ledger), and for the fleet view the GPUs' lives, every booking held in the
+//! period and the fleet's hourly telemetry. A handful of set queries, whatever the period's size.
+
+use super::telemetry::{from_ms, to_ms};
+use crate::domain::report::{BookingFact, FleetHour, GpuLife, Scope, Usage};
+use crate::server::entity::{
+    fleet_usage_hour, gpu, ledger_account, ledger_entry, ledger_transaction, node, reservation,
+    reservation_gpu, reservation_usage, team,
+};
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Alias, Condition, Expr, ExprTrait, Query, SelectStatement};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
+use std::collections::HashMap;
+
+/// Which reservations a report covers, as a condition on `reservations`.
+fn scope_condition(scope: Scope, viewer: i64) -> Condition {
+    let col = |c: reservation::Column| Expr::col((reservation::Entity, c));
+    match scope {
+        Scope::Mine => Condition::all().add(col(reservation::Column::OwnerId).eq(viewer)),
+        Scope::Team(team) => Condition::all().add(col(reservation::Column::TeamId).eq(team)),
+        Scope::All => Condition::all(),
+    }
+}
+
+/// Reservations starting in `[from, to)` within `scope`, not waiting for approval.
+fn starting_in(from: DateTime<Utc>, to: DateTime<Utc>, scope: Scope, viewer: i64) -> Condition {
+    let col = |c: reservation::Column| Expr::col((reservation::Entity, c));
+    Condition::all()
+        .add(col(reservation::Column::StartAt).gte(from))
+        .add(col(reservation::Column::StartAt).lt(to))
+        .add(col(reservation::Column::PaymentStatus).ne("awaiting_approval"))
+        .add(scope_condition(scope, viewer))
+}
+
+/// A select from `table` joined to the reservations it belongs to (by `reservation_id`).
+fn joined_to_reservations(table: Alias, condition: Condition) -> SelectStatement {
+    Query::select()
+        .from(table.clone())
+        .inner_join(
+            reservation::Entity,
+            Expr::col((table, Alias::new("reservation_id")))
+                .equals((reservation::Entity, reservation::Column::Id)),
+        )
+        .cond_where(condition)
+        .to_owned()
+}
+
+/// Every booking that starts in `[from, to)` within `scope` (`viewer`: whose are "mine"), with
+/// its GPUs, telemetry and money, oldest first.
+pub async fn booking_facts(
+    db: &impl ConnectionTrait,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    scope: Scope,
+    viewer: i64,
+) -> Result<Vec<BookingFact>, DbErr> {
+    let rows = reservation::Entity::find()
+        .filter(starting_in(from, to, scope, viewer))
+        .all(db)
+        .await?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let condition = || starting_in(from, to, scope, viewer);
+
+    // GPUs per reservation.
+    let mut gpus: HashMap<i64, u32> = HashMap::new();
+    let mut select = joined_to_reservations(Alias::new("reservation_gpus"), condition());
+    select
+        .expr_as(
+            Expr::col((
+                reservation_gpu::Entity,
+                reservation_gpu::Column::ReservationId,
+            )),
+            Alias::new("rid"),
+        )
+        .expr_as(Expr::cust("COUNT(*)"), Alias::new("n"))
+        .group_by_col((
+            reservation_gpu::Entity,
+            reservation_gpu::Column::ReservationId,
+        ));
+    for row in db.query_all(&select).await? {
+        let n: i64 = row.try_get("", "n")?;
+        gpus.insert(row.try_get("", "rid")?, u32::try_from(n).unwrap_or(0));
+    }
+
+    // Telemetry per reservation, over its GPUs.
+    let mut usage: HashMap<i64, Usage> = HashMap::new();
+    let mut select = joined_to_reservations(Alias::new("reservation_usage"), condition());
+    select
+        .expr_as(
+            Expr::col((
+                reservation_usage::Entity,
+                reservation_usage::Column::ReservationId,
+            )),
+            Alias::new("rid"),
+        )
+        .expr_as(
+            Expr::cust("CAST(SUM(reservation_usage.measured_minutes) AS BIGINT)"),
+            Alias::new("measured"),
+        )
+        .expr_as(
+            Expr::cust("CAST(SUM(reservation_usage.idle_minutes) AS BIGINT)"),
+            Alias::new("idle"),
+        )
+        .expr_as(
+            Expr::cust("SUM(reservation_usage.util_sum)"),
+            Alias::new("util"),
+        )
+        .group_by_col((
+            reservation_usage::Entity,
+            reservation_usage::Column::ReservationId,
+        ));
+    for row in db.query_all(&select).await? {
+        usage.insert(
+            row.try_get("", "rid")?,
+            Usage {
+                measured_minutes: row.try_get("", "measured")?,
+                idle_minutes: row.try_get("", "idle")?,
+                util_sum: row.try_get("", "util")?,
+            },
+        );
+    }
+
+    // Money: the wallet side of each reservation's charges (negative) and refunds (positive).
+    let mut money: HashMap<i64, (i64, i64)> = HashMap::new();
+    let mut select = joined_to_reservations(Alias::new("ledger_transactions"), condition());
+    select
+        .inner_join(
+            ledger_entry::Entity,
+            Expr::col((ledger_entry::Entity, ledger_entry::Column::TransactionId))
+                .equals((ledger_transaction::Entity, ledger_transaction::Column::Id)),
+        )
+        .inner_join(
+            ledger_account::Entity,
+            Expr::col((ledger_account::Entity, ledger_account::Column::Id))
+                .equals((ledger_entry::Entity, ledger_entry::Column::AccountId)),
+        )
+        .and_where(
+            Expr::col((ledger_account::Entity, ledger_account::Column::Kind))
+                .is_in(["wallet", "team_wallet"]),
+        )
+        .and_where(
+            Expr::col((ledger_transaction::Entity, ledger_transaction::Column::Kind))
+                .is_in(["charge", "refund"]),
+        )
+        .expr_as(
+            Expr::col((
+                ledger_transaction::Entity,
+                ledger_transaction::Column::ReservationId,
+            )),
+            Alias::new("rid"),
+        )
+        .expr_as(
+            Expr::col((ledger_transaction::Entity, ledger_transaction::Column::Kind)),
+            Alias::new("kind"),
+        )
+        .expr_as(
+            Expr::cust("CAST(SUM(ledger_entries.amount_minor) AS BIGINT)"),
+            Alias::new("amount"),
+        )
+        .group_by_col((
+            ledger_transaction::Entity,
+            ledger_transaction::Column::ReservationId,
+        ))
+        .group_by_col((ledger_transaction::Entity, ledger_transaction::Column::Kind));
+    for row in db.query_all(&select).await? {
+        let rid: i64 = row.try_get("", "rid")?;
+        let kind: String = row.try_get("", "kind")?;
+        let amount: i64 = row.try_get("", "amount")?;
+        let entry = money.entry(rid).or_default();
+        if kind == "charge" {
+            entry.0 -= amount;
+        } else {
+            entry.1 += amount;
+        }
+    }
+
+    let mut owner_ids: Vec<i64> = rows.iter().map(|r| r.owner_id).collect();
+    owner_ids.sort_unstable();
+    owner_ids.dedup();
+    let owners = super::users::names_of(db, &owner_ids).await?;
+    let teams: HashMap<i64, String> = team::Entity::find()
+        .select_only()
+        .column(team::Column::Id)
+        .column(team::Column::Name)
+        .into_tuple::<(i64, String)>()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect();
+    let nodes: HashMap<i64, String> = node::Entity::find()
+        .select_only()
+        .column(node::Column::Id)
+        .column(node::Column::Name)
+        .into_tuple::<(i64, String)>()
+        .all(db)
+        .await?
+        .into_iter()
+        .collect();
+
+    let mut facts: Vec<BookingFact> = rows
+        .into_iter()
+        .map(|row| {
+            let (charged_minor, refunded_minor) = money.get(&row.id).copied().unwrap_or_default();
+            BookingFact {
+                id: row.id,
+                owner_id: row.owner_id,
+                owner_name: owners
+                    .get(&row.owner_id)
+                    .cloned()
+                    .unwrap_or_else(|| format!("#{}", row.owner_id)),
+                team_id: row.team_id,
+                team_name: row.team_id.and_then(|id| teams.get(&id).cloned()),
+                node: nodes
+                    .get(&row.node_id)
+                    .cloned()
+                    .unwrap_or_else(|| format!("#{}", row.node_id)),
+                model: row.model,
+                start: row.start_at,
+                held_until: row
+                    .cancelled_at
+                    .map_or(row.end_at, |c| Ord::min(c, row.end_at)),
+                gpus: gpus.get(&row.id).copied().unwrap_or(0),
+                quarters: u32::try_from(row.quarters).unwrap_or(4),
+                charged_minor,
+                refunded_minor,
+                usage: usage.get(&row.id).copied().unwrap_or_default(),
+            }
+        })
+        .collect();
+    facts.sort_by_key(|f| (f.start, f.id));
+    Ok(facts)
+}
+
+/// Every GPU's life in the fleet: added, and retired or vanished (if so).
+pub async fn gpu_lives(db: &impl ConnectionTrait) -> Result<Vec<GpuLife>, DbErr> {
+    // Added, status, last changed, vanished.
+    type Life = (DateTime<Utc>, String, DateTime<Utc>, Option<DateTime<Utc>>);
+    let rows: Vec<Life> = gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::CreatedAt)
+        .column(gpu::Column::Status)
+        .column(gpu::Column::UpdatedAt)
+        .column(gpu::Column::VanishedAt)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(created, status, updated, vanished)| GpuLife {
+            from: created,
+            until: vanished.or((status == "retired").then_some(updated)),
+        })
+        .collect())
+}
+
+/// Every booking held at some time in `[from, to)` (not waiting for approval): its start, when
+/// it stopped being held, and its share-GPUs (GPUs × quarters).
+pub async fn held_in(
+    db: &impl ConnectionTrait,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>, i64)>, DbErr> {
+    let col = |c: reservation::Column| Expr::col((reservation::Entity, c));
+    let mut select = joined_to_reservations(
+        Alias::new("reservation_gpus"),
+        Condition::all()
+            .add(col(reservation::Column::StartAt).lt(to))
+            .add(col(reservation::Column::EndAt).gt(from))
+            .add(col(reservation::Column::PaymentStatus).ne("awaiting_approval")),
+    );
+    select
+        .expr_as(col(reservation::Column::StartAt), Alias::new("start_at"))
+        .expr_as(col(reservation::Column::EndAt), Alias::new("end_at"))
+        .expr_as(
+            col(reservation::Column::CancelledAt),
+            Alias::new("cancelled_at"),
+        )
+        .expr_as(col(reservation::Column::Quarters), Alias::new("quarters"))
+        .expr_as(Expr::cust("COUNT(*)"), Alias::new("n"))
+        .group_by_col((reservation::Entity, reservation::Column::Id))
+        .group_by_col((reservation::Entity, reservation::Column::StartAt))
+        .group_by_col((reservation::Entity, reservation::Column::EndAt))
+        .group_by_col((reservation::Entity, reservation::Column::CancelledAt))
+        .group_by_col((reservation::Entity, reservation::Column::Quarters));
+    let mut held = Vec::new();
+    for row in db.query_all(&select).await? {
+        let start: DateTime<Utc> = row.try_get("", "start_at")?;
+        let end: DateTime<Utc> = row.try_get("", "end_at")?;
+        let cancelled: Option<DateTime<Utc>> = row.try_get("", "cancelled_at")?;
+        let quarters: i16 = row.try_get("", "quarters")?;
+        let n: i64 = row.try_get("", "n")?;
+        let until = cancelled.map_or(end, |c| Ord::min(c, end));
+        if until > start {
+            held.push((start, until, n * i64::from(quarters)));
+        }
+    }
+    Ok(held)
+}
+
+/// The fleet's telemetry per UTC hour starting in `[from, to)`.
+pub async fn fleet_hours(
+    db: &impl ConnectionTrait,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<FleetHour>, DbErr> {
+    Ok(fleet_usage_hour::Entity::find()
+        .filter(fleet_usage_hour::Column::HourMs.gte(to_ms(from)))
+        .filter(fleet_usage_hour::Column::HourMs.lt(to_ms(to)))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|row| FleetHour {
+            hour: from_ms(row.hour_ms),
+            usage: Usage {
+                measured_minutes: row.measured_minutes,
+                idle_minutes: row.idle_minutes,
+                util_sum: row.util_sum,
+            },
+        })
+        .collect())
+}

@@ -16,6 +16,7 @@ mod oidc_provider;
 mod payments;
 mod profile;
 mod quotas;
+mod reports;
 mod reservations;
 mod sessions;
 mod sign_in;

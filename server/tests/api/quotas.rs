@@ -23,7 +23,7 @@ fn segment(model: &str) -> String {
 }
 
 /// A team with `admin` as its admin and `members`, and plenty of team credits.
-async fn funded_team(
+pub(crate) async fn funded_team(
     app: &TestApp,
     platform: &str,
     name: &str,

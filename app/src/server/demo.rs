@@ -109,8 +109,11 @@ pub async fn seed_if_empty(
     }
     let fleet = demo_fleet();
     let mut gpu_count = 0;
+    // In the fleet since before the demo bookings' history (the fleet report counts capacity
+    // from when a GPU was added).
+    let since = now - chrono::TimeDelta::days(HISTORY_DAYS + 5);
     for (node, gpus) in &fleet {
-        match db::inventory::insert_node_with_gpus(&txn, node, gpus, now).await {
+        match db::inventory::insert_node_with_gpus(&txn, node, gpus, since).await {
             Ok(_) => gpu_count += gpus.len(),
             // Another process seeded first (PostgreSQL replicas starting together).
             Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
@@ -146,9 +149,9 @@ async fn fund_demo_wallet(
     .map(|_| ())
 }
 
-/// Credits the demo team's wallet starts with (2,000.00), and its monthly budget (1,500.00,
+/// Credits the demo team's wallet starts with (10,000.00), and its monthly budget (1,500.00,
 /// warning from 80 %), so that team bookings can be tried at once.
-pub const DEMO_TEAM_CREDITS_MINOR: i64 = 200_000;
+pub const DEMO_TEAM_CREDITS_MINOR: i64 = 1_000_000;
 
 /// Gives `wallet` (a user's or a team's) `minor` demo credits when it is new; true when it was.
 async fn fund_demo(
@@ -172,8 +175,8 @@ async fn fund_demo(
         reason: "Demo credits",
         actor_id: None,
         provider: Some(crate::server::ledger::MANUAL_PROVIDER),
-        // Before the demo bookings, which are dated up to a few days back.
-        at: now - chrono::TimeDelta::days(30),
+        // Before the demo bookings, which are dated up to HISTORY_DAYS back.
+        at: now - chrono::TimeDelta::days(HISTORY_DAYS + 5),
     };
     db::ledger::post(db, &record, &posting)
         .await
@@ -184,6 +187,9 @@ async fn fund_demo(
     Ok(true)
 }
 
+/// How many days back the demo bookings go (the cost reports have a previous month to show).
+const HISTORY_DAYS: i64 = 40;
+
 /// People who own the demo bookings besides the demo accounts.
 const DEMO_COLLEAGUES: [(&str, &str); 3] = [
     ("ana.souza@berth.invalid", "Ana Souza"),
@@ -191,7 +197,8 @@ const DEMO_COLLEAGUES: [(&str, &str); 3] = [
     ("chen.wei@berth.invalid", "Chen Wei"),
 ];
 
-/// Adds a plausible fortnight of bookings (the past few days and the next week) by demo users
+/// Adds plausible bookings (sparse ones over the past weeks, more over the last few days and the
+/// next week) by demo users
 /// to the demo fleet, through the same booking path as real ones, so the calendar is not empty
 /// on a first run. Returns how many were added.
 #[tracing::instrument(skip_all)]
@@ -232,10 +239,12 @@ pub async fn seed_demo_bookings(
     let mut n: i64 = 0;
     for node in nodes.iter().filter(|node| node.is_demo) {
         for gpu in node.gpus.iter().filter(|gpu| gpu.status.is_bookable()) {
-            for day in -3i64..7 {
+            for day in -HISTORY_DAYS..7 {
                 n += 1;
-                // A deterministic spread: some GPUs busy most days, some rarely.
-                if (n * 7 + i64::from(gpu.device_index) * 3) % 10 < 4 {
+                // A deterministic spread: some GPUs busy most days, some rarely; the weeks
+                // before the last few days more sparsely (the cost reports' history).
+                let skip = if day < -3 { 7 } else { 4 };
+                if (n * 7 + i64::from(gpu.device_index) * 3) % 10 < skip {
                     continue;
                 }
                 let start_hour = 6 + (n * 5 + day * 3).rem_euclid(12);
@@ -260,7 +269,10 @@ pub async fn seed_demo_bookings(
                     share,
                     window,
                     charge: ChargeMode::AtBooking,
-                    team_id: demo_team.filter(|_| owner == team_admin),
+                    // The team admin books for the team; in the history the demo user does
+                    // too, so the team's cost report has last month's bookings.
+                    team_id: demo_team
+                        .filter(|_| owner == team_admin || (day < -3 && owner == owners[0])),
                     priority: None,
                     platform_admin: false,
                 };

@@ -53,7 +53,7 @@ test("the report reads without JavaScript, and bad dates are explained", async (
   const context = await browser.newContext({ javaScriptEnabled: false, locale: "pt-BR", timezoneId: "America/Sao_Paulo" });
   const page = await context.newPage();
   await page.goto("/reports");
-  await page.getByRole("button", { name: "Sign in as the demo platform admin" }).click();
+  await page.locator("button[name='role'][value='platform_admin']").click();
   await page.goto("/reports?period=last_month&group_by=model&scope=all");
   await expect(page.getByRole("heading", { level: 1, name: "Relatórios de custos" })).toBeVisible();
   await expect(page.locator("figure.report-chart svg rect.bar").first()).toBeVisible();

@@ -179,7 +179,13 @@ fn TeamView(data: TeamData) -> impl IntoView {
     let activity_view = view! { <TeamUse upcoming zone=zone.clone() /> };
     view! {
         <h1>{roster.name}</h1>
-        <p class="hint">{t!(i18n, times_in_zone, zone = move || zone_name.clone())}</p>
+        <p class="hint">
+            {t!(i18n, times_in_zone, zone = move || zone_name.clone())}
+            {manage.then(|| {
+                let href = format!("/reports?scope=team:{}", roster.id);
+                view! { " · " <a href=href>{t!(i18n, team_cost_report)}</a> }
+            })}
+        </p>
         {money_view}
         {rules_view}
         {activity_view}

@@ -7,7 +7,7 @@ use berth_app::server::demo::demo_fleet;
 use berth_app::server::entity::{reservation, reservation_gpu};
 use berth_migrations::{Migrator, MigratorTrait};
 use chrono::{TimeZone, Utc};
-use sea_orm::{ConnectionTrait, EntityTrait};
+use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter};
 
 async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
     let database = TestDatabase::create(backend).await;
@@ -237,7 +237,110 @@ async fn the_ledger_survives_the_team_wallets_migration(backend: Backend) {
     let _ = conn.close().await;
 }
 
+async fn usage_starts_from_the_rollups_kept_when_migrating(backend: Backend) {
+    use berth_app::server::entity::{fleet_usage_hour, gpu, gpu_rollup, reservation_usage};
+    use chrono::TimeDelta;
+    use sea_orm::ActiveValue::Set;
+    let database = TestDatabase::create(backend).await;
+    let conn = db::connect(&database.url).await.unwrap();
+    // The schema before the usage tables, with two bookings and their GPUs' rollups.
+    Migrator::up(&conn, Some(15)).await.unwrap();
+    let now = Utc::now();
+    let (node, new_gpus) = demo_fleet().remove(0);
+    db::inventory::insert_node_with_gpus(&conn, &node, &new_gpus, now)
+        .await
+        .unwrap();
+    let gpus = gpu::Entity::find().all(&conn).await.unwrap();
+    let owner = db::users::upsert_user(
+        &conn,
+        &NewUser {
+            email: Email::parse("ana@example.com").unwrap(),
+            name: UserName::parse("Ana").unwrap(),
+            role: PlatformRole::User,
+        },
+        now,
+    )
+    .await
+    .unwrap();
+    let start = Utc.with_ymd_and_hms(2026, 11, 20, 10, 0, 0).unwrap();
+    let whole = crate::reports::past_booking(&conn, owner.id, &gpus[0], start, 2).await;
+    let cut = crate::reports::past_booking(&conn, owner.id, &gpus[1], start, 2).await;
+    // The second was cancelled an hour in.
+    reservation::Entity::update_many()
+        .col_expr(
+            reservation::Column::Status,
+            sea_orm::sea_query::Expr::value("cancelled"),
+        )
+        .col_expr(
+            reservation::Column::CancelledAt,
+            sea_orm::sea_query::Expr::value(start + TimeDelta::hours(1)),
+        )
+        .filter(sea_orm::ColumnTrait::eq(&reservation::Column::Id, cut))
+        .exec(&conn)
+        .await
+        .unwrap();
+    // Three hours of rollups on both GPUs from half an hour before: 5 % for 90 minutes, then 50 %.
+    let mut rows = Vec::new();
+    for gpu in [&gpus[0], &gpus[1]] {
+        for minute in 0..180 {
+            let util = if minute < 90 { 5.0 } else { 50.0 };
+            rows.push(gpu_rollup::ActiveModel {
+                gpu_id: Set(gpu.id),
+                minute_ms: Set((start - TimeDelta::minutes(30 - minute)).timestamp_millis()),
+                samples: Set(6),
+                util_min: Set(Some(util)),
+                util_avg: Set(Some(util)),
+                util_max: Set(Some(util)),
+                mem_min: Set(None),
+                mem_avg: Set(None),
+                mem_max: Set(None),
+                temp_min: Set(None),
+                temp_avg: Set(None),
+                temp_max: Set(None),
+                power_min: Set(None),
+                power_avg: Set(None),
+                power_max: Set(None),
+            });
+        }
+    }
+    gpu_rollup::Entity::insert_many(rows)
+        .exec_without_returning(&conn)
+        .await
+        .unwrap();
+
+    Migrator::up(&conn, None).await.unwrap();
+    let (first, second) = (gpus[0].id, gpus[1].id);
+    let usage = |key: (i64, i64)| {
+        let conn = conn.clone();
+        async move {
+            reservation_usage::Entity::find_by_id(key)
+                .one(&conn)
+                .await
+                .unwrap()
+                .unwrap()
+        }
+    };
+    // The whole booking: 60 idle minutes at 5 %, 60 at 50 %.
+    let booked = usage((whole, first)).await;
+    assert_eq!((booked.measured_minutes, booked.idle_minutes), (120, 60));
+    assert!((booked.util_sum - 3300.0).abs() < 1e-9);
+    // The cancelled one: its first hour only.
+    let cancelled = usage((cut, second)).await;
+    assert_eq!(
+        (cancelled.measured_minutes, cancelled.idle_minutes),
+        (60, 60)
+    );
+    assert!((cancelled.util_sum - 300.0).abs() < 1e-9);
+    // The fleet: every rollup, by hour.
+    let hours = fleet_usage_hour::Entity::find().all(&conn).await.unwrap();
+    assert_eq!(hours.len(), 4, "09:30 to 12:30 touches four hours");
+    assert_eq!(hours.iter().map(|h| h.measured_minutes).sum::<i64>(), 360);
+    assert_eq!(hours.iter().map(|h| h.idle_minutes).sum::<i64>(), 180);
+    let _ = conn.close().await;
+}
+
 crate::on_both_backends!(
+    usage_starts_from_the_rollups_kept_when_migrating,
     holds_get_their_reservations_window_when_migrating,
     the_ledger_survives_the_team_wallets_migration,
 );

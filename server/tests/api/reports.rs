@@ -473,8 +473,8 @@ async fn each_viewer_sees_only_what_they_may(backend: Backend) {
 }
 
 /// Inserts a booking of `gpu` from `start` for `hours`, owned by `owner`, as if made long ago.
-async fn past_booking(
-    app: &TestApp,
+pub(crate) async fn past_booking(
+    db: &impl ConnectionTrait,
     owner: i64,
     gpu: &gpu::Model,
     start: DateTime<Utc>,
@@ -505,7 +505,7 @@ async fn past_booking(
         displaced_offer: Set(None),
     };
     let id = reservation::Entity::insert(row)
-        .exec(&app.db)
+        .exec(db)
         .await
         .unwrap()
         .last_insert_id;
@@ -515,7 +515,7 @@ async fn past_booking(
         start_at: Set(start),
         end_at: Set(end),
     })
-    .exec_without_returning(&app.db)
+    .exec_without_returning(db)
     .await
     .unwrap();
     id
@@ -528,10 +528,10 @@ async fn periods_follow_the_time_zone_across_a_clock_change(backend: Backend) {
     let gpu = gpu::Entity::find().one(&app.db).await.unwrap().unwrap();
     let utc = |d: u32, m: u32, h: u32| Utc.with_ymd_and_hms(2026, m, d, h, 0, 0).unwrap();
     // New York leaves daylight saving time on 1 November 2026 at 06:00 UTC.
-    let a = past_booking(&app, owner, &gpu, utc(1, 11, 2), 1).await; // 31 Oct, 22:00 EDT
-    let b = past_booking(&app, owner, &gpu, utc(1, 11, 4), 25).await; // 1 Nov 00:00 EDT, the whole 25-hour day
-    let c = past_booking(&app, owner, &gpu, utc(1, 12, 3), 1).await; // 30 Nov, 22:00 EST
-    let d = past_booking(&app, owner, &gpu, utc(1, 12, 5), 1).await; // 1 Dec, 00:00 EST
+    let a = past_booking(&app.db, owner, &gpu, utc(1, 11, 2), 1).await; // 31 Oct, 22:00 EDT
+    let b = past_booking(&app.db, owner, &gpu, utc(1, 11, 4), 25).await; // 1 Nov 00:00 EDT, the whole 25-hour day
+    let c = past_booking(&app.db, owner, &gpu, utc(1, 12, 3), 1).await; // 30 Nov, 22:00 EST
+    let d = past_booking(&app.db, owner, &gpu, utc(1, 12, 5), 1).await; // 1 Dec, 00:00 EST
     let _ = d;
     let report = |tz: &'static str| {
         let app = &app;

@@ -29,7 +29,9 @@ use berth_app::domain::schedule::{SLOT_MINUTES, WHOLE_GPU, Window, price_minor};
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
 use berth_app::server::auth::tokens;
 use berth_app::server::db;
-use berth_app::server::entity::{reservation, reservation_gpu};
+use berth_app::server::entity::{
+    fleet_usage_hour, reservation, reservation_gpu, reservation_usage,
+};
 use berth_server::configuration::{Config, RawSettings};
 use berth_server::startup::Application;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
@@ -85,6 +87,9 @@ struct Options {
     /// Generate the store and serve it on port 3000 until Ctrl-C; measure nothing.
     #[arg(long)]
     serve: bool,
+    /// Measure the cost reports only (not the calendar, slots, bookings and load).
+    #[arg(long)]
+    reports_only: bool,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -113,11 +118,12 @@ fn main() {
         std::thread::available_parallelism().map_or(0, usize::from)
     );
     for backend in options.backends() {
-        runtime.block_on(bench_backend(backend, options.quick, options.serve));
+        runtime.block_on(bench_backend(backend, &options));
     }
 }
 
-async fn bench_backend(backend: Backend, quick: bool, serve: bool) {
+async fn bench_backend(backend: Backend, options: &Options) {
+    let (quick, serve) = (options.quick, options.serve);
     println!("\n## {}\n", backend.name());
     let database = BenchDatabase::create(backend).await;
     let site = tempfile::tempdir().expect("temporary site root");
@@ -148,12 +154,14 @@ async fn bench_backend(backend: Backend, quick: bool, serve: bool) {
     let started = Instant::now();
     let store = generate(&conn, backend).await;
     println!(
-        "Generated {} GPUs on {} nodes, {} reservations ({} GPU holds, {} slot rows) in {:.1} s",
+        "Generated {} GPUs on {} nodes, {} reservations ({} GPU holds, {} slot rows, {} ledger transactions, {} usage rows) in {:.1} s",
         store.gpus,
         store.nodes,
         store.reservations,
         store.holds,
         store.slot_rows,
+        store.ledger_transactions,
+        store.usage_rows,
         started.elapsed().as_secs_f64()
     );
 
@@ -213,6 +221,15 @@ async fn bench_backend(backend: Backend, quick: bool, serve: bool) {
     let token = format!("Bearer {}", store.token);
 
     let rounds = if quick { 30 } else { 200 };
+
+    bench_reports(&api, &base, &store, quick).await;
+    if options.reports_only {
+        let _ = stop.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(20), server).await;
+        let _ = conn.close().await;
+        database.drop_database().await;
+        return;
+    }
 
     // Week view, 64 GPUs.
     let week = format!(
@@ -293,6 +310,53 @@ async fn bench_backend(backend: Backend, quick: bool, serve: bool) {
     let _ = tokio::time::timeout(Duration::from_secs(20), server).await;
     let _ = conn.close().await;
     database.drop_database().await;
+}
+
+/// The cost reports over a month of the dataset: the fleet view, and everyone's usage by user.
+async fn bench_reports(api: &reqwest::Client, base: &str, store: &Store, quick: bool) {
+    let month = format!(
+        "from={}&to={}&tz=UTC",
+        store.first_day,
+        store.first_day + chrono::Days::new(29)
+    );
+    let admin = format!("Bearer {}", store.admin_token);
+    for (what, url) in [
+        (
+            "Fleet report, one month (JSON)",
+            format!("{base}/api/v1/reports/fleet?{month}"),
+        ),
+        (
+            "Usage report, one month, everyone by user (JSON)",
+            format!("{base}/api/v1/reports/usage?{month}&scope=all&group_by=user"),
+        ),
+    ] {
+        let first: serde_json::Value = api
+            .get(&url)
+            .header("authorization", &admin)
+            .send()
+            .await
+            .expect("report")
+            .json()
+            .await
+            .expect("report JSON");
+        let bookings = first["totals"]["bookings"]
+            .as_i64()
+            .or_else(|| first["days"].as_array().map(|d| d.len() as i64))
+            .unwrap_or_default();
+        assert!(bookings > 0, "the report has data: {first}");
+        let times = sample(if quick { 10 } else { 40 }, || async {
+            let response = api
+                .get(&url)
+                .header("authorization", &admin)
+                .send()
+                .await
+                .expect("report");
+            assert_eq!(response.status().as_u16(), 200);
+            response.bytes().await.expect("report");
+        })
+        .await;
+        report(what, &times, Some(500.0));
+    }
 }
 
 /// Runs `request` `rounds` times one after another (after a few unmeasured ones) and returns
@@ -467,6 +531,14 @@ struct Store {
     gpu_ids: Vec<i64>,
     /// An API token of a user who books.
     token: String,
+    /// An API token of a platform admin (the fleet report).
+    admin_token: String,
+    /// The first day of the dataset (reports cover a month from it).
+    first_day: chrono::NaiveDate,
+    /// Ledger transactions written (charges and refunds).
+    ledger_transactions: usize,
+    /// Reservation usage rows written.
+    usage_rows: usize,
 }
 
 /// Fills the store: the fleet, users, and reservations over 8 weeks (one in the past, seven
@@ -514,6 +586,28 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
     db::api_tokens::insert_token(
         conn,
         users[0],
+        &TokenName::parse("bench").expect("name"),
+        &hash,
+        now,
+    )
+    .await
+    .expect("token");
+
+    let admin = db::users::upsert_user(
+        conn,
+        &NewUser {
+            email: Email::parse("bench-admin@berth.invalid").expect("email"),
+            name: UserName::parse("Bench admin").expect("name"),
+            role: PlatformRole::PlatformAdmin,
+        },
+        now,
+    )
+    .await
+    .expect("admin");
+    let (admin_token, hash) = tokens::generate();
+    db::api_tokens::insert_token(
+        conn,
+        admin.id,
         &TokenName::parse("bench").expect("name"),
         &hash,
         now,
@@ -569,6 +663,8 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
     let mut rows: Vec<reservation::ActiveModel> = Vec::with_capacity(RESERVATIONS);
     let mut holds: Vec<(i64, i64, DateTime<Utc>, DateTime<Utc>)> = Vec::new();
     let mut slots: Vec<(i64, DateTime<Utc>, i16)> = Vec::new();
+    // Per reservation: id, owner, price, cancelled, created.
+    let mut money: Vec<(i64, i64, i64, bool, DateTime<Utc>)> = Vec::new();
     let mut next_id: i64 = 1;
     for (node_id, node_gpus, model_index) in &nodes {
         let (model, _, price, shareable, _) = MODELS[*model_index];
@@ -600,21 +696,30 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
             let window = Window::new(start, end).expect("a window on the grid");
             let id = next_id;
             next_id += 1;
+            let owner = users[rng.random_range(0..users.len())];
+            let price = price_minor(price, quarters, &window) * count as i64;
+            money.push((
+                id,
+                owner,
+                price,
+                cancelled,
+                (start - TimeDelta::days(2)).min(now),
+            ));
             rows.push(reservation::ActiveModel {
                 id: Set(id),
-                owner_id: Set(users[rng.random_range(0..users.len())]),
+                owner_id: Set(owner),
                 node_id: Set(*node_id),
                 model: Set(model.to_owned()),
                 quarters: Set(i16::from(quarters)),
                 start_at: Set(start),
                 end_at: Set(end),
                 status: Set(if cancelled { "cancelled" } else { "confirmed" }.to_owned()),
-                price_minor: Set(price_minor(price, quarters, &window) * count as i64),
+                price_minor: Set(price),
                 created_at: Set((start - TimeDelta::days(2)).min(now)),
                 cancelled_at: Set(cancelled.then_some((start - TimeDelta::days(1)).min(now))),
                 cancelled_by: Set(None),
-                // The dataset's bookings are rows, not payments: no ledger behind them.
-                payment_status: Set("unpaid".to_owned()),
+                // Charged when made (the ledger rows are written below), refunded if cancelled.
+                payment_status: Set("paid".to_owned()),
                 charge_mode: Set("at_booking".to_owned()),
                 charge_at: Set(None),
                 released_reason: Set(None),
@@ -637,6 +742,28 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
             }
         }
     }
+    let cancelled_ids: std::collections::HashSet<i64> =
+        money.iter().filter(|m| m.3).map(|m| m.0).collect();
+    let mut usage: Vec<(i64, i64, i64, i64, f64)> = Vec::new();
+    for (reservation_id, gpu_id, start, end) in &holds {
+        if cancelled_ids.contains(reservation_id) || *start >= now {
+            continue;
+        }
+        let measured = ((*end).min(now) - *start).num_minutes();
+        let average: f64 = rng.random_range(0.0..100.0);
+        let idle = if average < 20.0 {
+            measured
+        } else {
+            measured * rng.random_range(0..30) / 100
+        };
+        usage.push((
+            *reservation_id,
+            *gpu_id,
+            measured,
+            idle,
+            average * measured as f64,
+        ));
+    }
     let store = Store {
         nodes: nodes.len(),
         gpus: gpu_ids.len(),
@@ -645,6 +772,10 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
         slot_rows: slots.len(),
         gpu_ids,
         token,
+        admin_token,
+        first_day: fleet_start.date_naive(),
+        ledger_transactions: money.len() + cancelled_ids.len(),
+        usage_rows: usage.len(),
     };
 
     let txn = conn.begin().await.expect("transaction");
@@ -681,12 +812,55 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
         }
         txn.execute(&insert).await.expect("slot load");
     }
-    if backend == Backend::Postgres {
-        txn.execute_unprepared(
-            "SELECT setval(pg_get_serial_sequence('reservations', 'id'), (SELECT MAX(id) FROM reservations))",
-        )
+    write_ledger(&txn, &money, now).await;
+    for batch in usage.chunks(5_000) {
+        reservation_usage::Entity::insert_many(batch.iter().map(
+            |(reservation_id, gpu_id, measured, idle, util_sum)| reservation_usage::ActiveModel {
+                reservation_id: Set(*reservation_id),
+                gpu_id: Set(*gpu_id),
+                measured_minutes: Set(*measured),
+                idle_minutes: Set(*idle),
+                util_sum: Set(*util_sum),
+            },
+        ))
+        .exec_without_returning(&txn)
         .await
-        .expect("sequence");
+        .expect("reservation usage");
+    }
+    // The fleet's hours from the first day until now: every GPU measured every minute.
+    let mut hours = Vec::new();
+    let mut hour = fleet_start
+        .duration_trunc(TimeDelta::hours(1))
+        .expect("hour");
+    while hour < now {
+        let measured = (store.gpus * 60) as i64;
+        let idle = measured * rng.random_range(20..60) / 100;
+        hours.push(fleet_usage_hour::ActiveModel {
+            hour_ms: Set(hour.timestamp_millis()),
+            measured_minutes: Set(measured),
+            idle_minutes: Set(idle),
+            util_sum: Set(measured as f64 * rng.random_range(20.0..70.0)),
+        });
+        hour += TimeDelta::hours(1);
+    }
+    for batch in hours.chunks(1_000) {
+        fleet_usage_hour::Entity::insert_many(batch.to_vec())
+            .exec_without_returning(&txn)
+            .await
+            .expect("fleet hours");
+    }
+    if backend == Backend::Postgres {
+        for (table, column) in [
+            ("reservations", "id"),
+            ("ledger_transactions", "id"),
+            ("ledger_entries", "id"),
+        ] {
+            txn.execute_unprepared(&format!(
+                "SELECT setval(pg_get_serial_sequence('{table}', '{column}'), (SELECT MAX({column}) FROM {table}))"
+            ))
+            .await
+            .expect("sequence");
+        }
     }
     txn.commit().await.expect("commit");
     // Fresh statistics (and on PostgreSQL a visibility map), as autovacuum keeps them in a
@@ -698,6 +872,92 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
     };
     conn.execute_unprepared(maintenance).await.expect("analyze");
     store
+}
+
+/// A charge for every reservation (the owner's wallet to revenue) and a full refund for the
+/// cancelled ones, as the booking path would have posted them.
+async fn write_ledger(
+    txn: &sea_orm::DatabaseTransaction,
+    money: &[(i64, i64, i64, bool, DateTime<Utc>)],
+    now: DateTime<Utc>,
+) {
+    use berth_app::domain::ledger::Account;
+    use berth_app::server::entity::{ledger_entry, ledger_transaction};
+    let revenue = db::ledger::account_id(txn, Account::Revenue)
+        .await
+        .expect("revenue");
+    let mut wallets = std::collections::HashMap::new();
+    for (_, owner, ..) in money {
+        if !wallets.contains_key(owner) {
+            let id = db::ledger::account_id(txn, Account::Wallet(*owner))
+                .await
+                .expect("wallet");
+            wallets.insert(*owner, id);
+        }
+    }
+    let max = |table: &'static str| async move {
+        txn.query_one_raw(sea_orm::Statement::from_string(
+            txn.get_database_backend(),
+            format!("SELECT COALESCE(MAX(id), 0) FROM {table}"),
+        ))
+        .await
+        .expect("max id")
+        .expect("a row")
+        .try_get_by_index::<i64>(0)
+        .expect("id")
+    };
+    let mut transaction_id = max("ledger_transactions").await;
+    let mut entry_id = max("ledger_entries").await;
+    let mut transactions = Vec::new();
+    let mut entries = Vec::new();
+    for (reservation_id, owner, price, cancelled, created) in money {
+        let wallet = wallets[owner];
+        let mut post = |kind: &str, amount: i64, at: DateTime<Utc>, reverses: Option<i64>| {
+            transaction_id += 1;
+            transactions.push(ledger_transaction::ActiveModel {
+                id: Set(transaction_id),
+                kind: Set(kind.to_owned()),
+                user_id: Set(Some(*owner)),
+                reservation_id: Set(Some(*reservation_id)),
+                reverses_id: Set(reverses),
+                reason: Set(String::new()),
+                actor_id: Set(None),
+                provider: Set(None),
+                created_at: Set(at),
+            });
+            for (account, amount) in [(wallet, -amount), (revenue, amount)] {
+                entry_id += 1;
+                entries.push(ledger_entry::ActiveModel {
+                    id: Set(entry_id),
+                    transaction_id: Set(transaction_id),
+                    account_id: Set(account),
+                    amount_minor: Set(amount),
+                });
+            }
+            transaction_id
+        };
+        let charge = post("charge", *price, *created, None);
+        if *cancelled {
+            post(
+                "refund",
+                -*price,
+                (*created + TimeDelta::hours(1)).min(now),
+                Some(charge),
+            );
+        }
+    }
+    for batch in transactions.chunks(2_000) {
+        ledger_transaction::Entity::insert_many(batch.to_vec())
+            .exec_without_returning(txn)
+            .await
+            .expect("ledger transactions");
+    }
+    for batch in entries.chunks(5_000) {
+        ledger_entry::Entity::insert_many(batch.to_vec())
+            .exec_without_returning(txn)
+            .await
+            .expect("ledger entries");
+    }
 }
 
 fn slots_of(n: i64) -> TimeDelta {

@@ -16,8 +16,6 @@ pub struct ReportPage {
     pub scopes: Vec<(Scope, Option<String>)>,
     /// Whether the viewer may open the fleet view.
     pub fleet: bool,
-    /// The viewer's time zone over the period (for the top idle bookings' times).
-    pub zone: ZoneOffsets,
 }
 
 /// The report for `query` (see `GET /api/v1/reports/usage` for the parameters).
@@ -25,7 +23,7 @@ pub struct ReportPage {
 pub async fn get_report_page(query: ReportQuery) -> Result<ReportPage, AppError> {
     use crate::api::reservations::request_zone;
     use crate::domain::user::PlatformRole;
-    use crate::server::{auth::actor::require_actor, booking, reports, state};
+    use crate::server::{auth::actor::require_actor, reports, state};
     state::with_status(
         async {
             let actor = require_actor().await?;
@@ -41,11 +39,6 @@ pub async fn get_report_page(query: ReportQuery) -> Result<ReportPage, AppError>
             )
             .await?;
             Ok(ReportPage {
-                zone: booking::zone_named(
-                    zone_name.as_deref(),
-                    report.period.from,
-                    report.period.to,
-                ),
                 scopes: reports::scopes_for(&state, &actor).await?,
                 fleet: actor.user.role == PlatformRole::PlatformAdmin,
                 report,

@@ -9,7 +9,7 @@
 //! them (whenever posted), so that each booking's cost and its use are compared with each other.
 
 use super::calendar::ZoneOffsets;
-use chrono::{DateTime, Datelike, Days, Months, NaiveDate, NaiveTime, Utc, Weekday};
+use chrono::{DateTime, Datelike, Days, Months, NaiveDate, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// Share-minutes in one GPU-hour (a whole GPU is four quarters, for sixty minutes).
@@ -351,6 +351,8 @@ pub enum GroupLabel {
     Name(String),
     /// Bookings paid personally (grouped by team).
     Personal,
+    /// The chart's groups beyond the largest few, together.
+    Others,
 }
 
 /// Totals of a group of bookings (or of all of them).
@@ -543,7 +545,7 @@ pub fn grouped_days(facts: &[BookingFact], by: GroupBy, period: &Period) -> Grou
     let keys: Vec<String> = by_hours.iter().take(shown).map(|g| g.0.clone()).collect();
     let mut groups: Vec<GroupLabel> = by_hours.iter().take(shown).map(|g| g.1.clone()).collect();
     if has_others {
-        groups.push(GroupLabel::Name(String::new()));
+        groups.push(GroupLabel::Others);
     }
     let days = period
         .days()
@@ -755,11 +757,6 @@ pub struct FleetReport {
 /// Hours of a day, for labels: 23, 24 or 25.
 pub fn day_hours(from: DateTime<Utc>, to: DateTime<Utc>) -> i64 {
     (to - from).num_hours()
-}
-
-/// Whether `day` is a weekend day (Saturday or Sunday), for shading.
-pub fn is_weekend(day: NaiveDate) -> bool {
-    matches!(day.weekday(), Weekday::Sat | Weekday::Sun)
 }
 
 #[cfg(test)]

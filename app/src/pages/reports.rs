@@ -85,9 +85,9 @@ fn group_by_text(i18n: I18nContext<Locale>, by: GroupBy) -> String {
 
 fn label_text(i18n: I18nContext<Locale>, label: &GroupLabel) -> String {
     match label {
-        GroupLabel::Name(name) if name.is_empty() => t_string!(i18n, report_others).to_string(),
         GroupLabel::Name(name) => name.clone(),
         GroupLabel::Personal => t_string!(i18n, report_personal).to_string(),
+        GroupLabel::Others => t_string!(i18n, report_others).to_string(),
     }
 }
 
@@ -186,7 +186,6 @@ fn ReportView(data: ReportPage, query: ReportQuery) -> impl IntoView {
         report,
         scopes,
         fleet,
-        zone: _,
     } = data;
     let currency = report.currency.clone();
     let period = &report.period;
@@ -464,7 +463,7 @@ fn UsageChart(report: crate::domain::report::UsageReport) -> impl IntoView {
         .iter()
         .enumerate()
         .map(|(i, label)| {
-            let class = if grouped.has_others && i + 1 == grouped.groups.len() {
+            let class = if *label == GroupLabel::Others {
                 "series-others".to_owned()
             } else {
                 format!("series-{i}")

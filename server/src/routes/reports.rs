@@ -13,8 +13,7 @@ use axum::response::{IntoResponse, Response};
 use berth_app::domain::money::{Currency, Money};
 use berth_app::domain::problem::Problem;
 use berth_app::domain::report::{
-    BookingFact, FleetDay, FleetReport, GroupLabel, PeriodChoice, ReportQuery, ReportRow, Totals,
-    UsageReport,
+    BookingFact, FleetDay, FleetReport, GroupLabel, ReportQuery, ReportRow, Totals, UsageReport,
 };
 use berth_app::error::AppError;
 use berth_app::server::auth::actor::Actor;
@@ -140,22 +139,8 @@ pub async fn fleet(
     let explain = |err| berth_app::server::state::explained_for(err, &headers, &state);
     let params = params(query).map_err(explain)?;
     let format = format_of(params.format.as_deref()).map_err(explain)?;
-    let choice = PeriodChoice::parse(
-        params.period.as_deref(),
-        params.from.as_deref(),
-        params.to.as_deref(),
-    );
-    let choice = match choice {
-        Ok(choice) => choice,
-        // The same checks and messages as the usage report's.
-        Err(_) => {
-            return Err(explain(
-                reports::parse_query(&params.raw())
-                    .err()
-                    .unwrap_or(AppError::Internal),
-            ));
-        }
-    };
+    // The same parameters and checks as the usage report's (the fleet view uses the period).
+    let choice = reports::parse_query(&params.raw()).map_err(explain)?.period;
     let idle_table = match params.table.as_deref().map(str::trim) {
         None | Some("" | "days") => false,
         Some("idle") => true,
@@ -226,6 +211,7 @@ fn label(label: &GroupLabel, personal: &str) -> String {
     match label {
         GroupLabel::Name(name) => name.clone(),
         GroupLabel::Personal => personal.to_owned(),
+        GroupLabel::Others => String::new(),
     }
 }
 

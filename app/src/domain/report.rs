@@ -526,24 +526,42 @@ pub struct GroupedDays {
 
 /// Splits each booking's reserved time over the period's local days, per group.
 pub fn grouped_days(facts: &[BookingFact], by: GroupBy, period: &Period) -> GroupedDays {
-    let mut by_hours: Vec<(String, GroupLabel, i64)> = Vec::new();
-    for fact in facts {
-        let (key, label) = fact.group(by);
-        let minutes = fact.share_minutes_within(period.from, period.to);
-        match by_hours.iter_mut().find(|g| g.0 == key) {
-            Some(entry) => entry.2 += minutes,
-            None => by_hours.push((key, label, minutes)),
-        }
+    // Each booking's group, worked out once: (key, label, share-minutes in the period).
+    let keyed: Vec<(String, GroupLabel)> = facts.iter().map(|fact| fact.group(by)).collect();
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut by_hours: Vec<(&str, &GroupLabel, i64)> = Vec::new();
+    let mut group_of: Vec<usize> = Vec::with_capacity(facts.len());
+    for (fact, (key, label)) in facts.iter().zip(&keyed) {
+        let at = *index.entry(key.as_str()).or_insert_with(|| {
+            by_hours.push((key.as_str(), label, 0));
+            by_hours.len() - 1
+        });
+        by_hours[at].2 += fact.share_minutes_within(period.from, period.to);
+        group_of.push(at);
     }
-    by_hours.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
-    let has_others = by_hours.len() > CHART_GROUPS;
+    let mut order: Vec<usize> = (0..by_hours.len()).collect();
+    order.sort_by(|&a, &b| {
+        by_hours[b]
+            .2
+            .cmp(&by_hours[a].2)
+            .then_with(|| by_hours[a].0.cmp(by_hours[b].0))
+    });
+    let has_others = order.len() > CHART_GROUPS;
     let shown = if has_others {
         CHART_GROUPS - 1
     } else {
-        by_hours.len()
+        order.len()
     };
-    let keys: Vec<String> = by_hours.iter().take(shown).map(|g| g.0.clone()).collect();
-    let mut groups: Vec<GroupLabel> = by_hours.iter().take(shown).map(|g| g.1.clone()).collect();
+    // The chart slot of each group: its rank among the largest, else "others" (the last slot).
+    let mut slot_of = vec![shown; by_hours.len()];
+    for (rank, group) in order.iter().take(shown).enumerate() {
+        slot_of[*group] = rank;
+    }
+    let mut groups: Vec<GroupLabel> = order
+        .iter()
+        .take(shown)
+        .map(|group| by_hours[*group].1.clone())
+        .collect();
     if has_others {
         groups.push(GroupLabel::Others);
     }
@@ -554,17 +572,12 @@ pub fn grouped_days(facts: &[BookingFact], by: GroupBy, period: &Period) -> Grou
             let mut share_minutes = vec![0_i64; groups.len()];
             let mut util_weight = 0.0;
             let mut util_sum = 0.0;
-            for fact in facts {
+            for (n, fact) in facts.iter().enumerate() {
                 let within = fact.share_minutes_within(from, to);
                 if within == 0 {
                     continue;
                 }
-                let (key, _) = fact.group(by);
-                let slot = keys
-                    .iter()
-                    .position(|k| *k == key)
-                    .unwrap_or(groups.len().saturating_sub(1));
-                share_minutes[slot] += within;
+                share_minutes[slot_of[group_of[n]]] += within;
                 if let Some(average) = fact.usage.average() {
                     #[expect(clippy::cast_precision_loss, reason = "minutes in a day")]
                     let weight = within as f64;

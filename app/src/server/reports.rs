@@ -197,12 +197,10 @@ pub async fn fleet_report(
     let gpus = db::reports::gpu_lives(&state.db).await?;
     let held = db::reports::held_in(&state.db, period.from, period.to).await?;
     let hours = db::reports::fleet_hours(&state.db, period.from, period.to).await?;
-    let facts =
-        db::reports::booking_facts(&state.db, period.from, period.to, Scope::All, actor.user.id)
-            .await?;
+    let idle = db::reports::most_idle(&state.db, period.from, period.to, TOP_IDLE).await?;
     Ok(FleetReport {
         days: fleet_days(&period, &gpus, &held, &hours),
-        top_idle: top_idle(&facts, TOP_IDLE),
+        top_idle: top_idle(&idle, TOP_IDLE),
         period,
         idle_threshold: state.portal.telemetry.idle_util_percent,
     })

@@ -10,7 +10,9 @@ use crate::teams::{H100, send, team_balance};
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
 use berth_app::server::auth::tokens;
 use berth_app::server::db;
-use berth_app::server::entity::{gpu, gpu_sample, reservation, reservation_gpu};
+use berth_app::server::entity::{
+    gpu, gpu_sample, reservation, reservation_gpu, reservation_usage,
+};
 use berth_app::server::state::TelemetrySettings;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use reqwest::Method;
@@ -585,8 +587,105 @@ async fn periods_follow_the_time_zone_across_a_clock_change(backend: Backend) {
     app.stop().await;
 }
 
+/// The fleet view's idle list: the ten bookings of the period with the most idle reserved time
+/// (idle minutes over all their GPUs × their share), most first, earlier start first on a tie;
+/// bookings without idle time and bookings outside the period are not listed.
+async fn the_fleet_lists_the_ten_most_idle_bookings(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = platform_admin(&app).await;
+    let (_, owner) = person(&app, "ana@example.com", "Ana", false).await;
+    let gpus = gpu::Entity::find().all(&app.db).await.unwrap();
+    let (first, second) = (&gpus[0], &gpus[1]);
+    let usage = |reservation: i64, gpu: i64, idle: i64| reservation_usage::ActiveModel {
+        reservation_id: Set(reservation),
+        gpu_id: Set(gpu),
+        measured_minutes: Set(120),
+        idle_minutes: Set(idle),
+        util_sum: Set(50.0 * 120.0),
+    };
+    // (day of November, idle minutes, quarters): the same idle time on the 5th and the 7th
+    // (the 5th first); a half GPU idle for 100 minutes weighs as much as a whole one idle for
+    // 50 (the booking on two GPUs, below: the 8th comes first).
+    let bookings: [(u32, i64, i16); 14] = [
+        (2, 30, 4),
+        (3, 0, 4),
+        (4, 45, 4),
+        (5, 60, 4),
+        (6, 10, 4),
+        (7, 60, 4),
+        (8, 100, 2),
+        (9, 5, 4),
+        (10, 90, 4),
+        (11, 15, 4),
+        (12, 25, 4),
+        (13, 40, 4),
+        (14, 35, 4),
+        (15, 20, 4),
+    ];
+    let mut expected: Vec<(i64, i64, u32)> = Vec::new();
+    for (day, idle, quarters) in bookings {
+        let start = Utc.with_ymd_and_hms(2026, 11, day, 8, 0, 0).unwrap();
+        let id = past_booking(&app.db, owner, first, start, 2).await;
+        app.db
+            .execute_unprepared(&format!(
+                "UPDATE reservations SET quarters = {quarters} WHERE id = {id}"
+            ))
+            .await
+            .unwrap();
+        reservation_usage::Entity::insert(usage(id, first.id, idle))
+            .exec_without_returning(&app.db)
+            .await
+            .unwrap();
+        if idle > 0 {
+            expected.push((id, idle * i64::from(quarters), day));
+        }
+    }
+    // Two GPUs: their idle minutes add up (20 + 30 = 50, the fourth largest).
+    let start = Utc.with_ymd_and_hms(2026, 11, 20, 8, 0, 0).unwrap();
+    let both = past_booking(&app.db, owner, first, start, 2).await;
+    for (gpu, idle) in [(first.id, 20), (second.id, 30)] {
+        reservation_usage::Entity::insert(usage(both, gpu, idle))
+            .exec_without_returning(&app.db)
+            .await
+            .unwrap();
+    }
+    expected.push((both, 50 * 4, 20));
+    // October's idlest booking is not November's.
+    let october = past_booking(
+        &app.db,
+        owner,
+        first,
+        Utc.with_ymd_and_hms(2026, 10, 30, 8, 0, 0).unwrap(),
+        2,
+    )
+    .await;
+    reservation_usage::Entity::insert(usage(october, first.id, 120))
+        .exec_without_returning(&app.db)
+        .await
+        .unwrap();
+
+    expected.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
+    let expected: Vec<i64> = expected.iter().take(10).map(|e| e.0).collect();
+    let (status, fleet) = get(
+        &app,
+        &platform,
+        "/api/v1/reports/fleet?from=2026-11-01&to=2026-11-30&tz=UTC",
+    )
+    .await;
+    assert_eq!(status, 200, "{fleet}");
+    let listed: Vec<i64> = fleet["top_idle"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["reservation_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(listed, expected, "{fleet}");
+    app.stop().await;
+}
+
 crate::on_both_backends!(
     totals_equal_the_ledger_and_the_telemetry,
     each_viewer_sees_only_what_they_may,
     periods_follow_the_time_zone_across_a_clock_change,
+    the_fleet_lists_the_ten_most_idle_bookings,
 );

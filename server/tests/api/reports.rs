@@ -10,9 +10,7 @@ use crate::teams::{H100, send, team_balance};
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
 use berth_app::server::auth::tokens;
 use berth_app::server::db;
-use berth_app::server::entity::{
-    gpu, gpu_sample, reservation, reservation_gpu, reservation_usage,
-};
+use berth_app::server::entity::{gpu, gpu_sample, reservation, reservation_gpu, reservation_usage};
 use berth_app::server::state::TelemetrySettings;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use reqwest::Method;

@@ -638,7 +638,7 @@ fn FleetView(data: FleetPage, query: ReportQuery) -> impl IntoView {
             title=t_string!(i18n, report_fleet_chart_title).to_string()
             chart=bar_chart(&days, BarFrame::default())
             series
-            line_label=t_string!(i18n, report_chart_util_line).to_string()
+            line_label=t_string!(i18n, report_fleet_util_line).to_string()
         />
         <div class="table-scroll">
             <table class="report-table">

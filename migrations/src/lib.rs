@@ -22,6 +22,7 @@ mod m20261201_000014_team_wallets_budgets;
 mod m20261201_000015_quotas_priorities_approvals;
 mod m20261201_000016_usage_reports;
 mod m20261201_000017_ledger_by_reservation;
+mod m20261202_000018_booking_totals;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -48,6 +49,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000015_quotas_priorities_approvals::Migration),
             Box::new(m20261201_000016_usage_reports::Migration),
             Box::new(m20261201_000017_ledger_by_reservation::Migration),
+            Box::new(m20261202_000018_booking_totals::Migration),
         ]
     }
 }

@@ -728,6 +728,11 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 preemptible: Set(false),
                 approval_expires_at: Set(None),
                 displaced_offer: Set(None),
+                // What the ledger rows below hold: a charge of the price, refunded in full if
+                // cancelled.
+                gpu_count: Set(i32::try_from(count).expect("a few GPUs")),
+                charged_minor: Set(price),
+                refunded_minor: Set(if cancelled { price } else { 0 }),
             });
             for i in chosen {
                 holds.push((id, node_gpus[*i], start, end));

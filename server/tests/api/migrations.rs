@@ -263,8 +263,9 @@ async fn usage_starts_from_the_rollups_kept_when_migrating(backend: Backend) {
     .await
     .unwrap();
     let start = Utc.with_ymd_and_hms(2026, 11, 20, 10, 0, 0).unwrap();
-    let whole = crate::reports::past_booking(&conn, owner.id, &gpus[0], start, 2).await;
-    let cut = crate::reports::past_booking(&conn, owner.id, &gpus[1], start, 2).await;
+    let whole =
+        crate::reports::insert_past_booking(&conn, owner.id, &gpus[0], start, 2, false).await;
+    let cut = crate::reports::insert_past_booking(&conn, owner.id, &gpus[1], start, 2, false).await;
     // The second was cancelled an hour in.
     reservation::Entity::update_many()
         .col_expr(
@@ -339,7 +340,141 @@ async fn usage_starts_from_the_rollups_kept_when_migrating(backend: Backend) {
     let _ = conn.close().await;
 }
 
+async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
+    use berth_app::domain::ledger::{Account, TransactionKind};
+    use berth_app::domain::money::Money;
+    use berth_app::server::entity::gpu;
+    use sea_orm::ActiveValue::Set;
+    let database = TestDatabase::create(backend).await;
+    let conn = db::connect(&database.url).await.unwrap();
+    // The schema before bookings kept their totals: a booking on two GPUs charged 300 and
+    // refunded 100 (written in plain SQL, as that ledger did), one on a GPU never charged.
+    Migrator::up(&conn, Some(17)).await.unwrap();
+    let now = Utc::now();
+    let (node, new_gpus) = demo_fleet().remove(0);
+    db::inventory::insert_node_with_gpus(&conn, &node, &new_gpus, now)
+        .await
+        .unwrap();
+    let gpus = gpu::Entity::find().all(&conn).await.unwrap();
+    let owner = db::users::upsert_user(
+        &conn,
+        &NewUser {
+            email: Email::parse("ana@example.com").unwrap(),
+            name: UserName::parse("Ana").unwrap(),
+            role: PlatformRole::User,
+        },
+        now,
+    )
+    .await
+    .unwrap();
+    let start = Utc.with_ymd_and_hms(2026, 11, 20, 10, 0, 0).unwrap();
+    let paid =
+        crate::reports::insert_past_booking(&conn, owner.id, &gpus[0], start, 2, false).await;
+    reservation_gpu::Entity::insert(reservation_gpu::ActiveModel {
+        reservation_id: Set(paid),
+        gpu_id: Set(gpus[1].id),
+        start_at: Set(start),
+        end_at: Set(start + chrono::TimeDelta::hours(2)),
+    })
+    .exec_without_returning(&conn)
+    .await
+    .unwrap();
+    let free =
+        crate::reports::insert_past_booking(&conn, owner.id, &gpus[2], start, 2, false).await;
+    let query_i64 = |sql: String| {
+        let conn = &conn;
+        async move {
+            conn.query_one_raw(sea_orm::Statement::from_string(
+                conn.get_database_backend(),
+                sql,
+            ))
+            .await
+            .unwrap()
+            .unwrap()
+            .try_get::<i64>("", "n")
+            .unwrap()
+        }
+    };
+    conn.execute_unprepared(&format!(
+        "INSERT INTO ledger_accounts (kind, user_id, balance_minor, created_at) \
+         VALUES ('wallet', {}, 800, '{}')",
+        owner.id,
+        now.to_rfc3339()
+    ))
+    .await
+    .unwrap();
+    assert!(
+        db::ledger::create_account(&conn, Account::Revenue)
+            .await
+            .is_ok()
+    );
+    let wallet =
+        query_i64("SELECT id AS n FROM ledger_accounts WHERE kind = 'wallet'".into()).await;
+    let revenue =
+        query_i64("SELECT id AS n FROM ledger_accounts WHERE kind = 'revenue'".into()).await;
+    for (kind, amount) in [("charge", -300), ("refund", 100)] {
+        conn.execute_unprepared(&format!(
+            "INSERT INTO ledger_transactions (kind, user_id, reservation_id, reason, created_at) \
+             VALUES ('{kind}', {}, {paid}, '', '{}')",
+            owner.id,
+            now.to_rfc3339()
+        ))
+        .await
+        .unwrap();
+        let transaction = query_i64(format!(
+            "SELECT id AS n FROM ledger_transactions WHERE kind = '{kind}'"
+        ))
+        .await;
+        conn.execute_unprepared(&format!(
+            "INSERT INTO ledger_entries (transaction_id, account_id, amount_minor) \
+             VALUES ({transaction}, {wallet}, {amount}), ({transaction}, {revenue}, {})",
+            -amount
+        ))
+        .await
+        .unwrap();
+    }
+
+    Migrator::up(&conn, None).await.unwrap();
+    let totals = |id: i64| {
+        let conn = conn.clone();
+        async move {
+            let row = reservation::Entity::find_by_id(id)
+                .one(&conn)
+                .await
+                .unwrap()
+                .unwrap();
+            (row.gpu_count, row.charged_minor, row.refunded_minor)
+        }
+    };
+    assert_eq!(totals(paid).await, (2, 300, 100));
+    assert_eq!(totals(free).await, (1, 0, 0));
+    // From now on each refund posted for a booking adds to its total, in its transaction.
+    db::ledger::transfer(
+        &conn,
+        &db::ledger::TransactionRecord {
+            kind: TransactionKind::Refund,
+            user_id: Some(owner.id),
+            reservation_id: Some(paid),
+            reverses_id: None,
+            reason: "goodwill",
+            actor_id: None,
+            provider: None,
+            at: now,
+        },
+        Account::Revenue,
+        Account::Wallet(owner.id),
+        Money::from_minor(50),
+    )
+    .await
+    .unwrap();
+    assert_eq!(totals(paid).await, (2, 300, 150));
+    let audit = db::ledger::audit(&conn).await.unwrap();
+    assert!(audit.drifted_bookings.is_empty(), "{audit:?}");
+    let _ = conn.close().await;
+}
+
 crate::on_both_backends!(
+    booking_totals_start_from_the_ledger_when_migrating,
     usage_starts_from_the_rollups_kept_when_migrating,
     holds_get_their_reservations_window_when_migrating,
     the_ledger_survives_the_team_wallets_migration,

@@ -480,7 +480,21 @@ pub(crate) async fn past_booking(
     start: DateTime<Utc>,
     hours: i64,
 ) -> i64 {
+    insert_past_booking(db, owner, gpu, start, hours, true).await
+}
+
+/// [`past_booking`] in a schema before migration 18, which has no GPU count or money totals on
+/// bookings (`totals: false` leaves them out).
+pub(crate) async fn insert_past_booking(
+    db: &impl ConnectionTrait,
+    owner: i64,
+    gpu: &gpu::Model,
+    start: DateTime<Utc>,
+    hours: i64,
+    totals: bool,
+) -> i64 {
     let end = start + TimeDelta::hours(hours);
+    let total = |value: i64| if totals { Set(value) } else { NotSet };
     let row = reservation::ActiveModel {
         id: NotSet,
         owner_id: Set(owner),
@@ -503,6 +517,9 @@ pub(crate) async fn past_booking(
         preemptible: Set(false),
         approval_expires_at: Set(None),
         displaced_offer: Set(None),
+        gpu_count: if totals { Set(1) } else { NotSet },
+        charged_minor: total(0),
+        refunded_minor: total(0),
     };
     let id = reservation::Entity::insert(row)
         .exec(db)

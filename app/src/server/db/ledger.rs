@@ -155,7 +155,39 @@ pub async fn post(
     }))
     .exec_without_returning(db)
     .await?;
+    if let Some(reservation_id) = record.reservation_id {
+        add_to_booking_totals(db, reservation_id, record.kind, &resolved).await?;
+    }
     Ok(transaction)
+}
+
+/// Adds a charge's or refund's wallet side to the booking's running totals
+/// (`reservations.charged_minor`, `refunded_minor`, which cost reports read), in the posting's
+/// transaction, so they always equal the ledger's sums.
+async fn add_to_booking_totals(
+    db: &impl ConnectionTrait,
+    reservation_id: i64,
+    kind: TransactionKind,
+    entries: &[(Account, i64, Money)],
+) -> Result<(), DbErr> {
+    let wallet_side: i64 = entries
+        .iter()
+        .filter(|(account, _, _)| matches!(account, Account::Wallet(_) | Account::TeamWallet(_)))
+        .map(|(_, _, amount)| amount.minor())
+        .sum();
+    let (column, amount) = match kind {
+        TransactionKind::Charge => (reservation::Column::ChargedMinor, -wallet_side),
+        TransactionKind::Refund => (reservation::Column::RefundedMinor, wallet_side),
+        TransactionKind::Grant | TransactionKind::Deduct => return Ok(()),
+    };
+    if amount != 0 {
+        reservation::Entity::update_many()
+            .col_expr(column, Expr::col(column).add(amount))
+            .filter(reservation::Column::Id.eq(reservation_id))
+            .exec(db)
+            .await?;
+    }
+    Ok(())
 }
 
 /// Moves `amount` from `from` to `to` as one transaction described by `record`.
@@ -454,6 +486,9 @@ pub struct Audit {
     pub drifted_wallets: Vec<i64>,
     /// Wallets below zero.
     pub negative_wallets: Vec<i64>,
+    /// Reservations whose kept totals (`charged_minor`, `refunded_minor`) differ from the wallet
+    /// side of their charges and refunds in the ledger.
+    pub drifted_bookings: Vec<i64>,
     /// Number of transactions.
     pub transactions: u64,
 }
@@ -465,6 +500,7 @@ impl Audit {
             && self.unbalanced_transactions.is_empty()
             && self.drifted_wallets.is_empty()
             && self.negative_wallets.is_empty()
+            && self.drifted_bookings.is_empty()
     }
 }
 
@@ -515,11 +551,26 @@ pub async fn audit(db: &impl ConnectionTrait) -> Result<Audit, DbErr> {
     ))
     .all(db)
     .await?;
+    let drifted_bookings = IdRow::find_by_statement(ids("SELECT r.id AS id FROM reservations r \
+         LEFT JOIN (SELECT t.reservation_id AS rid, \
+         SUM(CASE WHEN t.kind = 'charge' THEN -e.amount_minor ELSE 0 END) AS charged, \
+         SUM(CASE WHEN t.kind = 'refund' THEN e.amount_minor ELSE 0 END) AS refunded \
+         FROM ledger_transactions t \
+         JOIN ledger_entries e ON e.transaction_id = t.id \
+         JOIN ledger_accounts a ON a.id = e.account_id \
+         WHERE t.reservation_id IS NOT NULL AND t.kind IN ('charge', 'refund') \
+         AND a.kind IN ('wallet', 'team_wallet') \
+         GROUP BY t.reservation_id) m ON m.rid = r.id \
+         WHERE r.charged_minor <> COALESCE(m.charged, 0) \
+         OR r.refunded_minor <> COALESCE(m.refunded, 0)"))
+    .all(db)
+    .await?;
     Ok(Audit {
         total_minor: total,
         unbalanced_transactions: collect(unbalanced),
         drifted_wallets: collect(drifted),
         negative_wallets: collect(negative),
+        drifted_bookings: collect(drifted_bookings),
         transactions: u64::try_from(transactions).unwrap_or(0),
     })
 }

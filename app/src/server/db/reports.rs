@@ -1,14 +1,12 @@
-//! What cost reports read: the bookings that start in a period with their GPUs, the telemetry
-//! measured while they ran (`reservation_usage`), the money charged and refunded for them (the
-//! wallet side of the ledger), and for the fleet view the GPUs' lives, every booking held in the
+//! What cost reports read: the bookings that start in a period with their GPU counts and the
+//! money charged and refunded for them (kept on each booking with every charge and refund, equal
+//! to the wallet side of the ledger), the telemetry measured while they ran
+//! (`reservation_usage`), and for the fleet view the GPUs' lives, every booking held in the
 //! period and the fleet's hourly telemetry. A handful of set queries, whatever the period's size.
 
 use super::telemetry::{from_ms, to_ms};
 use crate::domain::report::{BookingFact, FleetHour, GpuLife, Scope, Usage};
-use crate::server::entity::{
-    fleet_usage_hour, gpu, ledger_account, ledger_entry, ledger_transaction, node, reservation,
-    reservation_gpu, reservation_usage, team,
-};
+use crate::server::entity::{fleet_usage_hour, gpu, node, reservation, reservation_usage, team};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Alias, Condition, Expr, ExprTrait, Query, SelectStatement};
 use sea_orm::{
@@ -118,6 +116,9 @@ struct BookingRow {
     start_at: DateTime<Utc>,
     end_at: DateTime<Utc>,
     cancelled_at: Option<DateTime<Utc>>,
+    gpu_count: i32,
+    charged_minor: i64,
+    refunded_minor: i64,
 }
 
 /// The facts of the bookings that meet `condition` (on `reservations`), oldest first.
@@ -137,6 +138,9 @@ async fn facts_where(
             reservation::Column::StartAt,
             reservation::Column::EndAt,
             reservation::Column::CancelledAt,
+            reservation::Column::GpuCount,
+            reservation::Column::ChargedMinor,
+            reservation::Column::RefundedMinor,
         ])
         .filter(condition.clone())
         .into_model::<BookingRow>()
@@ -145,32 +149,9 @@ async fn facts_where(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let condition = || condition.clone();
-
-    // GPUs per reservation.
-    let mut gpus: HashMap<i64, u32> = HashMap::new();
-    let mut select = joined_to_reservations(Alias::new("reservation_gpus"), condition());
-    select
-        .expr_as(
-            Expr::col((
-                reservation_gpu::Entity,
-                reservation_gpu::Column::ReservationId,
-            )),
-            Alias::new("rid"),
-        )
-        .expr_as(Expr::cust("COUNT(*)"), Alias::new("n"))
-        .group_by_col((
-            reservation_gpu::Entity,
-            reservation_gpu::Column::ReservationId,
-        ));
-    for row in db.query_all(&select).await? {
-        let n: i64 = row.try_get("", "n")?;
-        gpus.insert(row.try_get("", "rid")?, u32::try_from(n).unwrap_or(0));
-    }
-
     // Telemetry per reservation, over its GPUs.
     let mut usage: HashMap<i64, Usage> = HashMap::new();
-    let mut select = joined_to_reservations(Alias::new("reservation_usage"), condition());
+    let mut select = joined_to_reservations(Alias::new("reservation_usage"), condition.clone());
     select
         .expr_as(
             Expr::col((
@@ -206,60 +187,6 @@ async fn facts_where(
         );
     }
 
-    // Money: the wallet side of each reservation's charges (negative) and refunds (positive).
-    let mut money: HashMap<i64, (i64, i64)> = HashMap::new();
-    let mut select = joined_to_reservations(Alias::new("ledger_transactions"), condition());
-    select
-        .inner_join(
-            ledger_entry::Entity,
-            Expr::col((ledger_entry::Entity, ledger_entry::Column::TransactionId))
-                .equals((ledger_transaction::Entity, ledger_transaction::Column::Id)),
-        )
-        .inner_join(
-            ledger_account::Entity,
-            Expr::col((ledger_account::Entity, ledger_account::Column::Id))
-                .equals((ledger_entry::Entity, ledger_entry::Column::AccountId)),
-        )
-        .and_where(
-            Expr::col((ledger_account::Entity, ledger_account::Column::Kind))
-                .is_in(["wallet", "team_wallet"]),
-        )
-        .and_where(
-            Expr::col((ledger_transaction::Entity, ledger_transaction::Column::Kind))
-                .is_in(["charge", "refund"]),
-        )
-        .expr_as(
-            Expr::col((
-                ledger_transaction::Entity,
-                ledger_transaction::Column::ReservationId,
-            )),
-            Alias::new("rid"),
-        )
-        .expr_as(
-            Expr::col((ledger_transaction::Entity, ledger_transaction::Column::Kind)),
-            Alias::new("kind"),
-        )
-        .expr_as(
-            Expr::cust("CAST(SUM(ledger_entries.amount_minor) AS BIGINT)"),
-            Alias::new("amount"),
-        )
-        .group_by_col((
-            ledger_transaction::Entity,
-            ledger_transaction::Column::ReservationId,
-        ))
-        .group_by_col((ledger_transaction::Entity, ledger_transaction::Column::Kind));
-    for row in db.query_all(&select).await? {
-        let rid: i64 = row.try_get("", "rid")?;
-        let kind: String = row.try_get("", "kind")?;
-        let amount: i64 = row.try_get("", "amount")?;
-        let entry = money.entry(rid).or_default();
-        if kind == "charge" {
-            entry.0 -= amount;
-        } else {
-            entry.1 += amount;
-        }
-    }
-
     let mut owner_ids: Vec<i64> = rows.iter().map(|r| r.owner_id).collect();
     owner_ids.sort_unstable();
     owner_ids.dedup();
@@ -285,32 +212,29 @@ async fn facts_where(
 
     let mut facts: Vec<BookingFact> = rows
         .into_iter()
-        .map(|row| {
-            let (charged_minor, refunded_minor) = money.get(&row.id).copied().unwrap_or_default();
-            BookingFact {
-                id: row.id,
-                owner_id: row.owner_id,
-                owner_name: owners
-                    .get(&row.owner_id)
-                    .cloned()
-                    .unwrap_or_else(|| format!("#{}", row.owner_id)),
-                team_id: row.team_id,
-                team_name: row.team_id.and_then(|id| teams.get(&id).cloned()),
-                node: nodes
-                    .get(&row.node_id)
-                    .cloned()
-                    .unwrap_or_else(|| format!("#{}", row.node_id)),
-                model: row.model,
-                start: row.start_at,
-                held_until: row
-                    .cancelled_at
-                    .map_or(row.end_at, |c| Ord::min(c, row.end_at)),
-                gpus: gpus.get(&row.id).copied().unwrap_or(0),
-                quarters: u32::try_from(row.quarters).unwrap_or(4),
-                charged_minor,
-                refunded_minor,
-                usage: usage.get(&row.id).copied().unwrap_or_default(),
-            }
+        .map(|row| BookingFact {
+            id: row.id,
+            owner_id: row.owner_id,
+            owner_name: owners
+                .get(&row.owner_id)
+                .cloned()
+                .unwrap_or_else(|| format!("#{}", row.owner_id)),
+            team_id: row.team_id,
+            team_name: row.team_id.and_then(|id| teams.get(&id).cloned()),
+            node: nodes
+                .get(&row.node_id)
+                .cloned()
+                .unwrap_or_else(|| format!("#{}", row.node_id)),
+            model: row.model,
+            start: row.start_at,
+            held_until: row
+                .cancelled_at
+                .map_or(row.end_at, |c| Ord::min(c, row.end_at)),
+            gpus: u32::try_from(row.gpu_count).unwrap_or(0),
+            quarters: u32::try_from(row.quarters).unwrap_or(4),
+            charged_minor: row.charged_minor,
+            refunded_minor: row.refunded_minor,
+            usage: usage.get(&row.id).copied().unwrap_or_default(),
         })
         .collect();
     facts.sort_by_key(|f| (f.start, f.id));
@@ -346,38 +270,33 @@ pub async fn held_in(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>, i64)>, DbErr> {
-    let col = |c: reservation::Column| Expr::col((reservation::Entity, c));
-    let mut select = joined_to_reservations(
-        Alias::new("reservation_gpus"),
-        Condition::all()
-            .add(col(reservation::Column::StartAt).lt(to))
-            .add(col(reservation::Column::EndAt).gt(from))
-            .add(col(reservation::Column::PaymentStatus).ne("awaiting_approval")),
+    type Held = (
+        DateTime<Utc>,
+        DateTime<Utc>,
+        Option<DateTime<Utc>>,
+        i16,
+        i32,
     );
-    select
-        .expr_as(col(reservation::Column::StartAt), Alias::new("start_at"))
-        .expr_as(col(reservation::Column::EndAt), Alias::new("end_at"))
-        .expr_as(
-            col(reservation::Column::CancelledAt),
-            Alias::new("cancelled_at"),
-        )
-        .expr_as(col(reservation::Column::Quarters), Alias::new("quarters"))
-        .expr_as(Expr::cust("COUNT(*)"), Alias::new("n"))
-        .group_by_col((reservation::Entity, reservation::Column::Id))
-        .group_by_col((reservation::Entity, reservation::Column::StartAt))
-        .group_by_col((reservation::Entity, reservation::Column::EndAt))
-        .group_by_col((reservation::Entity, reservation::Column::CancelledAt))
-        .group_by_col((reservation::Entity, reservation::Column::Quarters));
+    let rows: Vec<Held> = reservation::Entity::find()
+        .select_only()
+        .columns([
+            reservation::Column::StartAt,
+            reservation::Column::EndAt,
+            reservation::Column::CancelledAt,
+            reservation::Column::Quarters,
+            reservation::Column::GpuCount,
+        ])
+        .filter(reservation::Column::StartAt.lt(to))
+        .filter(reservation::Column::EndAt.gt(from))
+        .filter(reservation::Column::PaymentStatus.ne("awaiting_approval"))
+        .into_tuple()
+        .all(db)
+        .await?;
     let mut held = Vec::new();
-    for row in db.query_all(&select).await? {
-        let start: DateTime<Utc> = row.try_get("", "start_at")?;
-        let end: DateTime<Utc> = row.try_get("", "end_at")?;
-        let cancelled: Option<DateTime<Utc>> = row.try_get("", "cancelled_at")?;
-        let quarters: i16 = row.try_get("", "quarters")?;
-        let n: i64 = row.try_get("", "n")?;
+    for (start, end, cancelled, quarters, gpus) in rows {
         let until = cancelled.map_or(end, |c| Ord::min(c, end));
-        if until > start {
-            held.push((start, until, n * i64::from(quarters)));
+        if until > start && gpus > 0 {
+            held.push((start, until, i64::from(gpus) * i64::from(quarters)));
         }
     }
     Ok(held)

@@ -681,6 +681,9 @@ async fn try_book(
         preemptible: Set(preemptible),
         approval_expires_at: Set(approval_until),
         displaced_offer: Set(None),
+        gpu_count: Set(i32::try_from(chosen.len()).unwrap_or(i32::MAX)),
+        charged_minor: Set(0),
+        refunded_minor: Set(0),
         ..Default::default()
     }
     .insert(&txn)

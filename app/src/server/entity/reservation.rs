@@ -50,6 +50,12 @@ pub struct Model {
     pub approval_expires_at: Option<DateTimeUtc>,
     /// Once displaced: the nearest free window offered to its owner (a `SlotOffer` as JSON).
     pub displaced_offer: Option<String>,
+    /// How many GPUs it holds (its `reservation_gpus` rows), kept for reports.
+    pub gpu_count: i32,
+    /// What its charges took from the paying wallet, minor units (kept with each charge).
+    pub charged_minor: i64,
+    /// What its refunds gave back to the paying wallet, minor units (kept with each refund).
+    pub refunded_minor: i64,
 }
 
 /// Relations of `reservations`.

@@ -470,6 +470,14 @@ async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
     assert_eq!(totals(paid).await, (2, 300, 150));
     let audit = db::ledger::audit(&conn).await.unwrap();
     assert!(audit.drifted_bookings.is_empty(), "{audit:?}");
+    // A total that no longer equals the ledger is found.
+    conn.execute_unprepared(&format!(
+        "UPDATE reservations SET charged_minor = 299 WHERE id = {paid}"
+    ))
+    .await
+    .unwrap();
+    let audit = db::ledger::audit(&conn).await.unwrap();
+    assert_eq!(audit.drifted_bookings, vec![paid], "{audit:?}");
     let _ = conn.close().await;
 }
 

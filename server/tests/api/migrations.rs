@@ -237,20 +237,28 @@ async fn the_ledger_survives_the_team_wallets_migration(backend: Backend) {
     let _ = conn.close().await;
 }
 
-async fn usage_starts_from_the_rollups_kept_when_migrating(backend: Backend) {
-    use berth_app::server::entity::{fleet_usage_hour, gpu, gpu_rollup, reservation_usage};
-    use chrono::TimeDelta;
-    use sea_orm::ActiveValue::Set;
+/// A new database migrated up to `version` holding the first demo node's GPUs and a user, Ana.
+async fn with_a_fleet_at(
+    backend: Backend,
+    version: u32,
+) -> (
+    TestDatabase,
+    sea_orm::DatabaseConnection,
+    Vec<berth_app::server::entity::gpu::Model>,
+    berth_app::domain::user::UserSummary,
+) {
     let database = TestDatabase::create(backend).await;
     let conn = db::connect(&database.url).await.unwrap();
-    // The schema before the usage tables, with two bookings and their GPUs' rollups.
-    Migrator::up(&conn, Some(15)).await.unwrap();
+    Migrator::up(&conn, Some(version)).await.unwrap();
     let now = Utc::now();
     let (node, new_gpus) = demo_fleet().remove(0);
     db::inventory::insert_node_with_gpus(&conn, &node, &new_gpus, now)
         .await
         .unwrap();
-    let gpus = gpu::Entity::find().all(&conn).await.unwrap();
+    let gpus = berth_app::server::entity::gpu::Entity::find()
+        .all(&conn)
+        .await
+        .unwrap();
     let owner = db::users::upsert_user(
         &conn,
         &NewUser {
@@ -262,6 +270,15 @@ async fn usage_starts_from_the_rollups_kept_when_migrating(backend: Backend) {
     )
     .await
     .unwrap();
+    (database, conn, gpus, owner)
+}
+
+async fn usage_starts_from_the_rollups_kept_when_migrating(backend: Backend) {
+    use berth_app::server::entity::{fleet_usage_hour, gpu_rollup, reservation_usage};
+    use chrono::TimeDelta;
+    use sea_orm::ActiveValue::Set;
+    // The schema before the usage tables, with two bookings and their GPUs' rollups.
+    let (_database, conn, gpus, owner) = with_a_fleet_at(backend, 15).await;
     let start = Utc.with_ymd_and_hms(2026, 11, 20, 10, 0, 0).unwrap();
     let whole =
         crate::reports::insert_past_booking(&conn, owner.id, &gpus[0], start, 2, false).await;
@@ -343,30 +360,11 @@ async fn usage_starts_from_the_rollups_kept_when_migrating(backend: Backend) {
 async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
     use berth_app::domain::ledger::{Account, TransactionKind};
     use berth_app::domain::money::Money;
-    use berth_app::server::entity::gpu;
     use sea_orm::ActiveValue::Set;
-    let database = TestDatabase::create(backend).await;
-    let conn = db::connect(&database.url).await.unwrap();
     // The schema before bookings kept their totals: a booking on two GPUs charged 300 and
     // refunded 100 (written in plain SQL, as that ledger did), one on a GPU never charged.
-    Migrator::up(&conn, Some(17)).await.unwrap();
+    let (_database, conn, gpus, owner) = with_a_fleet_at(backend, 17).await;
     let now = Utc::now();
-    let (node, new_gpus) = demo_fleet().remove(0);
-    db::inventory::insert_node_with_gpus(&conn, &node, &new_gpus, now)
-        .await
-        .unwrap();
-    let gpus = gpu::Entity::find().all(&conn).await.unwrap();
-    let owner = db::users::upsert_user(
-        &conn,
-        &NewUser {
-            email: Email::parse("ana@example.com").unwrap(),
-            name: UserName::parse("Ana").unwrap(),
-            role: PlatformRole::User,
-        },
-        now,
-    )
-    .await
-    .unwrap();
     let start = Utc.with_ymd_and_hms(2026, 11, 20, 10, 0, 0).unwrap();
     let paid =
         crate::reports::insert_past_booking(&conn, owner.id, &gpus[0], start, 2, false).await;

@@ -124,6 +124,19 @@ async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
 /// Team wallets change the ledger's CHECK constraints (SQLite rebuilds `ledger_accounts`): the
 /// accounts, their ids and balances and every entry survive, the books still balance, and the
 /// new rules hold afterwards.
+/// The column `n` of the one row `sql` answers.
+async fn query_i64(conn: &sea_orm::DatabaseConnection, sql: &str) -> i64 {
+    conn.query_one_raw(sea_orm::Statement::from_string(
+        conn.get_database_backend(),
+        sql.to_owned(),
+    ))
+    .await
+    .unwrap()
+    .unwrap()
+    .try_get::<i64>("", "n")
+    .unwrap()
+}
+
 async fn the_ledger_survives_the_team_wallets_migration(backend: Backend) {
     let database = TestDatabase::create(backend).await;
     let conn = db::connect(&database.url).await.unwrap();
@@ -140,21 +153,6 @@ async fn the_ledger_survives_the_team_wallets_migration(backend: Backend) {
     )
     .await
     .unwrap();
-    let query_i64 = |sql: &str| {
-        let conn = &conn;
-        let sql = sql.to_owned();
-        async move {
-            conn.query_one_raw(sea_orm::Statement::from_string(
-                conn.get_database_backend(),
-                sql,
-            ))
-            .await
-            .unwrap()
-            .unwrap()
-            .try_get::<i64>("", "n")
-            .unwrap()
-        }
-    };
     // A grant of 500 as the ledger of migration 9 wrote it, in plain SQL.
     conn.execute_unprepared(&format!(
         "INSERT INTO ledger_accounts (kind, user_id, balance_minor, created_at) \
@@ -164,8 +162,16 @@ async fn the_ledger_survives_the_team_wallets_migration(backend: Backend) {
     ))
     .await
     .unwrap();
-    let wallet = query_i64("SELECT id AS n FROM ledger_accounts WHERE kind = 'wallet'").await;
-    let funding = query_i64("SELECT id AS n FROM ledger_accounts WHERE kind = 'funding'").await;
+    let wallet = query_i64(
+        &conn,
+        "SELECT id AS n FROM ledger_accounts WHERE kind = 'wallet'",
+    )
+    .await;
+    let funding = query_i64(
+        &conn,
+        "SELECT id AS n FROM ledger_accounts WHERE kind = 'funding'",
+    )
+    .await;
     conn.execute_unprepared(&format!(
         "INSERT INTO ledger_transactions (kind, user_id, reason, created_at) \
          VALUES ('grant', {}, 'before teams', '{}')",
@@ -174,7 +180,7 @@ async fn the_ledger_survives_the_team_wallets_migration(backend: Backend) {
     ))
     .await
     .unwrap();
-    let transaction = query_i64("SELECT id AS n FROM ledger_transactions").await;
+    let transaction = query_i64(&conn, "SELECT id AS n FROM ledger_transactions").await;
     conn.execute_unprepared(&format!(
         "INSERT INTO ledger_entries (transaction_id, account_id, amount_minor) \
          VALUES ({transaction}, {funding}, -500), ({transaction}, {wallet}, 500)"
@@ -184,7 +190,11 @@ async fn the_ledger_survives_the_team_wallets_migration(backend: Backend) {
 
     Migrator::up(&conn, None).await.unwrap();
     assert_eq!(
-        query_i64("SELECT id AS n FROM ledger_accounts WHERE kind = 'wallet'").await,
+        query_i64(
+            &conn,
+            "SELECT id AS n FROM ledger_accounts WHERE kind = 'wallet'"
+        )
+        .await,
         wallet,
         "ids kept"
     );
@@ -196,7 +206,7 @@ async fn the_ledger_survives_the_team_wallets_migration(backend: Backend) {
         500
     );
     assert_eq!(
-        query_i64("SELECT COUNT(*) AS n FROM ledger_entries").await,
+        query_i64(&conn, "SELECT COUNT(*) AS n FROM ledger_entries").await,
         2
     );
     assert!(db::ledger::audit(&conn).await.unwrap().is_clean());
@@ -379,20 +389,6 @@ async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
     .unwrap();
     let free =
         crate::reports::insert_past_booking(&conn, owner.id, &gpus[2], start, 2, false).await;
-    let query_i64 = |sql: String| {
-        let conn = &conn;
-        async move {
-            conn.query_one_raw(sea_orm::Statement::from_string(
-                conn.get_database_backend(),
-                sql,
-            ))
-            .await
-            .unwrap()
-            .unwrap()
-            .try_get::<i64>("", "n")
-            .unwrap()
-        }
-    };
     conn.execute_unprepared(&format!(
         "INSERT INTO ledger_accounts (kind, user_id, balance_minor, created_at) \
          VALUES ('wallet', {}, 800, '{}')",
@@ -406,10 +402,16 @@ async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
             .await
             .is_ok()
     );
-    let wallet =
-        query_i64("SELECT id AS n FROM ledger_accounts WHERE kind = 'wallet'".into()).await;
-    let revenue =
-        query_i64("SELECT id AS n FROM ledger_accounts WHERE kind = 'revenue'".into()).await;
+    let wallet = query_i64(
+        &conn,
+        "SELECT id AS n FROM ledger_accounts WHERE kind = 'wallet'",
+    )
+    .await;
+    let revenue = query_i64(
+        &conn,
+        "SELECT id AS n FROM ledger_accounts WHERE kind = 'revenue'",
+    )
+    .await;
     for (kind, amount) in [("charge", -300), ("refund", 100)] {
         conn.execute_unprepared(&format!(
             "INSERT INTO ledger_transactions (kind, user_id, reservation_id, reason, created_at) \
@@ -419,9 +421,10 @@ async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
         ))
         .await
         .unwrap();
-        let transaction = query_i64(format!(
-            "SELECT id AS n FROM ledger_transactions WHERE kind = '{kind}'"
-        ))
+        let transaction = query_i64(
+            &conn,
+            &format!("SELECT id AS n FROM ledger_transactions WHERE kind = '{kind}'"),
+        )
         .await;
         conn.execute_unprepared(&format!(
             "INSERT INTO ledger_entries (transaction_id, account_id, amount_minor) \

@@ -27,14 +27,20 @@ pub async fn get_calendar(
             let actor = require_actor().await?;
             let state = state::app_state()?;
             let start = match start.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-                Some(raw) => Some(raw.parse::<chrono::NaiveDate>().map_err(|_| {
-                    AppError::invalid(
-                        "start",
-                        crate::domain::problem::Problem::NotADate {
-                            raw: raw.to_owned(),
-                        },
+                Some(raw) => {
+                    let day = raw.parse::<chrono::NaiveDate>().map_err(|_| {
+                        AppError::invalid(
+                            "start",
+                            crate::domain::problem::Problem::NotADate {
+                                raw: raw.to_owned(),
+                            },
+                        )
+                    })?;
+                    Some(
+                        crate::domain::date_range::check_day(day)
+                            .map_err(|err| AppError::invalid("start", err.into()))?,
                     )
-                })?),
+                }
                 None => None,
             };
             let query = booking::CalendarQuery {

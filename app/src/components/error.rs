@@ -85,6 +85,10 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         Problem::NotATime { raw } => t_string!(i18n, problem_not_a_time, raw).to_string(),
         Problem::NotADateTime { raw } => t_string!(i18n, problem_not_a_date_time, raw).to_string(),
         Problem::NotADate { raw } => t_string!(i18n, problem_not_a_date, raw).to_string(),
+        Problem::DateOutOfRange {
+            first_year,
+            last_year,
+        } => t_string!(i18n, problem_date_out_of_range, first_year, last_year).to_string(),
         Problem::NoSuchLocalTime { raw, zone } => {
             t_string!(i18n, problem_no_such_local_time, raw, zone).to_string()
         }

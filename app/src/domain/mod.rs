@@ -5,6 +5,7 @@ pub mod audit;
 pub mod bars;
 pub mod calendar;
 pub mod chart;
+pub mod date_range;
 pub mod gpu;
 pub mod inventory;
 pub mod ledger;

@@ -64,6 +64,14 @@ pub enum Problem {
         /// What was sent.
         raw: String,
     },
+    /// A date or time outside the years Berth accepts.
+    #[error("dates must lie in the years {first_year} to {last_year}")]
+    DateOutOfRange {
+        /// The first accepted year.
+        first_year: i32,
+        /// The last accepted year.
+        last_year: i32,
+    },
     /// A local time skipped by a clock change.
     #[error("{raw} does not exist in {zone} (clock change)")]
     NoSuchLocalTime {

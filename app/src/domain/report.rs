@@ -123,8 +123,9 @@ impl PeriodChoice {
             };
             let date = |raw: &str| {
                 // `2026-11-01` or a full timestamp whose date is taken.
-                NaiveDate::parse_from_str(raw.get(..10).unwrap_or(raw), "%Y-%m-%d")
-                    .map_err(|_| PeriodError::BadDate)
+                let day = NaiveDate::parse_from_str(raw.get(..10).unwrap_or(raw), "%Y-%m-%d")
+                    .map_err(|_| PeriodError::BadDate)?;
+                crate::domain::date_range::check_day(day).map_err(|_| PeriodError::OutOfRange)
             };
             let (first, last) = (date(from)?, date(to)?);
             if last < first {
@@ -168,6 +169,9 @@ pub enum PeriodError {
     /// A date is not `YYYY-MM-DD`.
     #[error("dates are written YYYY-MM-DD")]
     BadDate,
+    /// A date lies outside the years Berth accepts.
+    #[error("dates must lie in the years 2000 to 2100")]
+    OutOfRange,
     /// The range ends before it starts.
     #[error("the period ends before it starts")]
     Backwards,
@@ -887,6 +891,15 @@ mod tests {
         assert_eq!(
             PeriodChoice::parse(None, Some("2026-11-30"), Some("2026-11-01")),
             Err(PeriodError::Backwards)
+        );
+        assert_eq!(
+            PeriodChoice::parse(None, Some("9999-01-01"), Some("9999-12-31")),
+            Err(PeriodError::OutOfRange),
+            "a far period is refused before any arithmetic"
+        );
+        assert_eq!(
+            PeriodChoice::parse(None, Some("2026-11-01"), Some("2101-01-01")),
+            Err(PeriodError::OutOfRange)
         );
         assert_eq!(
             PeriodChoice::parse(None, Some("2025-01-01"), Some("2026-11-01")),

@@ -1,6 +1,7 @@
 //! The booking service shared by the server functions (pages) and the JSON API: parses raw input
 //! into domain types with field-level errors, checks who may do what, and calls `db::reservations`.
 
+use crate::domain::date_range;
 use crate::domain::payment::ChargeMode;
 use crate::domain::problem::Problem;
 use crate::domain::reservation::{
@@ -78,9 +79,9 @@ fn invalid(field: &str, problem: Problem) -> AppError {
     AppError::invalid(field, problem)
 }
 
-/// Parses an RFC 3339 timestamp of field `field`.
+/// Parses an RFC 3339 timestamp of field `field`, in the years Berth accepts.
 pub fn parse_time(field: &str, raw: &str) -> Result<DateTime<Utc>, AppError> {
-    DateTime::parse_from_rfc3339(raw.trim())
+    let at = DateTime::parse_from_rfc3339(raw.trim())
         .map(|at| at.with_timezone(&Utc))
         .map_err(|_| {
             invalid(
@@ -89,7 +90,8 @@ pub fn parse_time(field: &str, raw: &str) -> Result<DateTime<Utc>, AppError> {
                     raw: raw.to_owned(),
                 },
             )
-        })
+        })?;
+    date_range::check_instant(at).map_err(|err| invalid(field, err.into()))
 }
 
 fn window_error(err: WindowError) -> AppError {
@@ -782,6 +784,7 @@ pub fn local_to_rfc3339(zone: Option<&str>, field: &str, raw: &str) -> Result<St
                 },
             )
         })?;
+    let local = date_range::check_local(local).map_err(|err| invalid(field, err.into()))?;
     let at = zone.from_local_datetime(&local).earliest().ok_or_else(|| {
         invalid(
             field,

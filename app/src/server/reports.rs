@@ -90,6 +90,14 @@ fn period_error(err: PeriodError, raw: &ReportQuery) -> AppError {
                 AppError::invalid("to", Problem::NotADate { raw: text(&raw.to) })
             }
         }
+        PeriodError::OutOfRange => {
+            let far_from = raw.from.as_deref().is_some_and(|f| {
+                chrono::NaiveDate::parse_from_str(f.trim().get(..10).unwrap_or(f), "%Y-%m-%d")
+                    .is_ok_and(|day| crate::domain::date_range::check_day(day).is_err())
+            });
+            let field = if far_from { "from" } else { "to" };
+            AppError::invalid(field, crate::domain::date_range::OutOfRange.into())
+        }
         PeriodError::Backwards => AppError::invalid("to", Problem::ToNotAfterFrom),
         PeriodError::TooLong => AppError::invalid(
             "to",

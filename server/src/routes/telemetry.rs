@@ -4,6 +4,7 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use berth_app::domain::date_range;
 use berth_app::domain::problem::Problem;
 use berth_app::domain::telemetry::{GpuEvent, GpuHistory};
 use berth_app::error::AppError;
@@ -23,7 +24,7 @@ pub struct RangeQuery {
 
 fn parse_time(field: &str, raw: Option<&str>) -> Result<Option<DateTime<Utc>>, AppError> {
     raw.map(|raw| {
-        DateTime::parse_from_rfc3339(raw.trim())
+        let at = DateTime::parse_from_rfc3339(raw.trim())
             .map(|t| t.with_timezone(&Utc))
             .map_err(|_| {
                 AppError::invalid(
@@ -32,7 +33,8 @@ fn parse_time(field: &str, raw: Option<&str>) -> Result<Option<DateTime<Utc>>, A
                         raw: raw.to_owned(),
                     },
                 )
-            })
+            })?;
+        date_range::check_instant(at).map_err(|err| AppError::invalid(field, err.into()))
     })
     .transpose()
 }

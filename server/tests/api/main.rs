@@ -6,6 +6,7 @@ mod cli;
 mod csrf;
 mod health;
 mod helpers;
+mod input_ranges;
 mod inventory;
 mod ledger;
 mod locale;

@@ -1,0 +1,111 @@
+//! Dates and times from requests outside the years Berth accepts answer 422 at once, in the API
+//! and on the pages, before any arithmetic on them.
+
+use crate::helpers::{Backend, spawn_app};
+use std::time::{Duration, Instant};
+
+/// Far dates answer within this (they used to cost seconds, overflow or panic).
+const QUICK: Duration = Duration::from_secs(2);
+
+async fn far_dates_in_the_api_answer_422_at_once(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("platform_admin").await;
+    for (path, field) in [
+        (
+            "/api/v1/reports/usage?from=9999-01-01&to=9999-12-31",
+            "from",
+        ),
+        (
+            "/api/v1/reports/fleet?from=9999-01-01&to=9999-12-31",
+            "from",
+        ),
+        ("/api/v1/reports/usage?from=2026-11-01&to=2101-01-01", "to"),
+        (
+            "/api/v1/reports/usage?from=1900-01-01&to=1900-01-31",
+            "from",
+        ),
+        (
+            "/api/v1/availability?from=9999-01-01T00:00:00Z&to=9999-01-02T00:00:00Z",
+            "from",
+        ),
+        (
+            "/api/v1/availability?from=2026-12-01T00:00:00Z&to=%2B262142-12-31T00:00:00Z",
+            "to",
+        ),
+        ("/api/v1/slots?hours=1&after=9999-12-31T00:00:00Z", "after"),
+        (
+            "/api/v1/gpus/1/telemetry?from=9999-01-01T00:00:00Z&to=9999-01-02T00:00:00Z",
+            "to",
+        ),
+        ("/api/v1/gpus/1/events?from=0001-01-01T00:00:00Z", "from"),
+    ] {
+        let started = Instant::now();
+        let response = app.client.get(app.url(path)).send().await.unwrap();
+        let took = started.elapsed();
+        let status = response.status().as_u16();
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(status, 422, "{path}: {body}");
+        assert_eq!(body["code"], "date_out_of_range", "{path}: {body}");
+        assert_eq!(body["field"], field, "{path}: {body}");
+        assert!(took < QUICK, "{path} took {took:?}");
+    }
+
+    // Writes: a booking and a maintenance window in a far year.
+    let response = app
+        .client
+        .post(app.url("/api/v1/reservations"))
+        .json(&serde_json::json!({
+            "gpu_ids": [1],
+            "start": "9999-01-01T00:00:00Z",
+            "end": "9999-01-01T01:00:00Z",
+        }))
+        .send()
+        .await
+        .unwrap();
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["code"], "date_out_of_range", "{body}");
+    assert_eq!(body["field"], "start", "{body}");
+    let response = app
+        .client
+        .post(app.url("/api/v1/maintenance"))
+        .json(&serde_json::json!({
+            "gpu_ids": [1],
+            "start": "2026-12-01T00:00:00Z",
+            "end": "+262142-12-31T00:00:00Z",
+            "reason": "far",
+        }))
+        .send()
+        .await
+        .unwrap();
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["code"], "date_out_of_range", "{body}");
+    assert_eq!(body["field"], "end", "{body}");
+    app.stop().await;
+}
+
+async fn far_dates_on_the_pages_show_a_message(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
+    for path in [
+        "/calendar?start=%2B262142-12-31",
+        "/calendar?start=9999-12-31&span=week",
+        "/calendar?start=1999-12-31",
+        "/reports?period=custom&from=9999-01-01&to=9999-12-31",
+    ] {
+        let started = Instant::now();
+        let (status, html) = app.get_text(path).await;
+        let took = started.elapsed();
+        assert_eq!(status, 422, "{path}");
+        assert!(
+            html.contains("Dates must lie in the years 2000 to 2100."),
+            "{path}: {html}"
+        );
+        assert!(took < QUICK, "{path} took {took:?}");
+    }
+    app.stop().await;
+}
+
+crate::on_both_backends!(
+    far_dates_in_the_api_answer_422_at_once,
+    far_dates_on_the_pages_show_a_message,
+);

@@ -29,7 +29,17 @@ use leptos_router::{
 };
 
 /// The HTML document around [`App`], rendered on the server.
+///
+/// The inline hydration script carries the Content Security Policy nonce the server's security
+/// headers middleware made for this response (a request extension): provided here, Leptos's
+/// `HydrationScripts` and `leptos_meta` use it instead of one of their own.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(nonce) = use_context::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<leptos::nonce::Nonce>().cloned())
+    {
+        provide_context(nonce);
+    }
     view! {
         <!DOCTYPE html>
         <html>

@@ -3,9 +3,10 @@
 
 use crate::configuration::{Config, SessionSettings};
 use crate::routes::rate_limit::SignInLimiter;
+use crate::routes::security_headers::SecurityHeaders;
 use crate::routes::{
-    agent, api, auth, csrf, fleet, guard, health, ledger, locale, maintenance, quotas, rate_limit,
-    reports, request_log, reservations, teams, telemetry,
+    agent, api, auth, csrf, fleet, guard, health, ledger, locale, maintenance, panic, quotas,
+    rate_limit, reports, request_log, reservations, security_headers, teams, telemetry,
 };
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -124,6 +125,17 @@ impl Application {
         config: Config,
         listener: TcpListener,
     ) -> Result<Self, StartupError> {
+        Self::build_with_routes(config, listener, Router::new()).await
+    }
+
+    /// Like [`Application::build_with_listener`] with `extra` routes inside all the middleware.
+    /// Only tests add routes (one that panics, to prove the panic layer); `berth serve` never does.
+    #[doc(hidden)]
+    pub async fn build_with_routes(
+        config: Config,
+        listener: TcpListener,
+        extra: Router<AppState>,
+    ) -> Result<Self, StartupError> {
         let addr = listener.local_addr().map_err(|source| StartupError::Bind {
             addr: config.bind,
             source,
@@ -191,6 +203,7 @@ impl Application {
             config.sessions,
             limiter.clone(),
             crate::metrics::MetricsToken(config.metrics_token.clone()),
+            extra,
         );
         tracing::info!(
             http.addr = %addr,
@@ -325,8 +338,13 @@ pub fn router(
     sessions: SessionSettings,
     limiter: SignInLimiter,
     metrics_token: crate::metrics::MetricsToken,
+    extra: Router<AppState>,
 ) -> Router {
     let routes = route_list();
+    // `public_url` is https exactly when session cookies are `Secure` (see configuration).
+    let headers_settings = SecurityHeaders {
+        hsts: sessions.secure_cookie,
+    };
     let shell_options = state.leptos_options.clone();
     let session_layer = SessionManagerLayer::new(DbSessionStore::new(state.db.clone()))
         .with_name(SESSION_COOKIE)
@@ -429,10 +447,12 @@ pub fn router(
         .route("/calendar/book", post(reservations::book_form))
         .route("/auth/dev", post(auth::dev_sign_in))
         .route("/auth/signout", post(auth::sign_out))
+        .merge(extra)
         // Also registers the server functions, with `AppState` in their context.
         .leptos_routes(&state, routes, move || shell(shell_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        // Layers run outside-in from the bottom: log, compress, refuse cross-site writes, limit
+        // Layers run outside-in from the bottom: set the security headers (and the page's script
+        // nonce), count, log, turn a panic into a 500, compress, refuse cross-site writes, limit
         // sign-in attempts, load the session, then require sign-in for pages.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -445,8 +465,13 @@ pub fn router(
         ))
         .layer(axum::middleware::from_fn(csrf::reject_cross_site))
         .layer(CompressionLayer::new())
+        .layer(axum::middleware::from_fn(panic::catch_panic))
         .layer(axum::middleware::from_fn(request_log::log_request))
         .layer(axum::middleware::from_fn(crate::metrics::track_requests))
+        .layer(axum::middleware::from_fn_with_state(
+            headers_settings,
+            security_headers::add_security_headers,
+        ))
         .with_state(state)
 }
 

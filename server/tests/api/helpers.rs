@@ -253,8 +253,18 @@ pub async fn spawn_with_listener(
     settings: RawSettings,
     listener: tokio::net::TcpListener,
 ) -> TestApp {
+    spawn_with_routes(settings, listener, axum::Router::new()).await
+}
+
+/// Starts the application with `settings` and test-only `extra` routes inside its middleware
+/// (a route that panics).
+pub async fn spawn_with_routes(
+    settings: RawSettings,
+    listener: tokio::net::TcpListener,
+    extra: axum::Router<berth_app::server::state::AppState>,
+) -> TestApp {
     let config = Config::from_raw(settings).expect("valid test settings");
-    let app = Application::build_with_listener(config, listener)
+    let app = Application::build_with_routes(config, listener, extra)
         .await
         .expect("application starts");
     let addr = app.addr();

@@ -19,6 +19,7 @@ mod profile;
 mod quotas;
 mod reports;
 mod reservations;
+mod security_headers;
 mod sessions;
 mod sign_in;
 mod teams;

@@ -1,5 +1,5 @@
-import { expect, test, type Locator, type Page } from "@playwright/test";
-import { signIn, snapshot } from "./helpers";
+import { type Locator, type Page } from "@playwright/test";
+import { expect, test, signIn, snapshot } from "./helpers";
 
 test.use({ locale: "en-US", viewport: { width: 1440, height: 900 }, timezoneId: "America/Sao_Paulo" });
 

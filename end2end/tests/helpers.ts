@@ -1,4 +1,54 @@
-import { expect, type Page } from "@playwright/test";
+import { test as base, expect, type BrowserContext, type Page } from "@playwright/test";
+
+export { expect };
+
+/** Whether a console message or page error is about the Content Security Policy. */
+function aboutCsp(text: string): boolean {
+  return /Content[ -]Security[ -]Policy/i.test(text);
+}
+
+/**
+ * Playwright's `test` with one automatic fixture: any Content Security Policy violation in any
+ * page of the test (its own context and any the test opens with `browser.newContext`) fails it.
+ * Every spec imports `test` from here, so the whole suite runs under the policy Berth sends.
+ */
+export const test = base.extend<{ cspGuard: void }>({
+  cspGuard: [
+    async ({ context, browser }, use) => {
+      const violations: string[] = [];
+      const watch = async (watched: BrowserContext) => {
+        watched.on("console", (message) => {
+          if (aboutCsp(message.text())) violations.push(`${message.location().url}: ${message.text()}`);
+        });
+        watched.on("weberror", (error) => {
+          if (aboutCsp(error.error().message)) violations.push(error.error().message);
+        });
+        // Also what the page itself is told, in case the browser's own message changes.
+        await watched.addInitScript(() => {
+          document.addEventListener("securitypolicyviolation", (event) => {
+            console.error(
+              `Content Security Policy violation: ${event.violatedDirective} blocked ${event.blockedURI}`,
+            );
+          });
+        });
+      };
+      await watch(context);
+      const newContext = browser.newContext.bind(browser);
+      browser.newContext = async (options) => {
+        const opened = await newContext(options);
+        await watch(opened);
+        return opened;
+      };
+      try {
+        await use();
+      } finally {
+        browser.newContext = newContext;
+      }
+      expect(violations, "Content Security Policy violations").toEqual([]);
+    },
+    { auto: true },
+  ],
+});
 
 /** Keeps a full-page screenshot of every important screen in test-results/screens/. */
 export async function snapshot(page: Page, name: string) {

@@ -1,5 +1,5 @@
-import { expect, test, type Page } from "@playwright/test";
-import { signIn, snapshot } from "./helpers";
+import { type Page } from "@playwright/test";
+import { expect, test, signIn, snapshot } from "./helpers";
 
 async function waitForHydration(page: Page) {
   await expect(page.locator("form.model-filter")).toHaveAttribute("data-hydrated", "true");

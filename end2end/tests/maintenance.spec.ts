@@ -1,5 +1,4 @@
-import { expect, test } from "@playwright/test";
-import { signIn, snapshot } from "./helpers";
+import { expect, test, signIn, snapshot } from "./helpers";
 
 test.use({ locale: "en-US", viewport: { width: 1400, height: 900 }, timezoneId: "America/Sao_Paulo" });
 

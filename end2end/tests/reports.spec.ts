@@ -1,6 +1,5 @@
 import { readFileSync } from "node:fs";
-import { expect, test } from "@playwright/test";
-import { signIn, snapshot } from "./helpers";
+import { expect, test, signIn, snapshot } from "./helpers";
 
 test.use({ locale: "en-US", viewport: { width: 1400, height: 1000 }, timezoneId: "America/Sao_Paulo" });
 

@@ -16,6 +16,7 @@ mod oidc;
 mod oidc_provider;
 mod payments;
 mod profile;
+mod properties;
 mod quotas;
 mod reports;
 mod reservations;

@@ -16,6 +16,7 @@ pub mod problem;
 pub mod quota;
 pub mod report;
 pub mod reservation;
+pub mod return_to;
 pub mod schedule;
 pub mod sign_in;
 pub mod team;

@@ -78,6 +78,13 @@ fn a_malformed_bind_address_is_refused() {
 }
 
 #[test]
+fn the_dev_sign_in_on_an_address_others_reach_is_refused() {
+    let env = [("BERTH_BIND", "0.0.0.0:0"), ("BERTH_DEV_SIGN_IN", "true")];
+    let (dir, output) = run_in_empty_dir(&["serve"], &env, None);
+    assert_fails_cleanly(dir.path(), &output, "set dev_sign_in_public = true");
+}
+
+#[test]
 fn an_address_that_cannot_be_bound_is_refused() {
     // 192.0.2.0/24 is reserved for documentation and never assigned to this machine.
     let (dir, output) = run_in_empty_dir(&[], &[("BERTH_BIND", "192.0.2.1:3000")], None);
@@ -195,6 +202,7 @@ impl Served {
         let mut child = berth(dir)
             .arg("serve")
             .env("BERTH_BIND", "127.0.0.1:0")
+            .env("BERTH_DEV_SIGN_IN", "true")
             .env("BERTH_LOG_FORMAT", "json")
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
@@ -270,7 +278,7 @@ async fn serve_logs_each_request_stops_on_sigterm_and_keeps_its_data() {
 
     let mut first = Served::start(dir.path());
     let url = first.base_url();
-    // The dev sign-in (on with the demo) redirects to the inventory.
+    // The dev sign-in (turned on, on loopback) redirects to the inventory.
     let html = client
         .post(format!("{url}/auth/dev"))
         .form(&[("role", "user"), ("return_to", "/")])

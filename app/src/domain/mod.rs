@@ -1,6 +1,7 @@
 //! Pure domain code, compiled for the server and the browser: validated types and rules with no
 //! I/O. Everything here is unit-tested inline.
 
+pub mod api_token;
 pub mod audit;
 pub mod bars;
 pub mod calendar;

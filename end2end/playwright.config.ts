@@ -45,6 +45,8 @@ export default defineConfig({
           BERTH_BIND: `127.0.0.1:${port}`,
           BERTH_DATA_DIR: "end2end/.data",
           BERTH_LOG: "warn",
+          // The tests sign in as the demo accounts (off unless asked for).
+          BERTH_DEV_SIGN_IN: "true",
           // Every test signs in from 127.0.0.1; the default limit is for real clients.
           BERTH_SIGN_IN_RATE_PER_MINUTE: "600",
         },

@@ -21,6 +21,11 @@ pub enum AppError {
     /// No valid session or token.
     #[error("sign-in required")]
     Unauthorized,
+    /// The API token presented has expired (401, like no credentials, but saying why).
+    #[error(
+        "the API token has expired: create a new one on your profile page or with `berth token create`"
+    )]
+    TokenExpired,
     /// Signed in, but lacking the role.
     #[error("not allowed")]
     Forbidden,
@@ -90,7 +95,7 @@ impl AppError {
     pub fn status_code(&self) -> u16 {
         match self {
             AppError::Validation { .. } => 422,
-            AppError::Unauthorized => 401,
+            AppError::Unauthorized | AppError::TokenExpired => 401,
             AppError::Forbidden => 403,
             AppError::NotFound(_) => 404,
             AppError::Conflict(_) | AppError::Clash(_) => 409,
@@ -137,7 +142,7 @@ impl axum::response::IntoResponse for AppError {
             .unwrap_or(axum::http::StatusCode::INTERNAL_SERVER_ERROR);
         let kind = match &self {
             AppError::Validation { .. } => "validation",
-            AppError::Unauthorized => "unauthorized",
+            AppError::Unauthorized | AppError::TokenExpired => "unauthorized",
             AppError::Forbidden => "forbidden",
             AppError::NotFound(_) => "not_found",
             AppError::Conflict(_) | AppError::Clash(_) => "conflict",
@@ -167,6 +172,7 @@ impl axum::response::IntoResponse for AppError {
             AppError::Clash(clash) => {
                 body["clash"] = serde_json::to_value(clash).unwrap_or_default();
             }
+            AppError::TokenExpired => body["code"] = serde_json::json!("token_expired"),
             _ => {}
         }
         let body = axum::Json(body);
@@ -182,6 +188,15 @@ impl axum::response::IntoResponse for AppError {
             response.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,
                 axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        if self == AppError::TokenExpired {
+            // RFC 6750: the client should get a new token, not retry.
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static(
+                    "Bearer error=\"invalid_token\", error_description=\"the token has expired\"",
+                ),
             );
         }
         response

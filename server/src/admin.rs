@@ -73,15 +73,32 @@ pub async fn create_token(
     config: &Config,
     email: &str,
     name: &str,
+    scope: &str,
+    expires_days: Option<&str>,
 ) -> Result<(i64, String), AdminError> {
+    use berth_app::domain::api_token::{TokenScope, expires_at, parse_expiry_days};
     let email = Email::parse(email).map_err(|err| AdminError::Input(err.to_string()))?;
     let name = TokenName::parse(name).map_err(|err| AdminError::Input(format!("--name: {err}")))?;
+    let scope =
+        TokenScope::parse(scope).map_err(|err| AdminError::Input(format!("--scope: {err}")))?;
+    let days = parse_expiry_days(expires_days.unwrap_or(""))
+        .map_err(|err| AdminError::Input(format!("--expires-days: {err}")))?;
+    if expires_days.is_some_and(|raw| raw.trim().is_empty()) {
+        return Err(AdminError::Input(
+            "--expires-days: must be between 1 and 3650".into(),
+        ));
+    }
     let (conn, _) = open_and_migrate(config).await?;
     let user = db::users::find_user_by_email(&conn, &email)
         .await?
         .ok_or_else(|| AdminError::NoSuchUser(email.clone()))?;
     let (token, hash) = tokens::generate();
-    let id = db::api_tokens::insert_token(&conn, user.id, &name, &hash, Utc::now()).await?;
+    let now = Utc::now();
+    let grant = db::api_tokens::TokenGrant {
+        scope,
+        expires_at: expires_at(now, days),
+    };
+    let id = db::api_tokens::insert_granted_token(&conn, user.id, &name, &hash, grant, now).await?;
     let _ = conn.close().await;
     Ok((id, token))
 }

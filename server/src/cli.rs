@@ -142,6 +142,13 @@ pub enum TokenCommand {
         /// What the token is for.
         #[arg(long)]
         name: String,
+        /// Days until it expires, 1 to 3650 (default: never).
+        #[arg(long, value_name = "N")]
+        expires_days: Option<String>,
+        /// `write` (default: everything the user may do, except creating tokens) or `read`
+        /// (only GET requests).
+        #[arg(long, default_value = "write")]
+        scope: String,
     },
     /// Revoke an API token by id.
     Revoke {
@@ -203,8 +210,14 @@ async fn user(config: &Config, command: UserCommand) -> Result<(), AdminError> {
 
 async fn token(config: &Config, command: TokenCommand) -> Result<(), AdminError> {
     match command {
-        TokenCommand::Create { email, name } => {
-            let (id, token) = admin::create_token(config, &email, &name).await?;
+        TokenCommand::Create {
+            email,
+            name,
+            expires_days,
+            scope,
+        } => {
+            let (id, token) =
+                admin::create_token(config, &email, &name, &scope, expires_days.as_deref()).await?;
             eprintln!("berth: token {id} created; it is shown only once:");
             println!("{token}");
         }

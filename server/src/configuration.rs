@@ -43,9 +43,11 @@ pub struct RawSettings {
     pub public_url: Option<String>,
     /// Days of inactivity after which a session ends.
     pub session_idle_days: u32,
-    /// Offer "sign in as demo user / admin" without an identity provider. Default: with the demo
-    /// and no OpenID Connect provider.
+    /// Offer "sign in as demo user / admin" without an identity provider. Off unless `true`:
+    /// anyone who reaches the server can then sign in as a platform admin.
     pub dev_sign_in: Option<bool>,
+    /// Allow `dev_sign_in` on a bind address other than loopback (a demo on a network).
+    pub dev_sign_in_public: bool,
     /// E-mail addresses that become platform admins when they sign in (a list, or one string
     /// separated by commas).
     pub admin_emails: TextList,
@@ -171,6 +173,10 @@ pub struct RawOidcProvider {
     pub redirect_url: Option<String>,
     /// Scopes besides `openid`; default `["email", "profile"]`.
     pub scopes: Option<Vec<String>>,
+    /// Treat every address this provider gives as verified, also without `email_verified`
+    /// (only for providers that issue nothing but verified addresses).
+    #[serde(default)]
+    pub trust_email: bool,
 }
 
 impl std::fmt::Debug for RawOidcProvider {
@@ -182,6 +188,7 @@ impl std::fmt::Debug for RawOidcProvider {
             .field("client_secret", &self.client_secret.as_ref().map(|_| "***"))
             .field("redirect_url", &self.redirect_url)
             .field("scopes", &self.scopes)
+            .field("trust_email", &self.trust_email)
             .finish()
     }
 }
@@ -200,6 +207,7 @@ impl Default for RawSettings {
             public_url: None,
             session_idle_days: 7,
             dev_sign_in: None,
+            dev_sign_in_public: false,
             admin_emails: TextList::None,
             oidc: BTreeMap::new(),
             sign_in_rate_per_minute: 20,
@@ -370,6 +378,16 @@ pub enum ConfigError {
         /// What is wrong.
         problem: String,
     },
+    /// The development sign-in is on, on an address other machines can reach.
+    #[error(
+        "dev_sign_in (BERTH_DEV_SIGN_IN) lets anyone sign in as a platform admin, and bind `{bind}` \
+         (BERTH_BIND) is reachable from other machines: bind to 127.0.0.1, turn dev_sign_in off, \
+         or set dev_sign_in_public = true (BERTH_DEV_SIGN_IN_PUBLIC) if that is really meant"
+    )]
+    DevSignInPublic {
+        /// The bind address.
+        bind: SocketAddr,
+    },
     /// An address in `admin_emails` is malformed.
     #[error("admin_emails (BERTH_ADMIN_EMAILS): {0}")]
     AdminEmail(String),
@@ -494,6 +512,10 @@ impl Config {
             .map(|(id, provider)| oidc_provider(id, provider, raw.public_url.as_deref()))
             .collect::<Result<Vec<_>, _>>()?;
         let demo = raw.demo.unwrap_or(database.backend == Backend::Sqlite);
+        let dev_sign_in = raw.dev_sign_in.unwrap_or(false);
+        if dev_sign_in && !bind.ip().is_loopback() && !raw.dev_sign_in_public {
+            return Err(ConfigError::DevSignInPublic { bind });
+        }
         Ok(Self {
             bind,
             demo,
@@ -505,7 +527,7 @@ impl Config {
             },
             portal: PortalConfig {
                 currency,
-                dev_sign_in: raw.dev_sign_in.unwrap_or(demo && oidc.is_empty()),
+                dev_sign_in,
                 session_idle_days: raw.session_idle_days,
                 booking: BookingLimits {
                     max_length: chrono::TimeDelta::days(i64::from(raw.max_booking_days)),
@@ -705,6 +727,7 @@ fn oidc_provider(
             .scopes
             .clone()
             .unwrap_or_else(|| vec!["email".to_owned(), "profile".to_owned()]),
+        trust_email: raw.trust_email,
     })
 }
 
@@ -821,7 +844,36 @@ mod tests {
             client_secret: Some("s3cret".into()),
             redirect_url: None,
             scopes: None,
+            trust_email: false,
         }
+    }
+
+    #[test]
+    fn the_dev_sign_in_is_off_unless_asked_and_public_only_when_said_so() {
+        let default = Config::from_raw(RawSettings::default()).unwrap();
+        assert!(default.demo, "the demo is on with SQLite");
+        assert!(!default.portal.dev_sign_in, "but the dev sign-in is not");
+        let on = |bind: &str, public: bool| {
+            Config::from_raw(RawSettings {
+                bind: bind.into(),
+                dev_sign_in: Some(true),
+                dev_sign_in_public: public,
+                ..RawSettings::default()
+            })
+        };
+        assert!(on("127.0.0.1:3000", false).unwrap().portal.dev_sign_in);
+        assert!(on("[::1]:3000", false).unwrap().portal.dev_sign_in);
+        for bind in ["0.0.0.0:3000", "192.168.1.5:3000", "[::]:3000"] {
+            let refused = on(bind, false).unwrap_err().to_string();
+            assert!(refused.contains("BERTH_DEV_SIGN_IN_PUBLIC"), "{refused}");
+            assert!(refused.contains(bind), "{refused}");
+            assert!(on(bind, true).unwrap().portal.dev_sign_in);
+        }
+        let off_in_public = Config::from_raw(RawSettings {
+            bind: "0.0.0.0:3000".into(),
+            ..RawSettings::default()
+        });
+        assert!(!off_in_public.unwrap().portal.dev_sign_in);
     }
 
     #[test]

@@ -13,21 +13,37 @@ pub async fn list_api_tokens() -> Result<Vec<ApiTokenInfo>, AppError> {
         async {
             let actor = require_actor().await?;
             let state = state::app_state()?;
-            Ok(db::api_tokens::list_own_tokens(&state.db, actor.user.id).await?)
+            Ok(
+                db::api_tokens::list_own_tokens(&state.db, actor.user.id, chrono::Utc::now())
+                    .await?,
+            )
         }
         .await,
     )
 }
 
-/// Creates a token for the caller; the secret is in the answer and nowhere else.
+/// Creates a token for the caller; the secret is in the answer and nowhere else. `scope` is
+/// `write` (default) or `read`; `expires_days` is empty (never) or 1 to 3650. Only a signed-in
+/// session may create tokens, never a token.
 #[server(endpoint = "create_api_token")]
 #[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
-pub async fn create_api_token(name: String) -> Result<CreatedApiToken, AppError> {
+pub async fn create_api_token(
+    name: String,
+    scope: Option<String>,
+    expires_days: Option<String>,
+) -> Result<CreatedApiToken, AppError> {
+    use crate::domain::api_token::{TokenScope, expires_at, parse_expiry_days};
     use crate::domain::user::TokenName;
+    use crate::server::db::api_tokens::TokenGrant;
     use crate::server::{auth::actor::require_actor, auth::tokens, db, state};
     state::with_status(
         async {
             let actor = require_actor().await?;
+            actor.require_session()?;
+            let scope = TokenScope::parse(scope.as_deref().unwrap_or(""))
+                .map_err(|problem| AppError::invalid("scope", problem))?;
+            let days = parse_expiry_days(expires_days.as_deref().unwrap_or(""))
+                .map_err(|problem| AppError::invalid("expires_days", problem))?;
             let name = TokenName::parse(&name).map_err(|err| {
                 let max = match err {
                     crate::domain::user::UserInputError::Name { max } => max,
@@ -38,11 +54,23 @@ pub async fn create_api_token(name: String) -> Result<CreatedApiToken, AppError>
             let state = state::app_state()?;
             let (token, hash) = tokens::generate();
             let now = chrono::Utc::now();
-            let id =
-                db::api_tokens::insert_token(&state.db, actor.user.id, &name, &hash, now).await?;
+            let grant = TokenGrant {
+                scope,
+                expires_at: expires_at(now, days),
+            };
+            let id = db::api_tokens::insert_granted_token(
+                &state.db,
+                actor.user.id,
+                &name,
+                &hash,
+                grant,
+                now,
+            )
+            .await?;
             tracing::info!(
                 api_token.id = id,
                 user.id = actor.user.id,
+                api_token.scope = scope.as_str(),
                 "API token created"
             );
             Ok(CreatedApiToken {
@@ -51,6 +79,9 @@ pub async fn create_api_token(name: String) -> Result<CreatedApiToken, AppError>
                     name: name.as_str().to_owned(),
                     created_at: now,
                     last_used_at: None,
+                    scope,
+                    expires_at: grant.expires_at,
+                    expired: false,
                 },
                 token,
             })

@@ -33,6 +33,7 @@ pub fn ErrorPanel(error: AppError) -> impl IntoView {
         }
         AppError::Explained { message, .. } => message.clone(),
         AppError::Unauthorized => t_string!(i18n, error_unauthorized).to_string(),
+        AppError::TokenExpired => t_string!(i18n, error_token_expired).to_string(),
         AppError::Forbidden => t_string!(i18n, error_forbidden).to_string(),
         AppError::NotFound(_) => t_string!(i18n, error_not_found).to_string(),
         // The calendar shows clashes itself (with the nearest free window); elsewhere the

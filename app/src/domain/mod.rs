@@ -1,6 +1,7 @@
 //! Pure domain code, compiled for the server and the browser: validated types and rules with no
 //! I/O. Everything here is unit-tested inline.
 
+pub mod api_token;
 pub mod audit;
 pub mod bars;
 pub mod calendar;
@@ -17,6 +18,7 @@ pub mod problem;
 pub mod quota;
 pub mod report;
 pub mod reservation;
+pub mod return_to;
 pub mod schedule;
 pub mod sign_in;
 pub mod team;

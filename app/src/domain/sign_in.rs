@@ -3,7 +3,7 @@
 //! (`/signin?error=state_mismatch`), which the page shows as a sentence in the user's language.
 
 use crate::domain::team::{TeamMembership, TeamRole};
-use crate::domain::user::{PlatformRole, UserSummary};
+use crate::domain::user::{Email, PlatformRole, UserSummary};
 use serde::{Deserialize, Serialize};
 
 /// An identity provider shown as a button on the sign-in page.
@@ -71,6 +71,29 @@ impl SignedInUser {
             HighestRole::TeamAdmin(admin_of)
         }
     }
+}
+
+/// The address a sign-in vouches for: the one stored on the account, when the identity
+/// provider verifies that very address at this sign-in (`verified`: its `email_verified` is
+/// true, or the provider is trusted to issue only verified addresses). `admin_emails` promote,
+/// and team invitations are accepted, only through this address; a provider address that merely
+/// matches a listed one (an account whose provider address changed since) vouches for nothing.
+pub fn vouched_address<'a>(
+    stored: &'a Email,
+    presented: &Email,
+    verified: bool,
+) -> Option<&'a Email> {
+    (verified && stored == presented).then_some(stored)
+}
+
+/// Whether a sign-in makes the account a platform admin (see [`vouched_address`]).
+pub fn promotes_to_admin(
+    admin_emails: &[Email],
+    stored: &Email,
+    presented: &Email,
+    verified: bool,
+) -> bool {
+    vouched_address(stored, presented, verified).is_some_and(|email| admin_emails.contains(email))
 }
 
 /// Why a sign-in through an identity provider was refused. No session is created for any of them.
@@ -204,6 +227,22 @@ mod tests {
                 })
                 .collect(),
         }
+    }
+
+    #[test]
+    fn only_the_stored_address_verified_now_vouches() {
+        let email = |raw: &str| Email::parse(raw).unwrap();
+        let admins = [email("ops@example.com")];
+        let ops = email("ops@example.com");
+        assert_eq!(vouched_address(&ops, &ops, true), Some(&ops));
+        assert!(promotes_to_admin(&admins, &ops, &ops, true));
+        assert_eq!(vouched_address(&ops, &ops, false), None, "not verified");
+        assert!(!promotes_to_admin(&admins, &ops, &ops, false));
+        // An account stored as bia@ whose provider now says ops@: neither address counts.
+        let bia = email("bia@example.com");
+        assert_eq!(vouched_address(&bia, &ops, true), None);
+        assert!(!promotes_to_admin(&admins, &bia, &ops, true));
+        assert!(!promotes_to_admin(&admins, &bia, &bia, true), "not listed");
     }
 
     #[test]

@@ -127,6 +127,15 @@ pub struct ApiTokenInfo {
     pub created_at: chrono::DateTime<chrono::Utc>,
     /// When it last authenticated a request (UTC).
     pub last_used_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// What it may do.
+    #[serde(default)]
+    pub scope: crate::domain::api_token::TokenScope,
+    /// When it stops working (UTC); `None`: never.
+    #[serde(default)]
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Whether `expires_at` had passed when the list was made (the browser's clock is not asked).
+    #[serde(default)]
+    pub expired: bool,
 }
 
 /// A token just created: the secret is in `token`, shown once and never stored.

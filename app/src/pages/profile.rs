@@ -8,6 +8,7 @@ use crate::api::session::current_user;
 use crate::components::error::ErrorPanel;
 use crate::components::format::date_text;
 use crate::components::layout::RoleText;
+use crate::domain::api_token::{MAX_EXPIRY_DAYS, TokenScope};
 use crate::domain::team::TeamRole;
 use crate::domain::user::ApiTokenInfo;
 use crate::i18n::*;
@@ -177,6 +178,22 @@ fn ApiTokens() -> impl IntoView {
                     autocomplete="off"
                     placeholder=move || t_string!(i18n, tokens_name_hint).to_string()
                 />
+                <label for="token-scope">{t!(i18n, tokens_scope)}</label>
+                <select id="token-scope" name="scope">
+                    <option value="write" selected>{t!(i18n, tokens_scope_write)}</option>
+                    <option value="read">{t!(i18n, tokens_scope_read)}</option>
+                </select>
+                <label for="token-expires">{t!(i18n, tokens_expires_days)}</label>
+                <input
+                    id="token-expires"
+                    name="expires_days"
+                    type="number"
+                    min="1"
+                    max=MAX_EXPIRY_DAYS
+                    step="1"
+                    inputmode="numeric"
+                    placeholder=move || t_string!(i18n, tokens_expires_days_hint).to_string()
+                />
                 <button type="submit" class="button-primary">{t!(i18n, tokens_create)}</button>
             </ActionForm>
             {move || {
@@ -232,6 +249,8 @@ fn TokenTable(list: Vec<ApiTokenInfo>, revoke: ServerAction<RevokeApiToken>) -> 
                         <th scope="col">{t!(i18n, col_token_name)}</th>
                         <th scope="col">{t!(i18n, col_created)}</th>
                         <th scope="col">{t!(i18n, col_last_used)}</th>
+                        <th scope="col">{t!(i18n, col_token_scope)}</th>
+                        <th scope="col">{t!(i18n, col_token_expires)}</th>
                         <th scope="col"><span class="visually-hidden">{t!(i18n, tokens_revoke)}</span></th>
                     </tr>
                 </thead>
@@ -241,6 +260,9 @@ fn TokenTable(list: Vec<ApiTokenInfo>, revoke: ServerAction<RevokeApiToken>) -> 
                         .map(|token| {
                             let created = token.created_at;
                             let last_used = token.last_used_at;
+                            let expires = token.expires_at;
+                            let expired = token.expired;
+                            let scope = token.scope;
                             let label_name = token.name.clone();
                             view! {
                                 <tr>
@@ -250,6 +272,24 @@ fn TokenTable(list: Vec<ApiTokenInfo>, revoke: ServerAction<RevokeApiToken>) -> 
                                         {match last_used {
                                             Some(date) => Either::Left(move || date_text(i18n, date)),
                                             None => Either::Right(t!(i18n, tokens_never_used)),
+                                        }}
+                                    </td>
+                                    <td>
+                                        {move || match scope {
+                                            TokenScope::Read => t_string!(i18n, tokens_scope_read),
+                                            TokenScope::Write => t_string!(i18n, tokens_scope_write),
+                                        }}
+                                    </td>
+                                    <td>
+                                        {match expires {
+                                            Some(date) if expired => {
+                                                EitherOf3::A(move || {
+                                                    let date = date_text(i18n, date);
+                                                    t_string!(i18n, tokens_expired_on, date = date).to_string()
+                                                })
+                                            }
+                                            Some(date) => EitherOf3::B(move || date_text(i18n, date)),
+                                            None => EitherOf3::C(t!(i18n, tokens_never_expires)),
                                         }}
                                     </td>
                                     <td>

@@ -15,11 +15,7 @@ pub fn SignInPage() -> impl IntoView {
     let i18n = use_i18n();
     let query = use_query_map();
     let return_to = move || {
-        query
-            .read()
-            .get("return_to")
-            .filter(|path| path.starts_with('/') && !path.starts_with("//"))
-            .unwrap_or_else(|| "/".to_owned())
+        crate::domain::return_to::local_path_or_home(query.read().get("return_to").as_deref())
     };
     let failure = move || {
         query

@@ -1,11 +1,11 @@
 //! Signing in and out: OpenID Connect (start and callback), the development sign-in (demo
 //! accounts, no identity provider) and sign-out.
 
-use crate::routes::locale::is_local_path;
 use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use berth_app::domain::sign_in::SignInFailure;
+use berth_app::domain::return_to::local_path_or_home;
+use berth_app::domain::sign_in::{SignInFailure, vouched_address};
 use berth_app::error::AppError;
 use berth_app::server::auth::actor::SESSION_USER_ID;
 use berth_app::server::auth::oidc::{CallbackParams, PendingSignIn, SESSION_PENDING_SIGN_IN};
@@ -22,15 +22,13 @@ const PENDING_SESSION_LIFETIME: time::Duration = time::Duration::minutes(15);
 /// Where to go after signing in.
 #[derive(Debug, Deserialize)]
 pub struct ReturnTo {
-    /// A local path; anything else is replaced by `/`.
+    /// A path on this site; anything else is replaced by `/`.
     return_to: Option<String>,
 }
 
 impl ReturnTo {
     fn path(self) -> String {
-        self.return_to
-            .filter(|path| is_local_path(path))
-            .unwrap_or_else(|| "/".into())
+        local_path_or_home(self.return_to.as_deref())
     }
 }
 
@@ -92,15 +90,17 @@ pub async fn oidc_callback(
             return Ok(failed(failure));
         }
     };
-    let make_admin = state.portal.admin_emails.contains(&identity.email);
-    // Invitations go to an address: only a provider that vouches for it may accept them.
-    let verified = identity.email_verified != Some(false);
-    match db::users::sign_in_identity(&state.db, &identity, make_admin, now).await? {
+    match db::users::sign_in_identity(&state.db, &identity, &state.portal.admin_emails, now).await?
+    {
         IdentitySignIn::User(user) => {
+            // Invitations go to an address: they are accepted only when the provider verifies,
+            // at this sign-in, the very address stored on the account.
+            let verified =
+                vouched_address(&user.email, &identity.email, identity.email_verified).is_some();
             sign_in(&session, &state, &user, verified).await?;
             tracing::Span::current().record("user.id", user.id);
             tracing::info!(user.id = user.id, "signed in");
-            Ok(Redirect::to(&return_to).into_response())
+            Ok(Redirect::to(&local_path_or_home(Some(&return_to))).into_response())
         }
         IdentitySignIn::EmailTaken => {
             tracing::warn!("sign-in refused: the e-mail address belongs to another account");

@@ -1,8 +1,10 @@
 //! Cross-site request protection: a state-changing request (anything but GET, HEAD, OPTIONS)
 //! that a browser sends from another site is refused with 403. Browsers say where a request comes
 //! from in `Sec-Fetch-Site` and `Origin`; an attacker's page cannot forge either. Requests with an
-//! `Authorization` header are exempt: a cross-site page cannot attach one without a CORS grant,
-//! which Berth never gives, and API clients authenticate that way.
+//! `Authorization: Bearer …` header are exempt: a cross-site page cannot attach one without a
+//! CORS grant, which Berth never gives, and API clients authenticate that way. Any other scheme
+//! (`Basic`, `Negotiate`, …) is checked like any browser request: browsers attach those they
+//! have cached to every request to the site, cross-site forms included.
 
 use axum::Json;
 use axum::extract::Request;
@@ -23,9 +25,7 @@ pub async fn reject_cross_site(request: Request, next: Next) -> Response {
 
 /// Why the request must be refused, or `None` when it may proceed.
 fn cross_site_reason(method: &Method, headers: &HeaderMap) -> Option<&'static str> {
-    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
-        || headers.contains_key(header::AUTHORIZATION)
-    {
+    if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) || has_bearer(headers) {
         return None;
     }
     let text = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
@@ -45,6 +45,19 @@ fn cross_site_reason(method: &Method, headers: &HeaderMap) -> Option<&'static st
         }
     }
     None
+}
+
+/// Whether the request carries `Authorization: Bearer <something>`, which only a script sets.
+fn has_bearer(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| {
+            value.split_once(' ').is_some_and(|(scheme, token)| {
+                scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()
+            })
+        })
 }
 
 #[cfg(test)]
@@ -112,5 +125,27 @@ mod tests {
             ("authorization", "Bearer berth_x"),
         ]);
         assert_eq!(cross_site_reason(&Method::POST, &bearer), None);
+    }
+
+    #[test]
+    fn other_authorization_schemes_are_browser_requests() {
+        for value in [
+            "Basic dXNlcjpwYXNz",
+            "Negotiate YIIB",
+            "NTLM TlRMTVNTUAAB",
+            "Bearer",
+            "Bearer ",
+            "Bearerx y",
+        ] {
+            let mut map = headers(&[
+                ("host", "berth.example"),
+                ("origin", "https://evil.example"),
+            ]);
+            map.insert("authorization", HeaderValue::from_static(value));
+            assert!(
+                cross_site_reason(&Method::POST, &map).is_some(),
+                "{value} does not exempt"
+            );
+        }
     }
 }

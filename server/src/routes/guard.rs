@@ -49,8 +49,15 @@ pub async fn require_sign_in(
         }
         Err(AppError::Unauthorized) => {
             let page = parts.uri.path_and_query().map_or("/", |page| page.as_str());
-            let encoded: String = url::form_urlencoded::byte_serialize(page.as_bytes()).collect();
-            Redirect::to(&format!("/signin?return_to={encoded}")).into_response()
+            // A page the sign-in would refuse to return to (`//host/…`) is not offered at all.
+            match berth_app::domain::return_to::local_path(page) {
+                Some(page) => {
+                    let encoded: String =
+                        url::form_urlencoded::byte_serialize(page.as_bytes()).collect();
+                    Redirect::to(&format!("/signin?return_to={encoded}")).into_response()
+                }
+                None => Redirect::to("/signin").into_response(),
+            }
         }
         // The database is down (or similar): let the page render; its own data calls check
         // the caller again and show the error with the right status.

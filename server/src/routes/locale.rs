@@ -4,6 +4,7 @@
 use axum::Form;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
+use berth_app::domain::return_to::local_path_or_home;
 use berth_app::i18n::Locale;
 use leptos_i18n::Locale as _;
 use serde::Deserialize;
@@ -30,10 +31,7 @@ pub async fn set_locale(Form(form): Form<LocaleForm>) -> Response {
         )
             .into_response();
     };
-    let back = form
-        .return_to
-        .filter(|path| is_local_path(path))
-        .unwrap_or_else(|| "/".to_owned());
+    let back = local_path_or_home(form.return_to.as_deref());
     let cookie = format!(
         "{LOCALE_COOKIE}={}; Path=/; Max-Age=31536000; SameSite=Lax",
         locale.as_str()
@@ -43,22 +41,4 @@ pub async fn set_locale(Form(form): Form<LocaleForm>) -> Response {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
     response
-}
-
-/// Only same-site absolute paths are followed, never `//host` or `https://…`.
-pub fn is_local_path(path: &str) -> bool {
-    path.starts_with('/') && !path.starts_with("//") && !path.contains('\\')
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_local_path;
-
-    #[test]
-    fn only_local_paths_are_followed() {
-        assert!(is_local_path("/?model=NVIDIA%20L40S"));
-        assert!(!is_local_path("//evil.example/"));
-        assert!(!is_local_path("https://evil.example/"));
-        assert!(!is_local_path("/\\evil.example"));
-    }
 }

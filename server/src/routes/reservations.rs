@@ -217,7 +217,10 @@ pub async fn book_form(
     let back = form
         .return_to
         .clone()
-        .filter(|path| crate::routes::locale::is_local_path(path) && path.starts_with("/calendar"))
+        .filter(|path| {
+            berth_app::domain::return_to::local_path(path).is_some()
+                && path.starts_with("/calendar")
+        })
         .unwrap_or_else(|| "/calendar".into());
     let separator = if back.contains('?') { '&' } else { '?' };
     let result = async {

@@ -78,6 +78,13 @@ fn a_malformed_bind_address_is_refused() {
 }
 
 #[test]
+fn the_dev_sign_in_on_an_address_others_reach_is_refused() {
+    let env = [("BERTH_BIND", "0.0.0.0:0"), ("BERTH_DEV_SIGN_IN", "true")];
+    let (dir, output) = run_in_empty_dir(&["serve"], &env, None);
+    assert_fails_cleanly(dir.path(), &output, "set dev_sign_in_public = true");
+}
+
+#[test]
 fn an_address_that_cannot_be_bound_is_refused() {
     // 192.0.2.0/24 is reserved for documentation and never assigned to this machine.
     let (dir, output) = run_in_empty_dir(&[], &[("BERTH_BIND", "192.0.2.1:3000")], None);
@@ -195,6 +202,7 @@ impl Served {
         let mut child = berth(dir)
             .arg("serve")
             .env("BERTH_BIND", "127.0.0.1:0")
+            .env("BERTH_DEV_SIGN_IN", "true")
             .env("BERTH_LOG_FORMAT", "json")
             .stderr(Stdio::piped())
             .stdout(Stdio::null())
@@ -270,7 +278,7 @@ async fn serve_logs_each_request_stops_on_sigterm_and_keeps_its_data() {
 
     let mut first = Served::start(dir.path());
     let url = first.base_url();
-    // The dev sign-in (on with the demo) redirects to the inventory.
+    // The dev sign-in (turned on, on loopback) redirects to the inventory.
     let html = client
         .post(format!("{url}/auth/dev"))
         .form(&[("role", "user"), ("return_to", "/")])
@@ -348,6 +356,30 @@ fn token_create_needs_an_existing_user() {
     );
 }
 
+#[test]
+fn token_create_refuses_a_bad_lifetime_or_scope() {
+    for (args, expected) in [
+        (
+            ["--expires-days", "0"],
+            "--expires-days: must be between 1 and 3650",
+        ),
+        (
+            ["--expires-days", "3651"],
+            "--expires-days: must be between 1 and 3650",
+        ),
+        (
+            ["--expires-days", "soon"],
+            "--expires-days: must be between 1 and 3650",
+        ),
+        (["--scope", "admin"], "--scope: use one of: read, write"),
+    ] {
+        let mut all = vec!["token", "create", "ana@example.com", "--name", "ci"];
+        all.extend(args);
+        let (dir, output) = run_in_empty_dir(&all, &[], None);
+        assert_fails_cleanly(dir.path(), &output, expected);
+    }
+}
+
 #[tokio::test]
 async fn users_and_tokens_made_on_the_command_line_work_against_the_api() {
     let dir = tempfile::tempdir().unwrap();
@@ -378,6 +410,19 @@ async fn users_and_tokens_made_on_the_command_line_work_against_the_api() {
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap()
         .to_owned();
+    let read_only = run(&[
+        "token",
+        "create",
+        "admin@example.com",
+        "--name",
+        "dashboards",
+        "--scope",
+        "read",
+        "--expires-days",
+        "30",
+    ]);
+    assert!(read_only.status.success(), "{}", stderr_of(&read_only));
+    let read_only = String::from_utf8_lossy(&read_only.stdout).trim().to_owned();
 
     // Credits: a grant prints the new balance in minor units; a deduction beyond it is refused.
     let granted = run(&[
@@ -456,6 +501,24 @@ async fn users_and_tokens_made_on_the_command_line_work_against_the_api() {
     let body: serde_json::Value = me.json().await.unwrap();
     assert_eq!(body["email"], "admin@example.com");
     assert_eq!(body["role"], "platform_admin");
+    // The read token reads, and changes nothing even for a platform admin.
+    let me = client
+        .get(format!("{url}/api/v1/me"))
+        .bearer_auth(&read_only)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status().as_u16(), 200);
+    let grant = client
+        .post(format!("{url}/api/v1/admin/credits"))
+        .bearer_auth(&read_only)
+        .json(
+            &serde_json::json!({ "email": "admin@example.com", "amount_minor": 1, "reason": "x" }),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(grant.status().as_u16(), 403);
 
     let revoked = run(&["token", "revoke", &token_id]);
     assert!(revoked.status.success(), "{}", stderr_of(&revoked));

@@ -63,7 +63,39 @@ async fn same_origin_posts_and_bearer_clients_pass(backend: Backend) {
     app.stop().await;
 }
 
+/// A browser attaches cached `Basic` or `Negotiate` credentials to a cross-site form too: only
+/// `Bearer` exempts a request from the check.
+async fn other_authorization_schemes_do_not_exempt_cross_site_posts(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
+    for scheme in [
+        "Basic dXNlcjpwYXNz",
+        "Negotiate YIIBhgYGKwYBBQUCoIIBejCCAXY=",
+    ] {
+        let response = app
+            .client
+            .post(app.url("/locale"))
+            .header("origin", "https://evil.example")
+            .header("authorization", scheme)
+            .form(&[("locale", "pt-BR"), ("return_to", "/")])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 403, "{scheme}");
+        assert!(response.headers().get("set-cookie").is_none());
+        let evil = app
+            .call_server_fn(
+                "/api/list_gpus",
+                &[("sec-fetch-site", "cross-site"), ("authorization", scheme)],
+            )
+            .await;
+        assert_eq!(evil.status().as_u16(), 403, "{scheme}");
+    }
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    other_authorization_schemes_do_not_exempt_cross_site_posts,
     cross_site_posts_to_server_functions_and_forms_get_403,
     same_origin_posts_and_bearer_clients_pass,
 );

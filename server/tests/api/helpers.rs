@@ -135,6 +135,8 @@ pub fn test_settings(db: &TestDatabase) -> RawSettings {
         demo: Some(true),
         // Tests that count reservations start from none; one test checks the demo bookings.
         demo_bookings: Some(false),
+        // Tests sign in with the development sign-in (off by default).
+        dev_sign_in: Some(true),
         log: "warn".to_owned(),
         site_root: PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/site"),
         // Telemetry tests start agents themselves.

@@ -482,7 +482,86 @@ async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
     let _ = conn.close().await;
 }
 
+/// Tokens made before scopes keep working as write tokens without expiry; sessions stored under
+/// plain ids are dropped (they could never be found by their hash).
+async fn old_tokens_stay_write_tokens_and_old_sessions_go_when_migrating(backend: Backend) {
+    use berth_app::server::db::api_tokens::TokenCheck;
+    let (_database, conn, _gpus, owner) = with_a_fleet_at(backend, 18).await;
+    let now = Utc::now();
+    let placeholders = |count: usize| -> String {
+        (1..=count)
+            .map(|n| match backend {
+                Backend::Sqlite => "?".to_owned(),
+                Backend::Postgres => format!("${n}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let hash = berth_app::server::auth::tokens::hash("berth_old");
+    conn.execute_raw(sea_orm::Statement::from_sql_and_values(
+        conn.get_database_backend(),
+        format!(
+            "INSERT INTO api_tokens (user_id, name, token_hash, created_at) VALUES ({})",
+            placeholders(4)
+        ),
+        [
+            owner.id.into(),
+            "old".into(),
+            hash.clone().into(),
+            now.into(),
+        ],
+    ))
+    .await
+    .unwrap();
+    conn.execute_raw(sea_orm::Statement::from_sql_and_values(
+        conn.get_database_backend(),
+        format!(
+            "INSERT INTO sessions (id, data, expires_at) VALUES ({})",
+            placeholders(3)
+        ),
+        [
+            "plain-session-id".into(),
+            "{\"user_id\":1}".into(),
+            (now + chrono::TimeDelta::days(1)).into(),
+        ],
+    ))
+    .await
+    .unwrap();
+
+    Migrator::up(&conn, None).await.unwrap();
+    assert_eq!(
+        query_i64(
+            &conn,
+            "SELECT COUNT(*) AS n FROM api_tokens WHERE scope = 'write' AND expires_at IS NULL"
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        query_i64(&conn, "SELECT COUNT(*) AS n FROM sessions").await,
+        0
+    );
+    match db::api_tokens::authenticate_token(&conn, &hash, now)
+        .await
+        .unwrap()
+    {
+        TokenCheck::Valid(user, scope) => {
+            assert_eq!(user.id, owner.id);
+            assert_eq!(scope, berth_app::domain::api_token::TokenScope::Write);
+        }
+        other => panic!("the old token still works: {other:?}"),
+    }
+    assert!(
+        conn.execute_unprepared("UPDATE api_tokens SET scope = 'admin'")
+            .await
+            .is_err(),
+        "ck_api_tokens_scope"
+    );
+    let _ = conn.close().await;
+}
+
 crate::on_both_backends!(
+    old_tokens_stay_write_tokens_and_old_sessions_go_when_migrating,
     booking_totals_start_from_the_ledger_when_migrating,
     usage_starts_from_the_rollups_kept_when_migrating,
     holds_get_their_reservations_window_when_migrating,

@@ -31,8 +31,11 @@ async fn spawn_with_provider(
             client_secret: Some(CLIENT_SECRET.into()),
             redirect_url: Some(format!("http://{addr}/auth/oidc/test/callback")),
             scopes: None,
+            trust_email: false,
         },
     )]);
+    // Beside a provider, tests sign in through it, not the development sign-in.
+    settings.dev_sign_in = None;
     configure(&mut settings);
     (spawn_with_listener(settings, listener).await, db)
 }
@@ -287,6 +290,125 @@ async fn a_user_added_by_the_cli_is_bound_at_first_sign_in_and_admin_emails_prom
     app.stop().await;
 }
 
+/// Whether `email` still has an open invitation to `team_id`.
+async fn invited(app: &TestApp, team_id: i64, email: &str) -> bool {
+    db::teams::is_invited(&app.db, team_id, &Email::parse(email).unwrap())
+        .await
+        .unwrap()
+}
+
+/// `admin_emails` and team invitations act only on an address the provider verifies at this
+/// sign-in, and only on the address stored on the account.
+async fn admin_emails_and_invitations_need_the_stored_address_verified_now(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |settings| {
+        settings.admin_emails = TextList::Joined("ops@example.com, boss@example.com".into());
+    })
+    .await;
+    let now = chrono::Utc::now();
+    let name = berth_app::domain::team::TeamName::parse("Lab").unwrap();
+    let team = db::teams::create_team(&app.db, &name, now)
+        .await
+        .unwrap()
+        .unwrap();
+    for email in ["ops@example.com", "bia@example.com", "new@example.com"] {
+        db::teams::insert_invitation(
+            &app.db,
+            team,
+            &Email::parse(email).unwrap(),
+            berth_app::domain::team::TeamRole::Member,
+            None,
+            now,
+        )
+        .await
+        .unwrap();
+    }
+
+    // No `email_verified` claim: not verified. Signed in, but neither promoted nor joined.
+    provider.set_person(Person {
+        email_verified: None,
+        ..Person::new("subject-ops", "ops@example.com", "Ops Team")
+    });
+    let ops = browser();
+    callback(&ops, &authorize(&app, &ops, "/").await).await;
+    let (status, me_ops) = me(&app, &ops).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        me_ops["role"], "user",
+        "a missing email_verified is not a yes"
+    );
+    assert!(invited(&app, team, "ops@example.com").await);
+
+    // The same account, verified this time: promoted, and the invitation accepted.
+    provider.set_person(Person::new("subject-ops", "ops@example.com", "Ops Team"));
+    let ops = browser();
+    callback(&ops, &authorize(&app, &ops, "/").await).await;
+    assert_eq!(me(&app, &ops).await.1["role"], "platform_admin");
+    assert!(!invited(&app, team, "ops@example.com").await);
+
+    // Bia signs in, then her provider address changes to a listed one: her account keeps its
+    // address, so she is not promoted, and an invitation to her new address stays open.
+    provider.set_person(Person::new("subject-bia", "bia@example.com", "Bia"));
+    let bia = browser();
+    callback(&bia, &authorize(&app, &bia, "/").await).await;
+    assert!(!invited(&app, team, "bia@example.com").await);
+    for changed in ["boss@example.com", "new@example.com"] {
+        provider.set_person(Person::new("subject-bia", changed, "Bia"));
+        let bia = browser();
+        callback(&bia, &authorize(&app, &bia, "/").await).await;
+        let (status, me_bia) = me(&app, &bia).await;
+        assert_eq!(status, 200);
+        assert_eq!(me_bia["email"], "bia@example.com");
+        assert_eq!(
+            me_bia["role"], "user",
+            "{changed} is not the stored address"
+        );
+    }
+    assert!(invited(&app, team, "new@example.com").await);
+
+    // An account added with `berth user add` is bound only to a verified address.
+    db::users::upsert_user(
+        &app.db,
+        &NewUser {
+            email: Email::parse("carla@example.com").unwrap(),
+            name: UserName::parse("Carla").unwrap(),
+            role: PlatformRole::User,
+        },
+        now,
+    )
+    .await
+    .unwrap();
+    provider.set_person(Person {
+        email_verified: None,
+        ..Person::new("subject-carla", "carla@example.com", "Carla")
+    });
+    let carla = browser();
+    let done = callback(&carla, &authorize(&app, &carla, "/").await).await;
+    assert_eq!(location(&done), "/signin?error=account_conflict");
+    assert_eq!(me(&app, &carla).await.0, 401);
+    app.stop().await;
+}
+
+/// A provider marked `trust_email` vouches for its addresses without the claim.
+async fn a_trusted_provider_verifies_addresses_without_the_claim(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |settings| {
+        settings.admin_emails = TextList::Joined("ops@example.com".into());
+        if let Some(test) = settings.oidc.get_mut("test") {
+            test.trust_email = true;
+        }
+    })
+    .await;
+    provider.set_person(Person {
+        email_verified: None,
+        ..Person::new("subject-ops", "ops@example.com", "Ops Team")
+    });
+    let ops = browser();
+    callback(&ops, &authorize(&app, &ops, "/").await).await;
+    assert_eq!(me(&app, &ops).await.1["role"], "platform_admin");
+    app.stop().await;
+}
+
 async fn an_email_only_in_user_info_is_used(backend: Backend) {
     let provider = TestProvider::start().await;
     let (app, _db) = spawn_with_provider(backend, &provider, |_| {}).await;
@@ -531,6 +653,8 @@ crate::on_both_backends!(
     oidc_sign_in_creates_a_user_bound_to_the_subject,
     an_address_already_bound_elsewhere_is_refused,
     a_user_added_by_the_cli_is_bound_at_first_sign_in_and_admin_emails_promote,
+    admin_emails_and_invitations_need_the_stored_address_verified_now,
+    a_trusted_provider_verifies_addresses_without_the_claim,
     an_email_only_in_user_info_is_used,
     tampered_callbacks_are_refused_without_a_session,
     reused_codes_and_wrong_pkce_verifiers_are_refused,

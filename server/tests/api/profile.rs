@@ -112,7 +112,82 @@ async fn tokens_need_a_name_a_session_and_their_owner(backend: Backend) {
     app.stop().await;
 }
 
+async fn tokens_get_a_scope_and_a_lifetime_and_never_make_tokens(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
+    for (body, field) in [
+        ("name=a&expires_days=0", "expires_days"),
+        ("name=a&expires_days=3651", "expires_days"),
+        ("name=a&expires_days=soon", "expires_days"),
+        ("name=a&scope=admin", "scope"),
+    ] {
+        let refused = post_form(&app, "/api/create_api_token", body).await;
+        assert_eq!(refused.status().as_u16(), 422, "{body}");
+        let answer: serde_json::Value = refused.json().await.unwrap();
+        assert_eq!(answer["Explained"]["field"], field, "{answer}");
+    }
+
+    let before = chrono::Utc::now();
+    let created: serde_json::Value = post_form(
+        &app,
+        "/api/create_api_token",
+        "name=dashboards&scope=read&expires_days=30",
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(created["info"]["scope"], "read");
+    let expires: chrono::DateTime<chrono::Utc> = created["info"]["expires_at"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let days = (expires - before).num_days();
+    assert!((29..=30).contains(&days), "{expires}");
+    let read = created["token"].as_str().unwrap().to_owned();
+    let created: serde_json::Value = post_form(&app, "/api/create_api_token", "name=ci")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(created["info"]["scope"], "write", "write by default");
+    assert!(
+        created["info"]["expires_at"].is_null(),
+        "no expiry by default"
+    );
+    let write = created["token"].as_str().unwrap().to_owned();
+    assert_eq!(bearer_me(&app, &read).await, 200);
+
+    // Neither token can make another one.
+    for token in [&read, &write] {
+        let made = crate::helpers::client()
+            .post(app.url("/api/create_api_token"))
+            .bearer_auth(token)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("name=offspring")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(made.status().as_u16(), 403);
+    }
+
+    // The profile lists both with their scope and expiry.
+    let list: serde_json::Value = post_form(&app, "/api/list_api_tokens", "")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 2, "{list}");
+    let (_, html) = app.get_text("/profile").await;
+    assert!(html.contains("Read only"), "the read token's scope");
+    assert!(html.contains("Read and change"), "the write token's scope");
+    assert!(html.contains("name=\"expires_days\""), "a lifetime field");
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    tokens_get_a_scope_and_a_lifetime_and_never_make_tokens,
     tokens_are_created_once_used_listed_and_revoked,
     tokens_need_a_name_a_session_and_their_owner,
 );

@@ -130,7 +130,61 @@ async fn using_the_portal_pushes_the_inactivity_deadline_back_once_a_day(backend
     app.stop().await;
 }
 
+/// The cookie's session id is not in the table; its SHA-256 is, and the session works.
+async fn session_ids_are_stored_only_as_their_hash(backend: Backend) {
+    use berth_app::server::entity::session;
+    use sea_orm::EntityTrait;
+    let (app, _db) = spawn_app(backend).await;
+    let client = crate::helpers::client_builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let signed_in = client
+        .post(app.url("/auth/dev"))
+        .form(&[("role", "user"), ("return_to", "/")])
+        .send()
+        .await
+        .unwrap();
+    let set_cookie = signed_in.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let pair = set_cookie.split(';').next().unwrap().to_owned();
+    let id = pair.split_once('=').unwrap().1.to_owned();
+    assert!(!id.is_empty());
+    let rows = session::Entity::find().all(&app.db).await.unwrap();
+    assert!(
+        rows.iter()
+            .all(|row| row.id != id && !row.data.contains(&id)),
+        "the plain id is stored nowhere"
+    );
+    assert!(
+        rows.iter()
+            .any(|row| row.id == berth_app::server::auth::tokens::hash(&id)),
+        "its SHA-256 is the key"
+    );
+    let me = client
+        .get(app.url("/api/v1/me"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status().as_u16(), 200);
+    // Someone who reads the table cannot use what is there as a cookie.
+    for row in &rows {
+        let stolen = client
+            .get(app.url("/api/v1/me"))
+            .header("cookie", format!("berth_session={}", row.id))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stolen.status().as_u16(), 401);
+    }
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    session_ids_are_stored_only_as_their_hash,
     sessions_are_created_loaded_updated_and_deleted,
     expired_sessions_are_neither_loaded_nor_kept,
     creating_with_a_taken_id_draws_a_new_one,

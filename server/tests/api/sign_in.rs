@@ -205,7 +205,51 @@ async fn the_header_shows_who_is_signed_in_and_the_sign_in_page_offers_demo_acco
     app.stop().await;
 }
 
+/// `return_to` of the dev sign-in, the language switch and the sign-in page only ever leads to
+/// a path on this site.
+async fn return_to_never_leads_to_another_site(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let client = bare_client();
+    for evil in [
+        "/%09/evil.example",
+        "/%2509/evil.example",
+        "/\\evil.example",
+        "//evil.example",
+        "https://evil.example/",
+        "/\t/evil.example",
+    ] {
+        let signed_in = client
+            .post(app.url("/auth/dev"))
+            .form(&[("role", "user"), ("return_to", evil)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(signed_in.status().as_u16(), 303);
+        assert_eq!(signed_in.headers()["location"], "/", "sign-in to {evil:?}");
+        let switched = client
+            .post(app.url("/locale"))
+            .form(&[("locale", "en"), ("return_to", evil)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(switched.status().as_u16(), 303);
+        assert_eq!(switched.headers()["location"], "/", "locale to {evil:?}");
+    }
+    let (status, html) = app
+        .get_text("/signin?return_to=%2F%2509%2Fevil.example")
+        .await;
+    assert_eq!(status, 200);
+    assert!(
+        !html.contains("evil.example"),
+        "the sign-in page does not echo a foreign return_to"
+    );
+    let (_, html) = app.get_text("/signin?return_to=%2Fprofile").await;
+    assert!(html.contains("value=\"/profile\""), "a local one is kept");
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    return_to_never_leads_to_another_site,
     the_header_shows_who_is_signed_in_and_the_sign_in_page_offers_demo_accounts,
     dev_sign_in_starts_a_session_with_safe_cookie_flags,
     signing_in_again_cycles_the_session_id_and_kills_the_old_one,

@@ -1,11 +1,14 @@
 //! The [`Actor`]: the authenticated user behind a request, from an `Authorization: Bearer` token
 //! or the signed-in session. Handlers take it as an argument, so the check happens in the handler
-//! itself; without valid credentials the request gets 401.
+//! itself; without valid credentials the request gets 401 (an expired token says so), and a
+//! read-only token gets 403 for any request but `GET`, `HEAD` and `OPTIONS`.
 
+use crate::domain::api_token::TokenScope;
 use crate::domain::user::{PlatformRole, UserSummary};
 use crate::error::AppError;
 use crate::server::auth::tokens;
 use crate::server::db;
+use crate::server::db::api_tokens::TokenCheck;
 use crate::server::state::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
@@ -17,24 +20,38 @@ use tower_sessions::Session;
 pub struct Actor {
     /// Who it is.
     pub user: UserSummary,
+    /// The scope of the API token the request came with; `None` for a signed-in session.
+    pub token_scope: Option<TokenScope>,
 }
 
 impl FromRequestParts<AppState> for Actor {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let user = if let Some(token) = bearer_token(parts) {
+        let (user, token_scope) = if let Some(token) = bearer_token(parts) {
             let hash = tokens::hash(token);
-            db::api_tokens::authenticate_token(&state.db, &hash, chrono::Utc::now()).await?
+            match db::api_tokens::authenticate_token(&state.db, &hash, chrono::Utc::now()).await? {
+                TokenCheck::Valid(user, scope) => {
+                    // Checked here, for every handler and server function alike: a read token
+                    // never reaches code that changes something.
+                    if !scope.allows_method(parts.method.as_str()) {
+                        tracing::info!(user.id = user.id, "read-only token refused for a change");
+                        return Err(AppError::Forbidden);
+                    }
+                    (Some(user), Some(scope))
+                }
+                TokenCheck::Expired => return Err(AppError::TokenExpired),
+                TokenCheck::Unknown => (None, None),
+            }
         } else {
             match session_user_id(parts, state).await? {
-                Some(user_id) => db::users::find_user(&state.db, user_id).await?,
-                None => None,
+                Some(user_id) => (db::users::find_user(&state.db, user_id).await?, None),
+                None => (None, None),
             }
         };
         let user = user.ok_or(AppError::Unauthorized)?;
         tracing::Span::current().record("user.id", user.id);
-        Ok(Actor { user })
+        Ok(Actor { user, token_scope })
     }
 }
 
@@ -60,6 +77,16 @@ pub async fn require_actor() -> Result<Actor, AppError> {
 }
 
 impl Actor {
+    /// Succeeds only for a signed-in session ([`AppError::Forbidden`] for an API token): what a
+    /// token must not do, such as creating more tokens.
+    pub fn require_session(&self) -> Result<(), AppError> {
+        if self.token_scope.is_none() {
+            Ok(())
+        } else {
+            Err(AppError::Forbidden)
+        }
+    }
+
     /// Succeeds only for platform admins ([`AppError::Forbidden`] otherwise).
     pub fn require_platform_admin(&self) -> Result<(), AppError> {
         if self.user.role == PlatformRole::PlatformAdmin {

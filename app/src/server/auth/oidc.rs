@@ -58,6 +58,9 @@ pub struct OidcProviderSettings {
     pub redirect_url: RedirectUrl,
     /// Scopes asked for besides `openid` (default `email`, `profile`).
     pub scopes: Vec<String>,
+    /// Every address this provider gives counts as verified, with or without `email_verified`
+    /// (for providers that issue only verified addresses, such as an Entra ID tenant's).
+    pub trust_email: bool,
 }
 
 /// A sign-in started in this browser, kept in its session until the provider sends it back.
@@ -341,7 +344,10 @@ impl OidcProviders {
                 provider: provider_id.to_owned(),
                 subject: claims.subject().as_str().to_owned(),
                 email,
-                email_verified: person.email_verified,
+                // Only a provider that says so vouches for the address: a missing claim is not
+                // a yes.
+                email_verified: person.email_verified == Some(true)
+                    || provider.settings.trust_email,
                 name,
             },
             pending.return_to,

@@ -1,4 +1,6 @@
 //! Sessions kept in the application database (SQLite or PostgreSQL), as a tower-sessions store.
+//! Like API tokens, a session id is stored only as its SHA-256 hash: a copy of the table (a
+//! backup, a read-only database account) does not hand out signed-in sessions.
 
 use crate::server::entity::session;
 use chrono::{DateTime, Utc};
@@ -35,9 +37,14 @@ fn to_time(at: DateTime<Utc>) -> Result<time::OffsetDateTime, session_store::Err
         .map_err(|err| session_store::Error::Decode(err.to_string()))
 }
 
+/// The key a session id is stored and looked up under: its hex SHA-256.
+pub fn stored_id(id: &Id) -> String {
+    crate::server::auth::tokens::hash(&id.to_string())
+}
+
 fn row(record: &Record) -> Result<session::ActiveModel, session_store::Error> {
     Ok(session::ActiveModel {
-        id: Set(record.id.to_string()),
+        id: Set(stored_id(&record.id)),
         data: Set(serde_json::to_string(&record.data)
             .map_err(|err| session_store::Error::Encode(err.to_string()))?),
         expires_at: Set(to_chrono(record.expiry_date)),
@@ -79,7 +86,7 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
-        let found = session::Entity::find_by_id(id.to_string())
+        let found = session::Entity::find_by_id(stored_id(id))
             .filter(session::Column::ExpiresAt.gt(Utc::now()))
             .one(&self.db)
             .await
@@ -97,7 +104,7 @@ impl SessionStore for DbSessionStore {
     }
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
-        session::Entity::delete_by_id(id.to_string())
+        session::Entity::delete_by_id(stored_id(id))
             .exec(&self.db)
             .await
             .map_err(backend)?;

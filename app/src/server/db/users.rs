@@ -1,6 +1,7 @@
 //! Users: adding them (by e-mail address), binding them to identity-provider accounts, finding
 //! and listing them.
 
+use crate::domain::sign_in::promotes_to_admin;
 use crate::domain::user::{Email, NewUser, PlatformRole, UserName, UserSummary};
 use crate::server::db::begin_write;
 use crate::server::entity::{identity, user};
@@ -134,8 +135,9 @@ pub struct ExternalIdentity {
     pub subject: String,
     /// Their e-mail address.
     pub email: Email,
-    /// `email_verified` as the provider said it (`None` when it did not say).
-    pub email_verified: Option<bool>,
+    /// Whether the provider vouches for the address at this sign-in: its `email_verified` is
+    /// `true`, or the provider is trusted to give only verified addresses (`trust_email`).
+    pub email_verified: bool,
     /// Their display name.
     pub name: UserName,
 }
@@ -145,8 +147,9 @@ pub struct ExternalIdentity {
 pub enum IdentitySignIn {
     /// The user bound to the identity (created now if it is their first sign-in).
     User(UserSummary),
-    /// The e-mail address belongs to an account bound to another identity (or the provider says
-    /// the address is not verified); nothing was written.
+    /// The e-mail address belongs to an account bound to another identity (or to an account
+    /// added with `berth user add` while the provider does not vouch for the address); nothing
+    /// was written.
     EmailTaken,
 }
 
@@ -154,13 +157,15 @@ pub enum IdentitySignIn {
 ///
 /// Users are bound to (provider, subject), never to an e-mail address alone: a first sign-in
 /// creates a user, or binds to an existing account with the same address only when that account
-/// has no identity yet (added with `berth user add`) and the provider did not call the address
-/// unverified. `make_admin` (the address is in `BERTH_ADMIN_EMAILS`) makes them a platform admin.
+/// has no identity yet (added with `berth user add`) and the provider verifies the address.
+/// A user becomes a platform admin when the address stored on their account is one of
+/// `admin_emails` and the provider verifies that very address at this sign-in (a linked user
+/// whose provider address changed to a listed one is not promoted).
 #[tracing::instrument(skip_all, fields(identity.provider = %identity.provider))]
 pub async fn sign_in_identity(
     db: &DatabaseConnection,
     identity: &ExternalIdentity,
-    make_admin: bool,
+    admin_emails: &[Email],
     now: DateTime<Utc>,
 ) -> Result<IdentitySignIn, DbErr> {
     // Two first sign-ins of one person at once: the loser of the unique index tries again and
@@ -168,7 +173,7 @@ pub async fn sign_in_identity(
     let mut attempts = 0;
     loop {
         attempts += 1;
-        match try_sign_in_identity(db, identity, make_admin, now).await {
+        match try_sign_in_identity(db, identity, admin_emails, now).await {
             Err(err)
                 if attempts < 3
                     && matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) =>
@@ -183,9 +188,19 @@ pub async fn sign_in_identity(
 async fn try_sign_in_identity(
     db: &DatabaseConnection,
     identity: &ExternalIdentity,
-    make_admin: bool,
+    admin_emails: &[Email],
     now: DateTime<Utc>,
 ) -> Result<IdentitySignIn, DbErr> {
+    let make_admin = |stored: &str| {
+        Email::parse(stored).is_ok_and(|stored| {
+            promotes_to_admin(
+                admin_emails,
+                &stored,
+                &identity.email,
+                identity.email_verified,
+            )
+        })
+    };
     let txn = begin_write(db).await?;
     let bound = identity::Entity::find()
         .filter(identity::Column::Provider.eq(&identity.provider))
@@ -206,7 +221,7 @@ async fn try_sign_in_identity(
                     .one(&txn)
                     .await?
                     .is_some();
-                if has_identity || identity.email_verified == Some(false) {
+                if has_identity || !identity.email_verified {
                     return Ok(IdentitySignIn::EmailTaken);
                 }
                 existing.id
@@ -215,7 +230,7 @@ async fn try_sign_in_identity(
                 user::ActiveModel {
                     email: Set(identity.email.as_str().to_owned()),
                     name: Set(identity.name.as_str().to_owned()),
-                    is_platform_admin: Set(make_admin),
+                    is_platform_admin: Set(make_admin(identity.email.as_str())),
                     created_at: Set(now),
                     updated_at: Set(now),
                     ..Default::default()
@@ -236,12 +251,17 @@ async fn try_sign_in_identity(
         .await?;
         user_id
     };
-    // The provider's name is the current one; the admin bootstrap only ever adds the role.
+    // The provider's name is the current one; the admin bootstrap only ever adds the role, for
+    // the address stored on the account.
+    let stored = user::Entity::find_by_id(user_id)
+        .one(&txn)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound(format!("user {user_id}")))?;
     let mut update = user::Entity::update_many()
         .col_expr(user::Column::Name, Expr::value(identity.name.as_str()))
         .col_expr(user::Column::UpdatedAt, Expr::value(now))
         .filter(user::Column::Id.eq(user_id));
-    if make_admin {
+    if make_admin(&stored.email) {
         update = update.col_expr(user::Column::IsPlatformAdmin, Expr::value(true));
     }
     update.exec(&txn).await?;

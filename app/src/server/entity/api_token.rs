@@ -21,6 +21,10 @@ pub struct Model {
     pub last_used_at: Option<DateTimeUtc>,
     /// When it was revoked (UTC); revoked tokens never authenticate.
     pub revoked_at: Option<DateTimeUtc>,
+    /// `read` or `write` (`ck_api_tokens_scope`).
+    pub scope: String,
+    /// When it stops working (UTC); `None`: never.
+    pub expires_at: Option<DateTimeUtc>,
 }
 
 /// Relations of `api_tokens`.

@@ -313,6 +313,42 @@ pub struct Wallet {
     pub entries: Vec<WalletEntry>,
 }
 
+/// A wallet's money as a booking sees it: the balance, and what its unpaid bookings charged
+/// before their start (pending or due) hold of it. What is held is committed: a booking, paid now
+/// or later, may only spend what is available, so the payment job's charges do not fail later
+/// for want of credits, and a wallet without credits cannot hold GPUs for the booking horizon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Funds {
+    /// The wallet's balance.
+    pub balance: Money,
+    /// The prices of its bookings not charged yet.
+    pub held: Money,
+}
+
+impl Funds {
+    /// What can be spent: the balance less what is held (negative when the balance fell below
+    /// the holds, as after a deduction).
+    pub fn available(self) -> Money {
+        Money::from_minor(self.balance.minor().saturating_sub(self.held.minor()))
+    }
+
+    /// How much more a booking of `price` needs, `None` when the available funds cover it.
+    pub fn missing_for(self, price: Money) -> Option<Money> {
+        let missing = price.minor().saturating_sub(self.available().minor());
+        (missing > 0).then(|| Money::from_minor(missing))
+    }
+}
+
+impl Wallet {
+    /// The balance and what is held of it.
+    pub fn funds(&self) -> Funds {
+        Funds {
+            balance: self.balance,
+            held: self.on_hold,
+        }
+    }
+}
+
 /// A reservation whose charge failed for want of credits: paid as soon as the wallet holds
 /// enough, released at `release_at` if not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -420,6 +456,41 @@ mod tests {
             "reason"
         );
         assert!(CreditChange::parse(5, &"é".repeat(MAX_REASON_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn bookings_spend_only_what_holds_leave_available() {
+        let funds = |balance, held| Funds {
+            balance: Money::from_minor(balance),
+            held: Money::from_minor(held),
+        };
+        // Nothing at all: any price is missing in full.
+        assert_eq!(funds(0, 0).available(), Money::ZERO);
+        assert_eq!(
+            funds(0, 0).missing_for(Money::from_minor(500)),
+            Some(Money::from_minor(500))
+        );
+        // Enough for one booking: it fits exactly; a second one does not.
+        assert_eq!(funds(1_000, 0).missing_for(Money::from_minor(1_000)), None);
+        assert_eq!(
+            funds(1_000, 1_000).missing_for(Money::from_minor(1_000)),
+            Some(Money::from_minor(1_000))
+        );
+        // Part held: the rest is available.
+        assert_eq!(funds(1_000, 400).available(), Money::from_minor(600));
+        assert_eq!(funds(1_000, 400).missing_for(Money::from_minor(600)), None);
+        assert_eq!(
+            funds(1_000, 400).missing_for(Money::from_minor(700)),
+            Some(Money::from_minor(100))
+        );
+        // A balance below its holds (a deduction) leaves a negative available amount.
+        assert_eq!(funds(100, 400).available(), Money::from_minor(-300));
+        assert_eq!(
+            funds(100, 400).missing_for(Money::from_minor(1)),
+            Some(Money::from_minor(301))
+        );
+        // A free booking needs nothing.
+        assert_eq!(funds(0, 0).missing_for(Money::ZERO), None);
     }
 
     #[test]

@@ -290,6 +290,11 @@ fn TeamMoneyView(
     let month = money.month.format("%Y-%m").to_string();
     let limit = money.budget.limit;
     let spent = money.month_spent;
+    let available = crate::domain::ledger::Funds {
+        balance: money.balance,
+        held: money.on_hold,
+    }
+    .available();
     let percent = limit.map(|limit| {
         if limit.minor() == 0 {
             if spent.minor() > 0 { 100 } else { 0 }
@@ -381,7 +386,9 @@ fn TeamMoneyView(
             <dt>{t!(i18n, team_wallet_balance)}</dt>
             <dd data-team-balance-minor=money.balance.minor()><MoneyText amount=money.balance currency=currency.clone() /></dd>
             <dt>{t!(i18n, wallet_on_hold)}</dt>
-            <dd><MoneyText amount=money.on_hold currency=currency.clone() /></dd>
+            <dd data-team-on-hold-minor=money.on_hold.minor()><MoneyText amount=money.on_hold currency=currency.clone() /></dd>
+            <dt>{t!(i18n, wallet_available)}</dt>
+            <dd class:negative=available.minor() < 0 data-team-available-minor=available.minor()><MoneyText amount=available currency=currency.clone() /></dd>
             <dt>{t!(i18n, team_month_spent, month = month)}</dt>
             <dd data-month-spent-minor=spent.minor()>{budget_line}</dd>
         </dl>

@@ -51,8 +51,9 @@ fn WalletView(data: WalletData) -> impl IntoView {
                 <MoneyText amount=wallet.balance currency=currency.clone() />
             </strong>
         </div>
-        {(wallet.on_hold.minor() > 0).then(|| {
-            let available = Money::from_minor(wallet.balance.minor() - wallet.on_hold.minor());
+        // Always shown: what bookings paid before their start hold, and what is left to book.
+        {
+            let available = wallet.funds().available();
             view! {
                 <dl class="wallet-hold">
                     <dt>{t!(i18n, wallet_on_hold)}</dt>
@@ -60,12 +61,13 @@ fn WalletView(data: WalletData) -> impl IntoView {
                         <MoneyText amount=wallet.on_hold currency=currency.clone() />
                     </dd>
                     <dt>{t!(i18n, wallet_available)}</dt>
-                    <dd class:negative=available.minor() < 0>
+                    <dd class:negative=available.minor() < 0 data-available-minor=available.minor()>
                         <MoneyText amount=available currency=currency.clone() />
                     </dd>
                 </dl>
+                <p class="hint">{t!(i18n, wallet_hold_hint)}</p>
             }
-        })}
+        }
         {(!wallet.payments_due.is_empty()).then(|| {
             let items = wallet
                 .payments_due

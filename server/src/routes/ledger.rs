@@ -20,6 +20,11 @@ pub struct ApiWallet {
     balance_minor: i64,
     /// Committed to upcoming reservations charged before their start and not charged yet.
     on_hold_minor: i64,
+    /// The same as `on_hold_minor`: what the wallet's unpaid bookings hold.
+    held_minor: i64,
+    /// What a booking may spend: `balance_minor - held_minor` (negative when a deduction took
+    /// the balance below the holds).
+    available_minor: i64,
     /// Reservations whose charge failed for want of credits.
     payments_due: Vec<ApiPaymentDue>,
     /// The balance as a decimal string in the currency (`125.00`).
@@ -152,6 +157,7 @@ fn wallet_csv(wallet: &Wallet) -> Result<String, csv::Error> {
 }
 
 fn api_wallet(wallet: Wallet) -> ApiWallet {
+    let funds = wallet.funds();
     let Wallet {
         balance,
         currency,
@@ -165,6 +171,8 @@ fn api_wallet(wallet: Wallet) -> ApiWallet {
     ApiWallet {
         balance_minor: balance.minor(),
         on_hold_minor: on_hold.minor(),
+        held_minor: on_hold.minor(),
+        available_minor: funds.available().minor(),
         payments_due: payments_due
             .into_iter()
             .map(|due| ApiPaymentDue {

@@ -51,6 +51,8 @@ pub async fn show(
         money: ApiTeamMoney {
             balance_minor: money.balance.minor(),
             on_hold_minor: money.on_hold.minor(),
+            held_minor: money.on_hold.minor(),
+            available_minor: money.balance.minor() - money.on_hold.minor(),
             budget_minor: money.budget.limit.map(|limit| limit.minor()),
             budget_mode: money.budget.mode.as_str(),
             budget_warn_percent: money.budget.warn_percent,
@@ -69,6 +71,10 @@ pub async fn show(
 pub struct ApiTeamMoney {
     balance_minor: i64,
     on_hold_minor: i64,
+    /// The same as `on_hold_minor`: what the team's unpaid bookings hold of its wallet.
+    held_minor: i64,
+    /// What a team booking may spend: `balance_minor - held_minor`.
+    available_minor: i64,
     /// None: no budget.
     budget_minor: Option<i64>,
     budget_mode: &'static str,

@@ -267,6 +267,31 @@ pub async fn refund(
         })
 }
 
+/// Locks wallet `account` (a user's or a team's, created on first use) until `db`'s
+/// transaction ends and answers its balance and what its unpaid bookings hold, read under the
+/// lock. PostgreSQL: `FOR NO KEY UPDATE` on the wallet's row, the lock every posting to it
+/// takes, so two bookings paid by one wallet check its funds one after the other and the second
+/// sees the first's hold (each statement of a READ COMMITTED transaction reads what was
+/// committed before it); not FOR UPDATE, which would also block the foreign-key checks of
+/// ledger entries written for it. SQLite: the `IMMEDIATE` write transaction holds the database's
+/// lock already. Bookings take it after the GPUs and the team, as postings do.
+pub async fn lock_funds(
+    db: &impl ConnectionTrait,
+    account: Account,
+) -> Result<crate::domain::ledger::Funds, DbErr> {
+    let id = account_id(db, account).await?;
+    let mut query = ledger_account::Entity::find_by_id(id);
+    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        query = query.lock(sea_orm::sea_query::LockType::NoKeyUpdate);
+    }
+    let balance = query.one(db).await?.map_or(0, |row| row.balance_minor);
+    let held = super::payments::held_by(db, account).await?;
+    Ok(crate::domain::ledger::Funds {
+        balance: Money::from_minor(balance),
+        held,
+    })
+}
+
 /// Creates `user_id`'s wallet if it does not exist; true when this call created it (of several
 /// concurrent calls, exactly one).
 pub async fn create_wallet(db: &impl ConnectionTrait, user_id: i64) -> Result<bool, DbErr> {

@@ -141,12 +141,8 @@ pub async fn retry_for(
     wallet: crate::domain::ledger::Account,
     now: DateTime<Utc>,
 ) -> Result<Outcome, DbErr> {
-    let payer = match (wallet.user_id(), wallet.team_id()) {
-        (Some(user), _) => sea_orm::Condition::all()
-            .add(reservation::Column::OwnerId.eq(user))
-            .add(reservation::Column::TeamId.is_null()),
-        (None, Some(team)) => sea_orm::Condition::all().add(reservation::Column::TeamId.eq(team)),
-        (None, None) => return Ok(Outcome::default()),
+    let Some(payer) = paid_by(wallet) else {
+        return Ok(Outcome::default());
     };
     let ids: Vec<i64> = reservation::Entity::find()
         .select_only()
@@ -315,6 +311,47 @@ pub async fn unpaid_of(
         .order_by_asc(reservation::Column::Id)
         .all(db)
         .await
+}
+
+/// The reservations that `wallet` pays: a user's own bookings (not team bookings), or a team's
+/// bookings; `None` for the platform's accounts.
+fn paid_by(wallet: crate::domain::ledger::Account) -> Option<sea_orm::Condition> {
+    match (wallet.user_id(), wallet.team_id()) {
+        (Some(user), _) => Some(
+            sea_orm::Condition::all()
+                .add(reservation::Column::OwnerId.eq(user))
+                .add(reservation::Column::TeamId.is_null()),
+        ),
+        (None, Some(team)) => {
+            Some(sea_orm::Condition::all().add(reservation::Column::TeamId.eq(team)))
+        }
+        (None, None) => None,
+    }
+}
+
+/// What `wallet`'s unpaid reservations hold of it: the prices of the confirmed ones it pays
+/// that are not charged yet (pending or due; the same ones [`unpaid_of`] and
+/// [`unpaid_of_team`] list), read in one query. Read it under the wallet's lock
+/// ([`crate::server::db::ledger::lock_funds`]) to rely on it for a booking.
+pub async fn held_by(
+    db: &impl ConnectionTrait,
+    wallet: crate::domain::ledger::Account,
+) -> Result<crate::domain::money::Money, DbErr> {
+    let Some(payer) = paid_by(wallet) else {
+        return Ok(crate::domain::money::Money::ZERO);
+    };
+    let prices: Vec<i64> = reservation::Entity::find()
+        .select_only()
+        .column(reservation::Column::PriceMinor)
+        .filter(payer)
+        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::PaymentStatus.is_in(["pending", "due"]))
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(crate::domain::money::Money::from_minor(
+        prices.into_iter().sum(),
+    ))
 }
 
 /// What unpaid reservations (from [`unpaid_of`]) hold of their owner's wallet: their prices.

@@ -7,8 +7,13 @@
 //! IMMEDIATE`). Either way the check and the insert see the same data. As a safety net the
 //! `gpu_slot_load` table counts the quarters booked per GPU and 15-minute slot, and its CHECK
 //! refuses more than a whole GPU whatever the application does.
+//!
+//! Money: a booking charged at once or held until the payment job charges it locks the wallet
+//! that pays it (after the GPUs and the team) and must fit in what the wallet has available,
+//! its balance less what its unpaid bookings hold ([`crate::domain::ledger::Funds`]); two
+//! bookings paid by one wallet check it one after the other.
 
-use crate::domain::ledger::RefundPolicy;
+use crate::domain::ledger::{Account, RefundPolicy};
 use crate::domain::money::{Currency, Money};
 use crate::domain::payment::{ChargeMode, ChargePlan, ChargePolicy};
 use crate::domain::problem::Problem;
@@ -660,6 +665,15 @@ async fn try_book(
         ChargePlan::Now => (PaymentStatus::Paid, ChargeMode::AtBooking, None),
         ChargePlan::At(at) => (PaymentStatus::Pending, ChargeMode::BeforeStart, Some(at)),
     };
+    // Charged now or held until the payment job charges it, a booking spends only what its
+    // wallet has available: the balance less what its unpaid bookings hold.
+    if matches!(payment_status, PaymentStatus::Paid | PaymentStatus::Pending) {
+        if let Some(missing) = shortfall(&txn, payer_of(request), Money::from_minor(price)).await? {
+            return Err(BookError::App(crate::server::ledger::insufficient(
+                missing, currency,
+            )));
+        }
+    }
     let row = reservation::ActiveModel {
         owner_id: Set(request.owner_id),
         node_id: Set(first.node_id),
@@ -721,6 +735,28 @@ async fn try_book(
     }
     txn.commit().await?;
     Ok(reservation)
+}
+
+/// The wallet that pays `request`: its team's for a team booking, else its owner's.
+fn payer_of(request: &NewReservation) -> Account {
+    match request.team_id {
+        Some(team) => Account::TeamWallet(team),
+        None => Account::Wallet(request.owner_id),
+    }
+}
+
+/// Locks `wallet` until the transaction ends and answers how much more than it has available
+/// (its balance less what its unpaid bookings hold) a booking of `price` needs, `None` when it is
+/// covered. Holding the lock, the caller's charge or hold is written before any other booking
+/// paid by the wallet reads its funds.
+async fn shortfall(
+    txn: &DatabaseTransaction,
+    wallet: Account,
+    price: Money,
+) -> Result<Option<Money>, DbErr> {
+    Ok(super::ledger::lock_funds(txn, wallet)
+        .await?
+        .missing_for(price))
 }
 
 /// Confirmed reservations and maintenance windows on `gpu_ids` during `window`, per GPU, each
@@ -1421,6 +1457,18 @@ pub async fn decide_approval(
         ChargePlan::Now => (PaymentStatus::Paid, ChargeMode::AtBooking, None),
         ChargePlan::At(at) => (PaymentStatus::Pending, ChargeMode::BeforeStart, Some(at)),
     };
+    // Approved, the booking is charged now or held until the payment job charges it: either
+    // way the team wallet's available funds must cover it.
+    if matches!(status, PaymentStatus::Paid | PaymentStatus::Pending)
+        && let Some(missing) = shortfall(
+            txn,
+            Account::TeamWallet(team_id),
+            Money::from_minor(row.price_minor),
+        )
+        .await?
+    {
+        return Err(crate::server::ledger::insufficient(missing, currency));
+    }
     if status == PaymentStatus::Paid {
         match super::ledger::charge(txn, &row, Some(actor_id), now).await {
             Ok(_) => {}

@@ -946,13 +946,11 @@ async fn team_admins_see_the_quotas_that_platform_admins_set(backend: Backend) {
     // The team admin sees the quota table and who sets quotas, but no quota form.
     let (status, html) = app.get_text(&page).await;
     assert_eq!(status, 200);
-    assert!(html.contains("team-quotas"), "{html}");
     assert!(!html.contains("value=\"quota\""), "no quota form: {html}");
     assert!(html.contains("Quotas are set by platform admins"), "{html}");
     // Posting the form anyway is refused and changes nothing.
     let response = post_quota("2").await.unwrap();
-    let location = response.headers()["location"].to_str().unwrap().to_owned();
-    assert!(location.contains("error="), "{location}");
+    assert_eq!(response.status().as_u16(), 403);
     assert!(
         db::quotas::quota(&app.db, team, H100)
             .await

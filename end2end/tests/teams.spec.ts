@@ -68,7 +68,7 @@ test("the audit log lists admin actions for platform admins, in Portuguese too",
   await page.getByRole("button", { name: "English" }).click();
 });
 
-test("a team admin sets a quota and approves a member's large booking; the dashboard shows use against quota", async ({ browser }) => {
+test("a platform admin sets a team's quota, its team admin approves a member's large booking; the dashboard shows use against quota", async ({ browser }) => {
   const options = { locale: "en-US", viewport: { width: 1400, height: 1000 }, timezoneId: "America/Sao_Paulo" };
   const admin = await (await browser.newContext(options)).newPage();
   await signIn(admin, "the demo team admin", "/teams");
@@ -81,13 +81,20 @@ test("a team admin sets a quota and approves a member's large booking; the dashb
   await budget.getByRole("button", { name: "Save budget" }).click();
   await expect(admin.getByRole("status")).toContainText("Budget saved");
 
-  // A quota for the H100s: 6 at once, 400 GPU-hours a week.
-  const quota = admin.locator("form.quota-form");
+  // Quotas are the platform admins': the team admin has no form for them.
+  await expect(admin.locator("form.quota-form")).toHaveCount(0);
+  await expect(admin.locator(".team-quota-note")).toContainText("Quotas are set by platform admins");
+
+  // A platform admin sets one for the H100s: 6 at once, 400 GPU-hours a week.
+  const platform = await (await browser.newContext(options)).newPage();
+  await signIn(platform, "the demo platform admin", new URL(teamUrl).pathname);
+  const quota = platform.locator("form.quota-form");
   await quota.locator("select[name='model']").selectOption("NVIDIA H100 80GB HBM3");
   await quota.getByLabel("Guaranteed GPUs at once").fill("6");
   await quota.getByLabel("GPU-hours a week").fill("400");
   await quota.getByRole("button", { name: "Save quota" }).click();
-  await expect(admin.getByRole("status")).toContainText("Quota saved");
+  await expect(platform.getByRole("status")).toContainText("Quota saved");
+  await admin.reload();
   const h100 = admin.locator("table.team-quotas tr[data-model='NVIDIA H100 80GB HBM3']");
   await expect(h100.locator("td").nth(1)).toHaveText("6");
   await expect(h100.locator("td").nth(3)).toContainText("/ 400 h");

@@ -171,7 +171,7 @@ async fn bench(backend: Backend, seconds: u64) {
     let mut nodes = Vec::new();
     for n in 0..NODES {
         let name = format!("node-{n:03}");
-        let (_, token) = telemetry::issue_node_token(&db, &name, None, Utc::now())
+        let (_, token) = telemetry::issue_node_token(&db, &name, Some(true), None, Utc::now())
             .await
             .unwrap();
         let gpus: Vec<GpuInfo> = (0..GPUS_PER_NODE)

@@ -116,12 +116,19 @@ pub async fn revoke_token(config: &Config, id: i64) -> Result<(), AdminError> {
 }
 
 /// Creates node `name` if needed and issues a token for its agent; returns the node's id and the
-/// token (shown once).
-pub async fn add_node(config: &Config, name: &str) -> Result<(i64, String), AdminError> {
+/// token (shown once). With `accept_new_gpus`, the GPUs its agent reports for the first time
+/// are accepted at once instead of waiting for a platform admin.
+pub async fn add_node(
+    config: &Config,
+    name: &str,
+    accept_new_gpus: bool,
+) -> Result<(i64, String), AdminError> {
     let (conn, _) = open_and_migrate(config).await?;
-    let issued = berth_app::server::telemetry::issue_node_token(&conn, name, None, Utc::now())
-        .await
-        .map_err(|err| AdminError::Input(err.to_string()));
+    let accept = accept_new_gpus.then_some(true);
+    let issued =
+        berth_app::server::telemetry::issue_node_token(&conn, name, accept, None, Utc::now())
+            .await
+            .map_err(|err| AdminError::Input(err.to_string()));
     let _ = conn.close().await;
     issued
 }

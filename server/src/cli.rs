@@ -56,6 +56,10 @@ pub enum NodeCommand {
     Add {
         /// The node's name, unique in the portal.
         name: String,
+        /// Accept the GPUs its agent reports for the first time at once; without it they wait
+        /// as pending until a platform admin accepts them on the Nodes page.
+        #[arg(long)]
+        accept_new_gpus: bool,
     },
     /// List nodes with their agents' state.
     List,
@@ -97,9 +101,13 @@ pub struct AgentArgs {
     /// The portal's address, e.g. https://berth.example.org.
     #[arg(long, env = "BERTH_AGENT_PORTAL")]
     pub portal: String,
-    /// The node's token from `berth node add`.
+    /// The node's token from `berth node add`. Other users of the host can read a command
+    /// line: prefer `--token-file` or the `BERTH_AGENT_TOKEN` variable.
     #[arg(long, env = "BERTH_AGENT_TOKEN", hide_env_values = true)]
-    pub token: String,
+    pub token: Option<String>,
+    /// A file holding the node's token (one line; readable only by the agent's user).
+    #[arg(long, env = "BERTH_AGENT_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Seconds between samples.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub interval: u64,
@@ -261,11 +269,15 @@ async fn credits(config: &Config, command: CreditsCommand) -> Result<(), AdminEr
 
 async fn node(config: &Config, command: NodeCommand) -> Result<(), AdminError> {
     match command {
-        NodeCommand::Add { name } => {
-            let (id, token) = admin::add_node(config, &name).await?;
+        NodeCommand::Add {
+            name,
+            accept_new_gpus,
+        } => {
+            let (id, token) = admin::add_node(config, &name, accept_new_gpus).await?;
             eprintln!(
-                "berth: node {name} (id {id}) is ready; run `berth agent --portal URL --token TOKEN` \
-                 on it with this token, shown only once:"
+                "berth: node {name} (id {id}) is ready; save this token (shown only once) in a \
+                 file only the agent's user can read and run `berth agent --portal URL \
+                 --token-file FILE` on it:"
             );
             println!("{token}");
         }
@@ -299,6 +311,7 @@ async fn node(config: &Config, command: NodeCommand) -> Result<(), AdminError> {
 
 async fn run_agent(args: AgentArgs) -> Result<(), String> {
     use crate::agent::{self, AgentOptions, nvml::NvmlSource, simulated::SimulatedSource};
+    let token = agent_token(args.token.as_deref(), args.token_file.as_deref())?;
     let options = AgentOptions {
         interval: std::time::Duration::from_secs(args.interval),
         max_buffered_samples: args.buffer.max(1),
@@ -313,12 +326,47 @@ async fn run_agent(args: AgentArgs) -> Result<(), String> {
             })?,
         )
     };
-    let transport = agent::transport::HttpTransport::new(&args.portal, &args.token)?;
+    let transport = agent::transport::HttpTransport::new(&args.portal, &token)?;
     tracing::info!(portal = %args.portal, interval_s = args.interval, "berth agent starting");
     agent::start(source, std::sync::Arc::new(transport), options)
         .run_until(startup::shutdown_signal())
         .await
         .map_err(|err| err.to_string())
+}
+
+/// The agent's token: from `--token` / `BERTH_AGENT_TOKEN`, or the first line of
+/// `--token-file` / `BERTH_AGENT_TOKEN_FILE` (surrounding white space and the line end dropped).
+fn agent_token(token: Option<&str>, file: Option<&std::path::Path>) -> Result<String, String> {
+    let (token, from) = match (token, file) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "give the node's token once: --token-file FILE or BERTH_AGENT_TOKEN, not both"
+                    .into(),
+            );
+        }
+        (None, None) => {
+            return Err(
+                "the node's token is missing: pass --token-file FILE (or set BERTH_AGENT_TOKEN)"
+                    .into(),
+            );
+        }
+        (Some(token), None) => (token.to_owned(), "--token".to_owned()),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|err| format!("cannot read the token file {}: {err}", path.display()))?;
+            (text, format!("the token file {}", path.display()))
+        }
+    };
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(format!("{from} is empty: it must hold the node's token"));
+    }
+    if token.contains(char::is_whitespace) {
+        return Err(format!(
+            "{from} must hold only the node's token, on one line"
+        ));
+    }
+    Ok(token.to_owned())
 }
 
 /// One tab-separated line: id, e-mail, name, role.
@@ -344,4 +392,49 @@ async fn migrate(config: Config) -> Result<(), StartupError> {
 fn fail(err: &dyn std::fmt::Display) -> ExitCode {
     eprintln!("berth: error: {err}");
     ExitCode::FAILURE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agent_token_comes_from_a_file_without_its_line_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "berth_abc\n").unwrap();
+        assert_eq!(agent_token(None, Some(&file)).unwrap(), "berth_abc");
+        std::fs::write(&file, "  berth_abc\r\n").unwrap();
+        assert_eq!(agent_token(None, Some(&file)).unwrap(), "berth_abc");
+        assert_eq!(agent_token(Some("berth_x"), None).unwrap(), "berth_x");
+    }
+
+    #[test]
+    fn a_missing_empty_or_doubled_token_is_explained() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let err = agent_token(None, Some(&missing)).unwrap_err();
+        assert!(err.starts_with("cannot read the token file"), "{err}");
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        let err = agent_token(None, Some(&empty)).unwrap_err();
+        assert!(err.contains("is empty"), "{err}");
+        std::fs::write(&empty, "berth_a\nberth_b\n").unwrap();
+        assert!(
+            agent_token(None, Some(&empty))
+                .unwrap_err()
+                .contains("one line")
+        );
+        assert!(
+            agent_token(None, None)
+                .unwrap_err()
+                .contains("--token-file")
+        );
+        assert!(
+            agent_token(Some("t"), Some(&missing))
+                .unwrap_err()
+                .contains("not both")
+        );
+        assert!(agent_token(Some(" "), None).unwrap_err().contains("empty"));
+    }
 }

@@ -55,9 +55,12 @@ pub struct RawSettings {
     pub oidc: BTreeMap<String, RawOidcProvider>,
     /// Sign-in and token-creation requests allowed per client address and minute.
     pub sign_in_rate_per_minute: u32,
-    /// Take the client address from the last `X-Forwarded-For` entry (behind a reverse proxy or
-    /// load balancer that sets it).
-    pub trust_forwarded_for: bool,
+    /// Reverse proxies or load balancers (addresses or CIDR networks, a list or one string
+    /// separated by commas) whose `X-Forwarded-For` is believed for the client address.
+    pub trusted_proxies: TextList,
+    /// Replaced by `trusted_proxies`; kept only to refuse it with a helpful message.
+    #[serde(default, skip_serializing)]
+    pub trust_forwarded_for: Option<bool>,
     /// Add a fortnight of demo bookings along with the demo fleet. Default: same as `demo`.
     pub demo_bookings: Option<bool>,
     /// Longest booking, in days.
@@ -211,7 +214,8 @@ impl Default for RawSettings {
             admin_emails: TextList::None,
             oidc: BTreeMap::new(),
             sign_in_rate_per_minute: 20,
-            trust_forwarded_for: false,
+            trusted_proxies: TextList::None,
+            trust_forwarded_for: None,
             demo_bookings: None,
             max_booking_days: 14,
             booking_horizon_weeks: 8,
@@ -292,12 +296,12 @@ pub struct SessionSettings {
 }
 
 /// Limits on sign-in attempts.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct RateLimitSettings {
     /// Requests per client address and minute.
     pub per_minute: u32,
-    /// Read the client address from `X-Forwarded-For`.
-    pub trust_forwarded_for: bool,
+    /// Proxies whose `X-Forwarded-For` is believed.
+    pub trusted_proxies: Vec<ipnet::IpNet>,
 }
 
 /// Validated settings.
@@ -400,6 +404,18 @@ pub enum ConfigError {
     /// `sign_in_rate_per_minute` is 0.
     #[error("sign_in_rate_per_minute (BERTH_SIGN_IN_RATE_PER_MINUTE) must be at least 1")]
     RateLimit,
+    /// An entry of `trusted_proxies` is neither an address nor a network.
+    #[error(
+        "trusted_proxies (BERTH_TRUSTED_PROXIES): `{0}` is not an IP address or a CIDR network such as 10.0.0.0/8"
+    )]
+    TrustedProxy(String),
+    /// The removed `trust_forwarded_for` setting is still set.
+    #[error(
+        "trust_forwarded_for (BERTH_TRUST_FORWARDED_FOR) was replaced by trusted_proxies \
+         (BERTH_TRUSTED_PROXIES): list the addresses or networks of your reverse proxies, \
+         e.g. trusted_proxies = [\"10.0.0.0/8\"], and remove trust_forwarded_for"
+    )]
+    TrustForwardedForRemoved,
     /// The currency cannot be represented.
     #[error("currency (BERTH_CURRENCY): {0}")]
     Currency(#[from] CurrencyError),
@@ -418,7 +434,8 @@ impl Config {
             }
             None => {}
         }
-        // `BERTH_CONFIG` names the file and `BERTH_AGENT_PORTAL` / `_TOKEN` / `_NVML_LIBRARY`
+        // `BERTH_CONFIG` names the file and `BERTH_AGENT_PORTAL` / `_TOKEN` / `_TOKEN_FILE` /
+        // `_NVML_LIBRARY`
         // are `berth agent` options (command-line options); `BERTH_FAKE_NVML_CONFIG` belongs to
         // the fake NVML library and `BERTH_TEST_*` to the test suite. Every other `BERTH_*`
         // variable must be a setting.
@@ -428,6 +445,7 @@ impl Config {
                 "config",
                 "agent_portal",
                 "agent_token",
+                "agent_token_file",
                 "agent_nvml_library",
                 "fake_nvml_config",
             ])
@@ -500,6 +518,15 @@ impl Config {
         if raw.sign_in_rate_per_minute == 0 {
             return Err(ConfigError::RateLimit);
         }
+        if raw.trust_forwarded_for.is_some() {
+            return Err(ConfigError::TrustForwardedForRemoved);
+        }
+        let trusted_proxies = raw
+            .trusted_proxies
+            .items()
+            .iter()
+            .map(|item| trusted_proxy(item))
+            .collect::<Result<Vec<_>, _>>()?;
         let admin_emails = raw
             .admin_emails
             .items()
@@ -555,7 +582,7 @@ impl Config {
             oidc,
             rate_limit: RateLimitSettings {
                 per_minute: raw.sign_in_rate_per_minute,
-                trust_forwarded_for: raw.trust_forwarded_for,
+                trusted_proxies,
             },
             local_agent: LocalAgentSettings {
                 mode: raw.local_agent,
@@ -647,6 +674,13 @@ fn database_settings(url: Option<&str>, data_dir: &Path) -> Result<DatabaseSetti
     } else {
         Err(ConfigError::DatabaseUrl(redact(url)))
     }
+}
+
+/// One `trusted_proxies` entry: a network (`10.0.0.0/8`) or one address (`192.0.2.7`).
+fn trusted_proxy(item: &str) -> Result<ipnet::IpNet, ConfigError> {
+    item.parse::<ipnet::IpNet>()
+        .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| ConfigError::TrustedProxy(item.to_owned()))
 }
 
 /// Validates one `[oidc.<id>]` table.
@@ -744,15 +778,46 @@ fn currency(code: &str) -> Result<Currency, ConfigError> {
     )?)
 }
 
-/// Replaces the password of a URL with `***`.
+/// Query parameters of a database URL that carry a secret (libpq's `password` and
+/// `sslpassword`), compared without regard to case.
+const SECRET_PARAMETERS: [&str; 2] = ["password", "sslpassword"];
+
+/// Replaces the password of a URL with `***`, in the user part (`user:secret@host`) and in
+/// query parameters (`?password=secret`). A URL that does not parse keeps only its scheme.
 pub fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            let _ = parsed.set_password(Some("***"));
-            parsed.to_string()
-        }
-        _ => url.to_owned(),
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return match url.split_once("://") {
+            Some((scheme, _)) => format!("{scheme}://***"),
+            None => "***".to_owned(),
+        };
+    };
+    let secret = |key: &str| {
+        SECRET_PARAMETERS
+            .iter()
+            .any(|s| key.eq_ignore_ascii_case(s))
+    };
+    let in_query = parsed.query_pairs().any(|(key, _)| secret(&key));
+    if parsed.password().is_none() && !in_query {
+        return url.to_owned();
     }
+    if parsed.password().is_some() {
+        let _ = parsed.set_password(Some("***"));
+    }
+    if in_query {
+        let pairs: Vec<(String, String)> = parsed
+            .query_pairs()
+            .map(|(key, value)| {
+                let value = if secret(&key) {
+                    "***".to_owned()
+                } else {
+                    value.into_owned()
+                };
+                (key.into_owned(), value)
+            })
+            .collect();
+        parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    }
+    parsed.to_string()
 }
 
 fn one_line(err: &figment::Error) -> String {
@@ -774,6 +839,75 @@ mod tests {
         );
         assert!(config.demo);
         assert_eq!(config.portal.currency.code(), "USD");
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_networks() {
+        let config = Config::from_raw(RawSettings {
+            trusted_proxies: TextList::Joined("10.0.0.0/8, 192.0.2.7 ::1".into()),
+            ..RawSettings::default()
+        })
+        .unwrap();
+        let expected: Vec<ipnet::IpNet> = ["10.0.0.0/8", "192.0.2.7/32", "::1/128"]
+            .iter()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert_eq!(config.rate_limit.trusted_proxies, expected);
+        let err = Config::from_raw(RawSettings {
+            trusted_proxies: TextList::List(vec!["proxy.internal".into()]),
+            ..RawSettings::default()
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`proxy.internal` is not an IP address"),
+            "{err}"
+        );
+        assert!(
+            Config::from_raw(RawSettings::default())
+                .unwrap()
+                .rate_limit
+                .trusted_proxies
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn the_removed_trust_forwarded_for_setting_points_to_trusted_proxies() {
+        let err = Config::from_raw(RawSettings {
+            trust_forwarded_for: Some(true),
+            ..RawSettings::default()
+        })
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("replaced by trusted_proxies"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn redact_hides_passwords_in_the_user_part_and_in_query_parameters() {
+        assert_eq!(
+            redact("postgres://berth:s3cret@db/berth"),
+            "postgres://berth:***@db/berth"
+        );
+        assert_eq!(
+            redact("postgres://db/berth?password=s3cret"),
+            "postgres://db/berth?password=***"
+        );
+        assert_eq!(
+            redact("postgres://db/berth?user=x&Password=y&sslmode=require&sslpassword=z"),
+            "postgres://db/berth?user=x&Password=***&sslmode=require&sslpassword=***"
+        );
+        assert_eq!(
+            redact("postgresql://db/berth?user=x"),
+            "postgresql://db/berth?user=x"
+        );
+        assert_eq!(
+            redact("sqlite://data/berth.db?mode=rwc"),
+            "sqlite://data/berth.db?mode=rwc"
+        );
+        assert_eq!(redact("mysql://u:p@[bad/db"), "mysql://***");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use axum::body::Body;
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use berth_app::domain::telemetry::SourceKind;
@@ -25,6 +25,7 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
+use subtle::ConstantTimeEq;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -95,10 +96,39 @@ pub fn job_run(job: &str, ok: bool, seconds: f64) {
         .observe(seconds);
 }
 
+/// The `method` label: one of the standard methods, or `other`, so that clients cannot add
+/// series by inventing methods.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::CONNECT => "CONNECT",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::PATCH => "PATCH",
+        _ => "other",
+    }
+}
+
+/// Whether the `Authorization` header carries `required` as its bearer token, compared in
+/// constant time so the answer's timing does not tell how much of a guess was right.
+fn bearer_matches(headers: &axum::http::HeaderMap, required: &str) -> bool {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .unwrap_or_default();
+    bool::from(given.as_bytes().ct_eq(required.as_bytes()))
+}
+
 /// Middleware: counts requests by method, route and status, and times them.
 pub async fn track_requests(request: Request, next: Next) -> Response {
     let started = Instant::now();
-    let method = request.method().as_str().to_owned();
+    let method = method_label(request.method()).to_owned();
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -156,12 +186,7 @@ pub async fn metrics(
     headers: axum::http::HeaderMap,
 ) -> Result<Response, AppError> {
     if let Some(required) = required {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
-        if given != Some(required.as_str()) {
+        if !bearer_matches(&headers, &required) {
             return Err(AppError::Unauthorized);
         }
     }
@@ -315,4 +340,35 @@ pub async fn metrics(
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
     );
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_standard_methods_name_their_series() {
+        assert_eq!(method_label(&Method::GET), "GET");
+        assert_eq!(method_label(&Method::HEAD), "HEAD");
+        assert_eq!(method_label(&Method::PATCH), "PATCH");
+        let invented = Method::from_bytes(b"PROPFIND-X1").unwrap();
+        assert_eq!(method_label(&invented), "other");
+    }
+
+    #[test]
+    fn the_metrics_token_must_match_whole() {
+        let mut headers = axum::http::HeaderMap::new();
+        assert!(!bearer_matches(&headers, "s3cret"));
+        for (given, ok) in [
+            ("Bearer s3cret", true),
+            ("Bearer s3cret ", true),
+            ("Bearer s3cre", false),
+            ("Bearer s3cretx", false),
+            ("Bearer ", false),
+            ("s3cret", false),
+        ] {
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_str(given).unwrap());
+            assert_eq!(bearer_matches(&headers, "s3cret"), ok, "{given}");
+        }
+    }
 }

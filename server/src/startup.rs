@@ -197,7 +197,7 @@ impl Application {
         };
         let per_minute = std::num::NonZeroU32::new(config.rate_limit.per_minute)
             .unwrap_or(std::num::NonZeroU32::MIN);
-        let limiter = SignInLimiter::new(per_minute, config.rate_limit.trust_forwarded_for);
+        let limiter = SignInLimiter::new(per_minute, config.rate_limit.trusted_proxies.clone());
         let router = router(
             state.clone(),
             config.sessions,
@@ -386,6 +386,8 @@ pub fn router(
         .route("/api/v1/admin/credits", post(ledger::change_credits))
         .route("/api/v1/admin/payments-due", get(ledger::payments_due))
         .route("/api/v1/admin/gpus/{id}/retire", post(maintenance::retire))
+        .route("/api/v1/admin/gpus/pending", get(fleet::pending_gpus))
+        .route("/api/v1/admin/gpus/{id}/accept", post(fleet::accept_gpu))
         .route(
             "/api/v1/admin/gpus/{id}",
             axum::routing::patch(fleet::update_gpu),

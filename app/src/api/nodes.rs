@@ -1,6 +1,7 @@
 //! GPU nodes and their agents' tokens for the admin page (the command line's `berth node …`
 //! uses the same service layer, `server::telemetry`).
 
+use crate::domain::inventory::PendingGpu;
 use crate::domain::telemetry::SourceKind;
 use crate::error::AppError;
 use leptos::prelude::*;
@@ -25,7 +26,7 @@ pub struct NodeRow {
     pub last_seen: Option<chrono::DateTime<chrono::Utc>>,
     /// Its agent is silent.
     pub stale: bool,
-    /// GPUs in the inventory (vanished ones included).
+    /// GPUs in the inventory (vanished ones included, pending ones not).
     pub gpus: usize,
     /// Tokens that still work.
     pub live_tokens: u64,
@@ -36,6 +37,8 @@ pub struct NodeRow {
 pub struct NodesPage {
     /// Every node by name.
     pub nodes: Vec<NodeRow>,
+    /// GPUs agents reported that wait for acceptance, oldest first.
+    pub pending: Vec<PendingGpu>,
     /// The portal's address as the browser used it, for the agent command line.
     pub portal_url: String,
 }
@@ -50,10 +53,11 @@ pub async fn get_nodes_page() -> Result<NodesPage, AppError> {
             actor.require_platform_admin()?;
             let state = state::app_state()?;
             let now = chrono::Utc::now();
-            let (inventory, agents, tokens) = tokio::try_join!(
+            let (inventory, agents, tokens, pending) = tokio::try_join!(
                 db::inventory::list_nodes_with_gpus(&state.db),
                 db::telemetry::node_states(&state.db),
                 db::telemetry::live_token_counts(&state.db),
+                db::inventory::pending_gpus(&state.db),
             )?;
             let nodes = inventory
                 .into_iter()
@@ -89,7 +93,11 @@ pub async fn get_nodes_page() -> Result<NodesPage, AppError> {
                     Some(format!("{scheme}://{host}"))
                 })
                 .unwrap_or_else(|| "http://127.0.0.1:3000".into());
-            Ok(NodesPage { nodes, portal_url })
+            Ok(NodesPage {
+                nodes,
+                pending,
+                portal_url,
+            })
         }
         .await,
     )
@@ -118,6 +126,7 @@ pub async fn add_node_token(name: String) -> Result<IssuedNodeToken, AppError> {
             let (node_id, token) = telemetry::issue_node_token(
                 &state.db,
                 &name,
+                None,
                 Some(actor.user.id),
                 chrono::Utc::now(),
             )
@@ -132,6 +141,20 @@ pub async fn add_node_token(name: String) -> Result<IssuedNodeToken, AppError> {
                 name: name.trim().to_owned(),
                 token,
             })
+        }
+        .await,
+    )
+}
+
+/// Accepts GPU `id`, which an agent reported, into the inventory (platform admins).
+#[server(endpoint = "accept_gpu")]
+pub async fn accept_gpu(id: i64) -> Result<(), AppError> {
+    use crate::server::{auth::actor::require_actor, state, telemetry};
+    state::with_status(
+        async {
+            let actor = require_actor().await?;
+            let state = state::app_state()?;
+            telemetry::accept_gpu(&state.db, &actor, id, chrono::Utc::now()).await
         }
         .await,
     )

@@ -121,6 +121,7 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
                 "maintenance" => t_string!(i18n, status_maintenance).to_string(),
                 "retired" => t_string!(i18n, status_retired).to_string(),
                 "missing" => t_string!(i18n, status_missing).to_string(),
+                "pending" => t_string!(i18n, status_pending).to_string(),
                 _ => status,
             }
             .to_lowercase();

@@ -44,11 +44,13 @@ pub enum AuditAction {
     NodeTokenIssue,
     /// A node's agent token was revoked.
     NodeTokenRevoke,
+    /// A GPU an agent reported was accepted into the inventory.
+    GpuAccept,
 }
 
 impl AuditAction {
     /// Every action, in the order the audit page's filter lists them.
-    pub const ALL: [AuditAction; 19] = [
+    pub const ALL: [AuditAction; 20] = [
         AuditAction::TeamCreate,
         AuditAction::TeamInvite,
         AuditAction::TeamInvitationRevoke,
@@ -68,6 +70,7 @@ impl AuditAction {
         AuditAction::GpuPrice,
         AuditAction::NodeTokenIssue,
         AuditAction::NodeTokenRevoke,
+        AuditAction::GpuAccept,
     ];
 
     /// The stored (and API) name.
@@ -92,6 +95,7 @@ impl AuditAction {
             AuditAction::GpuPrice => "gpu.price",
             AuditAction::NodeTokenIssue => "node.token.issue",
             AuditAction::NodeTokenRevoke => "node.token.revoke",
+            AuditAction::GpuAccept => "gpu.accept",
         }
     }
 

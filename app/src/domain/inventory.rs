@@ -28,6 +28,27 @@ pub struct GpuListing {
     pub hourly_price: Money,
 }
 
+/// A GPU an agent reported that waits for a platform admin's acceptance before it is offered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingGpu {
+    /// Database id.
+    pub id: i64,
+    /// Its node's id.
+    pub node_id: i64,
+    /// Its node's name.
+    pub node: String,
+    /// NVML UUID.
+    pub uuid: String,
+    /// Model name as the agent reported it.
+    pub model: String,
+    /// Total memory in MiB.
+    pub memory_mib: i64,
+    /// PCI bus id, when reported.
+    pub pci_bus_id: Option<String>,
+    /// When the agent first reported it.
+    pub reported_at: DateTime<Utc>,
+}
+
 /// A GPU host and its GPUs, in device-index order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeInventory {

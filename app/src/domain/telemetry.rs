@@ -215,6 +215,14 @@ pub fn validate_registration(registration: &Registration) -> Result<(), (String,
     if registration.hostname.trim().is_empty() || registration.hostname.len() > 255 {
         return Err(("hostname".into(), Problem::Name { max: 255 }));
     }
+    // These texts become `/metrics` label values and page text: no control characters.
+    no_control_characters("hostname", &registration.hostname)?;
+    if let Some(driver) = &registration.driver_version {
+        no_control_characters("driver_version", driver)?;
+        if driver.len() > 64 {
+            return Err(("driver_version".into(), Problem::Name { max: 64 }));
+        }
+    }
     if !(1..=3600).contains(&registration.interval_seconds) {
         return Err((
             "interval_seconds".into(),
@@ -238,6 +246,13 @@ pub fn validate_registration(registration: &Registration) -> Result<(), (String,
         if gpu.name.trim().is_empty() || gpu.name.len() > 128 {
             return Err((format!("gpus[{i}].name"), Problem::Name { max: 128 }));
         }
+        no_control_characters(&format!("gpus[{i}].name"), &gpu.name)?;
+        if let Some(bus) = &gpu.pci_bus_id {
+            no_control_characters(&format!("gpus[{i}].pci_bus_id"), bus)?;
+            if bus.len() > 64 {
+                return Err((format!("gpus[{i}].pci_bus_id"), Problem::Name { max: 64 }));
+            }
+        }
         if !(1..=16 * 1024 * 1024).contains(&gpu.memory_total_mib) {
             return Err((
                 format!("gpus[{i}].memory_total_mib"),
@@ -253,6 +268,19 @@ pub fn validate_registration(registration: &Registration) -> Result<(), (String,
                 Problem::OutOfRange { min: 0, max: 1023 },
             ));
         }
+    }
+    Ok(())
+}
+
+/// Refuses a text with a control character (a line break would split a `/metrics` line).
+fn no_control_characters(field: &str, value: &str) -> Result<(), (String, Problem)> {
+    if value.chars().any(char::is_control) {
+        return Err((
+            field.to_owned(),
+            Problem::Unreadable {
+                detail: format!("{field} may not contain control characters"),
+            },
+        ));
     }
     Ok(())
 }
@@ -796,6 +824,40 @@ mod tests {
             validate_registration(&registration).unwrap_err().0,
             "interval_seconds"
         );
+    }
+
+    #[test]
+    fn registrations_refuse_control_characters_in_texts_that_become_labels() {
+        let gpu = GpuInfo {
+            uuid: "GPU-1".into(),
+            name: "NVIDIA H100".into(),
+            pci_bus_id: Some("00000000:17:00.0".into()),
+            memory_total_mib: 81_559,
+            device_index: 0,
+        };
+        let good = Registration {
+            hostname: "gpu-01 \"rack\" 7".into(),
+            driver_version: Some("550.54.15".into()),
+            source: SourceKind::Nvml,
+            interval_seconds: 5,
+            gpus: vec![gpu],
+        };
+        assert_eq!(validate_registration(&good), Ok(()));
+        let mut bad = good.clone();
+        bad.hostname = "gpu-01\nDCGM_FI_DEV_GPU_UTIL{gpu=\"9\"} 100".into();
+        assert_eq!(validate_registration(&bad).unwrap_err().0, "hostname");
+        let mut bad = good.clone();
+        bad.gpus[0].name = "H100\r".into();
+        assert_eq!(validate_registration(&bad).unwrap_err().0, "gpus[0].name");
+        let mut bad = good.clone();
+        bad.gpus[0].pci_bus_id = Some("0000\u{0}".into());
+        assert_eq!(
+            validate_registration(&bad).unwrap_err().0,
+            "gpus[0].pci_bus_id"
+        );
+        let mut bad = good;
+        bad.driver_version = Some("550\n".into());
+        assert_eq!(validate_registration(&bad).unwrap_err().0, "driver_version");
     }
 
     #[test]

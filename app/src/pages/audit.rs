@@ -38,6 +38,7 @@ pub fn audit_action_text(
         AuditAction::GpuPrice => t_string!(i18n, audit_gpu_price),
         AuditAction::NodeTokenIssue => t_string!(i18n, audit_node_token_issue),
         AuditAction::NodeTokenRevoke => t_string!(i18n, audit_node_token_revoke),
+        AuditAction::GpuAccept => t_string!(i18n, audit_gpu_accept),
     }
 }
 

@@ -3,10 +3,13 @@
 //! where, and revoke a node's tokens. The forms post without JavaScript too (the token itself is
 //! shown only after hydration, since a plain post cannot carry it back).
 
-use crate::api::nodes::{AddNodeToken, NodeRow, NodesPage, RevokeNodeTokens, get_nodes_page};
+use crate::api::nodes::{
+    AcceptGpu, AddNodeToken, NodeRow, NodesPage, RevokeNodeTokens, get_nodes_page,
+};
 use crate::components::error::ErrorPanel;
 use crate::components::format::t_count;
 use crate::components::telemetry::{SourceBadge, now_utc, use_poll};
+use crate::domain::inventory::PendingGpu;
 use crate::domain::telemetry::LiveNode;
 use crate::i18n::*;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -35,8 +38,15 @@ fn NodesBoard() -> impl IntoView {
     let i18n = use_i18n();
     let add = ServerAction::<AddNodeToken>::new();
     let revoke = ServerAction::<RevokeNodeTokens>::new();
+    let accept = ServerAction::<AcceptGpu>::new();
     let page = Resource::new(
-        move || (add.version().get(), revoke.version().get()),
+        move || {
+            (
+                add.version().get(),
+                revoke.version().get(),
+                accept.version().get(),
+            )
+        },
         |_| get_nodes_page(),
     );
     // Refreshes the "12 s ago" texts in the browser.
@@ -54,8 +64,13 @@ fn NodesBoard() -> impl IntoView {
                     page.get()
                         .map(|result| match result {
                             Ok(page) => {
-                                let NodesPage { nodes, portal_url } = page;
+                                let NodesPage {
+                                    nodes,
+                                    pending,
+                                    portal_url,
+                                } = page;
                                 Either::Left(view! {
+                                    <PendingGpus pending accept />
                                     <AddNodeForm add portal_url />
                                     <h2>{t!(i18n, nodes_list_title)}</h2>
                                     <NodeTable nodes revoke tick />
@@ -98,10 +113,11 @@ fn AddNodeForm(add: ServerAction<AddNodeToken>, portal_url: String) -> impl Into
                     .map(|result| match result {
                         Ok(issued) => {
                             let name = issued.name.clone();
-                            let command = portal_url
-                                .with_value(|url| {
-                                    format!("berth agent --portal {url} --token {}", issued.token)
-                                });
+                            // The token goes in a file: other users of the host can read a
+                            // command line.
+                            let command = portal_url.with_value(|url| {
+                                format!("berth agent --portal {url} --token-file /etc/berth/agent-token")
+                            });
                             Either::Left(view! {
                                 <div class="token-created node-token" role="status">
                                     <p class="token-created-title">
@@ -122,6 +138,71 @@ fn AddNodeForm(add: ServerAction<AddNodeToken>, portal_url: String) -> impl Into
             }}
         </section>
     }
+}
+
+/// GPUs agents reported for the first time, each with a button that accepts it into the
+/// inventory (until then it is not listed and cannot be booked). Nothing when none waits.
+#[component]
+fn PendingGpus(pending: Vec<PendingGpu>, accept: ServerAction<AcceptGpu>) -> impl IntoView {
+    let i18n = use_i18n();
+    let failed = move || {
+        accept
+            .value()
+            .get()
+            .and_then(Result::err)
+            .map(|error| view! { <ErrorPanel error /> })
+    };
+    if pending.is_empty() {
+        return Either::Left(view! { {failed} });
+    }
+    Either::Right(view! {
+        <section class="nodes-pending" aria-labelledby="nodes-pending-title">
+            <h2 id="nodes-pending-title">{t!(i18n, nodes_pending_title)}</h2>
+            <p class="hint">{t!(i18n, nodes_pending_hint)}</p>
+            {failed}
+            <div class="table-scroll">
+                <table class="nodes-table nodes-pending-table">
+                    <thead>
+                        <tr>
+                            <th scope="col">{t!(i18n, nodes_col_name)}</th>
+                            <th scope="col">{t!(i18n, nodes_pending_col_model)}</th>
+                            <th scope="col">{t!(i18n, nodes_pending_col_uuid)}</th>
+                            <th scope="col"><span class="visually-hidden">{t!(i18n, nodes_pending_accept)}</span></th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {pending
+                            .into_iter()
+                            .map(|gpu| {
+                                let label = format!("{} · {}", gpu.node, gpu.uuid);
+                                view! {
+                                    <tr data-pending-gpu=gpu.id>
+                                        <th scope="row">{gpu.node.clone()}</th>
+                                        <td>{gpu.model.clone()}</td>
+                                        <td class="mono">{gpu.uuid.clone()}</td>
+                                        <td>
+                                            <ActionForm action=accept>
+                                                <input type="hidden" name="id" value=gpu.id />
+                                                <button
+                                                    type="submit"
+                                                    class="button-primary"
+                                                    aria-label=move || {
+                                                        t_string!(i18n, nodes_pending_accept_label, gpu = label.clone()).to_string()
+                                                    }
+                                                >
+                                                    {t!(i18n, nodes_pending_accept)}
+                                                </button>
+                                            </ActionForm>
+                                        </td>
+                                    </tr>
+                                }
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        </section>
+    })
 }
 
 /// Every node with its agent's state and a button that revokes its tokens.

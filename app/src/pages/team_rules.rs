@@ -1,6 +1,7 @@
 //! The team page's quota, rules and approvals sections: this week's use against the quota per
 //! GPU model, the team's booking rules, bookings waiting for approval and idle bookings, each
-//! with its plain form for those who manage the team (server-rendered, no island).
+//! with its plain form for those who manage the team; the quota form for platform admins only,
+//! since quotas are theirs to set (server-rendered, no island).
 
 use crate::components::format::{MoneyText, hours_text};
 use crate::domain::calendar::ZoneOffsets;
@@ -59,9 +60,19 @@ pub fn TeamRulesView(
         idle,
     } = rules;
     let monday = week_start.format("%Y-%m-%d").to_string();
+    // Quotas are set by platform admins only; a team admin sees them and is told who sets them.
+    let quota_view = manage.then(|| {
+        if platform_admin {
+            Either::Left(view! { <QuotaForm models action=action.clone() /> })
+        } else {
+            Either::Right(view! {
+                <p class="hint team-quota-note">{t!(i18n, team_quota_platform_only)}</p>
+            })
+        }
+    });
     let manage_view = manage.then(|| {
         view! {
-            <QuotaForm models action=action.clone() />
+            {quota_view}
             <PolicyForm policy action=action.clone() platform_admin />
             <Pending pending action zone=zone.clone() currency />
             <Idle idle zone />

@@ -17,9 +17,9 @@ use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
-/// Sets the team's quota for `model` (its admins, platform admins); `guaranteed_gpus` None
-/// removes it. The guarantees of all teams for a model never add up to more GPUs than the fleet
-/// has of it.
+/// Sets the team's quota for `model` (platform admins only: team admins see quotas but do not
+/// set them); `guaranteed_gpus` None removes it. The guarantees of all teams for a model never
+/// add up to more GPUs than the fleet has of it.
 pub async fn set_quota(
     db: &DatabaseConnection,
     actor: &Actor,
@@ -29,7 +29,9 @@ pub async fn set_quota(
     weekly_gpu_hours: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<Option<Quota>, AppError> {
+    // Who may see the team first (404 for strangers), then only platform admins may change.
     require_manage(db, actor, team_id).await?;
+    actor.require_platform_admin()?;
     let model = model.trim();
     let quota = guaranteed_gpus
         .map(|gpus| parse_quota(gpus, weekly_gpu_hours))

@@ -29,10 +29,13 @@ pub async fn authenticate_node(
 }
 
 /// Creates the node `name` if it does not exist and issues a token for it; returns the node's
-/// id and the token (shown once; only its hash is stored).
+/// id and the token (shown once; only its hash is stored). `accept_new_gpus`, when given, sets
+/// whether the GPUs its agent reports for the first time are accepted at once (otherwise they
+/// wait for a platform admin); a new node's default is to wait.
 pub async fn issue_node_token(
     db: &DatabaseConnection,
     name: &str,
+    accept_new_gpus: Option<bool>,
     actor_id: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<(i64, String), AppError> {
@@ -42,7 +45,7 @@ pub async fn issue_node_token(
     }
     let (token, hash) = tokens::generate();
     let txn = begin_write(db).await?;
-    let node_id = store::find_or_create_node(&txn, name, name, now).await?;
+    let node_id = store::find_or_create_node(&txn, name, name, accept_new_gpus, now).await?;
     let token_id = store::insert_node_token(&txn, node_id, &hash, now).await?;
     crate::server::db::audit::append(
         &txn,
@@ -55,11 +58,51 @@ pub async fn issue_node_token(
             team_id: None,
         },
         None::<&()>,
-        Some(&serde_json::json!({ "node": name, "token_id": token_id })),
+        Some(&serde_json::json!({
+            "node": name,
+            "token_id": token_id,
+            "accept_new_gpus": accept_new_gpus,
+        })),
     )
     .await?;
     txn.commit().await?;
     Ok((node_id, token))
+}
+
+/// Accepts a GPU an agent reported into the inventory (platform admins), with its audit entry:
+/// from then on it is listed and bookable. Accepting it again changes nothing.
+pub async fn accept_gpu(
+    db: &DatabaseConnection,
+    actor: &crate::server::auth::actor::Actor,
+    gpu_id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    actor.require_platform_admin()?;
+    let txn = begin_write(db).await?;
+    let before = db::inventory::accept_gpu(&txn, gpu_id, now)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("GPU {gpu_id}")))?;
+    if before.pending {
+        crate::server::db::audit::append(
+            &txn,
+            crate::server::db::audit::NewEntry {
+                at: now,
+                actor_id: Some(actor.user.id),
+                action: crate::domain::audit::AuditAction::GpuAccept,
+                target_kind: "gpu",
+                target_id: gpu_id.to_string(),
+                team_id: None,
+            },
+            Some(
+                &serde_json::json!({ "pending": true, "uuid": before.uuid, "model": before.model }),
+            ),
+            Some(&serde_json::json!({ "pending": false })),
+        )
+        .await?;
+        tracing::info!(gpu.id = gpu_id, gpu.uuid = %before.uuid, "GPU accepted");
+    }
+    txn.commit().await?;
+    Ok(())
 }
 
 /// Revokes every live token of node `node_id`, with its audit entry; answers how many were live.
@@ -157,6 +200,7 @@ pub async fn register(
             gpus.added = outcome.added,
             gpus.vanished = outcome.vanished,
             gpus.returned = outcome.returned,
+            gpus.pending = outcome.pending,
             "node inventory changed"
         );
     }

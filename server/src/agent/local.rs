@@ -36,9 +36,11 @@ pub async fn start(
         match NvmlSource::open(local.nvml_library.as_deref()) {
             Ok(source) => {
                 let name = options.hostname.clone();
-                let node_id = store::find_or_create_node(db, &name, &name, chrono::Utc::now())
-                    .await
-                    .map_err(|err| format!("cannot add this host as a node: {err}"))?;
+                // The operator runs `berth serve` on this host: its own GPUs are accepted.
+                let node_id =
+                    store::find_or_create_node(db, &name, &name, Some(true), chrono::Utc::now())
+                        .await
+                        .map_err(|err| format!("cannot add this host as a node: {err}"))?;
                 tracing::info!(node.name = %name, "reading this host's GPUs through NVML");
                 agents.push(super::start(
                     Box::new(source),

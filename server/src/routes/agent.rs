@@ -80,6 +80,8 @@ pub struct Registered {
     added: usize,
     vanished: usize,
     returned: usize,
+    /// Of those added, the GPUs waiting for a platform admin's acceptance.
+    pending: usize,
 }
 
 /// `POST /api/v1/agent/register` with a [`Registration`].
@@ -103,6 +105,7 @@ pub async fn register(
         added: outcome.added,
         vanished: outcome.vanished,
         returned: outcome.returned,
+        pending: outcome.pending,
     }))
 }
 

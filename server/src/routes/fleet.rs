@@ -149,3 +149,26 @@ pub async fn fleet_form(
         )),
     }
 }
+
+/// `GET /api/v1/admin/gpus/pending` (platform admins): the GPUs agents reported that wait for
+/// acceptance, oldest first.
+pub async fn pending_gpus(
+    State(state): State<AppState>,
+    actor: Actor,
+) -> Result<Json<Vec<berth_app::domain::inventory::PendingGpu>>, AppError> {
+    actor.require_platform_admin()?;
+    Ok(Json(
+        berth_app::server::db::inventory::pending_gpus(&state.db).await?,
+    ))
+}
+
+/// `POST /api/v1/admin/gpus/{id}/accept` (platform admins): accepts a GPU an agent reported into
+/// the inventory, bookable from then on; 204 (also when it was accepted already).
+pub async fn accept_gpu(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, AppError> {
+    berth_app::server::telemetry::accept_gpu(&state.db, &actor, id, chrono::Utc::now()).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

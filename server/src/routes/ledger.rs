@@ -145,7 +145,7 @@ fn wallet_csv(wallet: &Wallet) -> Result<String, csv::Error> {
             entry.amount.to_decimal_string(&wallet.currency),
             entry.balance_after.to_decimal_string(&wallet.currency),
             wallet.currency.code().to_owned(),
-            entry.reason.clone(),
+            crate::routes::csv_export::text(&entry.reason).into_owned(),
             entry
                 .reservation_id
                 .map(|id| id.to_string())

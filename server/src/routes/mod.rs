@@ -6,6 +6,7 @@ pub mod agent;
 pub mod api;
 pub mod auth;
 pub mod csrf;
+pub mod csv_export;
 pub mod fleet;
 pub mod guard;
 pub mod health;

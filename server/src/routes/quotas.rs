@@ -53,8 +53,8 @@ fn whole_number(field: &str, raw: &serde_json::Value) -> Result<i64, AppError> {
     })
 }
 
-/// `PUT /api/v1/teams/{id}/quotas/{model}` (team admins, platform admins): sets the team's quota
-/// for a GPU model; 200 with it.
+/// `PUT /api/v1/teams/{id}/quotas/{model}` (platform admins; a team admin gets 403): sets the
+/// team's quota for a GPU model; 200 with it.
 pub async fn set_quota(
     State(state): State<AppState>,
     actor: Actor,
@@ -62,6 +62,7 @@ pub async fn set_quota(
     body: Result<Json<QuotaBody>, JsonRejection>,
 ) -> Result<Json<Option<Quota>>, AppError> {
     teams::require_manage(&state.db, &actor, team_id).await?;
+    actor.require_platform_admin()?;
     let Json(body) = body.map_err(body_error)?;
     let guaranteed = whole_number("guaranteed_gpus", &body.guaranteed_gpus)?;
     let weekly = match &body.weekly_gpu_hours {
@@ -82,8 +83,8 @@ pub async fn set_quota(
     ))
 }
 
-/// `DELETE /api/v1/teams/{id}/quotas/{model}` (team admins, platform admins): no quota for the
-/// model any more; 204.
+/// `DELETE /api/v1/teams/{id}/quotas/{model}` (platform admins; a team admin gets 403): no quota
+/// for the model any more; 204.
 pub async fn remove_quota(
     State(state): State<AppState>,
     actor: Actor,

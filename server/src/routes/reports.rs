@@ -3,8 +3,10 @@
 //! `GET /api/v1/reports/fleet?period=|from=&to=&table=days|idle&format=json|csv`.
 //!
 //! Amounts are decimal strings in the portal's currency (and integer minor units in JSON), hours
-//! decimal GPU-hours, dates ISO 8601. CSV is RFC 4180 (comma, CRLF, quotes doubled), UTF-8.
+//! decimal GPU-hours, dates ISO 8601. CSV is RFC 4180 (comma, CRLF, quotes doubled), UTF-8; a
+//! name a spreadsheet would run as a formula starts with `'` (see `csv_export`).
 
+use crate::routes::csv_export;
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
@@ -362,9 +364,7 @@ const USAGE_COLUMNS: [&str; 16] = [
 
 /// One line per group, then the total (key `total`).
 fn usage_csv(report: &UsageReport, personal: &str) -> Result<String, csv::Error> {
-    let mut writer = csv::WriterBuilder::new()
-        .terminator(csv::Terminator::CRLF)
-        .from_writer(Vec::new());
+    let mut writer = csv_export::writer();
     writer.write_record(USAGE_COLUMNS)?;
     let currency = &report.currency;
     let line = |key: &str, name: String, totals: &Totals| -> Vec<String> {
@@ -389,11 +389,14 @@ fn usage_csv(report: &UsageReport, personal: &str) -> Result<String, csv::Error>
         ]
     };
     for row in &report.rows {
-        writer.write_record(line(&row.key, label(&row.label, personal), &row.totals))?;
+        writer.write_record(line(
+            &csv_export::text(&row.key),
+            csv_export::text(&label(&row.label, personal)).into_owned(),
+            &row.totals,
+        ))?;
     }
     writer.write_record(line("total", String::new(), &report.totals))?;
-    let bytes = writer.into_inner().map_err(|err| err.into_error())?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    csv_export::finish(writer)
 }
 
 #[derive(Debug, Serialize)]
@@ -474,9 +477,7 @@ fn api_fleet(report: &FleetReport, currency: &Currency) -> ApiFleet {
 }
 
 fn fleet_csv(days: &[FleetDay]) -> Result<String, csv::Error> {
-    let mut writer = csv::WriterBuilder::new()
-        .terminator(csv::Terminator::CRLF)
-        .from_writer(Vec::new());
+    let mut writer = csv_export::writer();
     writer.write_record([
         "day",
         "capacity_gpu_hours",
@@ -493,14 +494,11 @@ fn fleet_csv(days: &[FleetDay]) -> Result<String, csv::Error> {
             percent(day.utilization),
         ])?;
     }
-    let bytes = writer.into_inner().map_err(|err| err.into_error())?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    csv_export::finish(writer)
 }
 
 fn idle_csv(facts: &[BookingFact], currency: &Currency) -> Result<String, csv::Error> {
-    let mut writer = csv::WriterBuilder::new()
-        .terminator(csv::Terminator::CRLF)
-        .from_writer(Vec::new());
+    let mut writer = csv_export::writer();
     writer.write_record([
         "reservation_id",
         "owner",
@@ -519,10 +517,10 @@ fn idle_csv(facts: &[BookingFact], currency: &Currency) -> Result<String, csv::E
         let idle = api_idle(fact, currency);
         writer.write_record([
             idle.reservation_id.to_string(),
-            idle.owner,
-            idle.team.unwrap_or_default(),
-            idle.model,
-            idle.node,
+            csv_export::text(&idle.owner).into_owned(),
+            csv_export::text(&idle.team.unwrap_or_default()).into_owned(),
+            csv_export::text(&idle.model).into_owned(),
+            csv_export::text(&idle.node).into_owned(),
             idle.start,
             idle.end,
             hours(idle.reserved_gpu_hours),
@@ -532,6 +530,5 @@ fn idle_csv(facts: &[BookingFact], currency: &Currency) -> Result<String, csv::E
             currency.code().to_owned(),
         ])?;
     }
-    let bytes = writer.into_inner().map_err(|err| err.into_error())?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    csv_export::finish(writer)
 }

@@ -72,6 +72,45 @@ fn run_in_empty_dir(args: &[&str], env: &[(&str, &str)], toml: Option<&str>) -> 
 }
 
 #[test]
+fn the_agent_explains_a_missing_or_empty_token_file() {
+    let args = [
+        "agent",
+        "--portal",
+        "http://127.0.0.1:9",
+        "--simulate",
+        "--token-file",
+        "agent-token",
+    ];
+    let (dir, output) = run_in_empty_dir(&args, &[], None);
+    assert_fails_cleanly(
+        dir.path(),
+        &output,
+        "cannot read the token file agent-token",
+    );
+    let elsewhere = tempfile::tempdir().unwrap();
+    let empty = elsewhere.path().join("agent-token");
+    std::fs::write(&empty, "\n").unwrap();
+    let mut with_empty = args;
+    with_empty[5] = empty.to_str().unwrap();
+    let (dir, output) = run_in_empty_dir(&with_empty, &[], None);
+    assert_fails_cleanly(dir.path(), &output, "agent-token is empty");
+    let (dir, output) = run_in_empty_dir(&args[..4], &[], None);
+    assert_fails_cleanly(dir.path(), &output, "the node's token is missing");
+}
+
+#[test]
+fn the_removed_trust_forwarded_for_setting_names_its_replacement() {
+    let (dir, output) = run_in_empty_dir(&[], &[("BERTH_TRUST_FORWARDED_FOR", "true")], None);
+    assert_fails_cleanly(
+        dir.path(),
+        &output,
+        "trust_forwarded_for (BERTH_TRUST_FORWARDED_FOR) was replaced by trusted_proxies",
+    );
+    let (dir, output) = run_in_empty_dir(&[], &[("BERTH_TRUSTED_PROXIES", "10.0.0.0/33")], None);
+    assert_fails_cleanly(dir.path(), &output, "`10.0.0.0/33` is not an IP address");
+}
+
+#[test]
 fn a_malformed_bind_address_is_refused() {
     let (dir, output) = run_in_empty_dir(&[], &[("BERTH_BIND", "localhost-3000")], None);
     assert_fails_cleanly(dir.path(), &output, "invalid bind address `localhost-3000`");
@@ -378,6 +417,42 @@ fn token_create_refuses_a_bad_lifetime_or_scope() {
         let (dir, output) = run_in_empty_dir(&all, &[], None);
         assert_fails_cleanly(dir.path(), &output, expected);
     }
+}
+
+#[tokio::test]
+async fn node_add_can_accept_the_nodes_new_gpus() {
+    use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| berth(dir.path()).args(args).output().unwrap();
+    let trusted = run(&["node", "add", "gpu-trusted", "--accept-new-gpus"]);
+    assert!(trusted.status.success(), "{}", stderr_of(&trusted));
+    assert!(
+        stderr_of(&trusted).contains("--token-file"),
+        "{}",
+        stderr_of(&trusted)
+    );
+    let plain = run(&["node", "add", "gpu-plain"]);
+    assert!(plain.status.success(), "{}", stderr_of(&plain));
+    let url = format!(
+        "sqlite://{}?mode=ro",
+        dir.path().join("data/berth.db").display()
+    );
+    let db = sea_orm::Database::connect(&url).await.unwrap();
+    let accepts = |name: &'static str| {
+        let db = db.clone();
+        async move {
+            berth_app::server::entity::node::Entity::find()
+                .filter(berth_app::server::entity::node::Column::Name.eq(name))
+                .one(&db)
+                .await
+                .unwrap()
+                .unwrap()
+                .accept_new_gpus
+        }
+    };
+    assert!(accepts("gpu-trusted").await);
+    assert!(!accepts("gpu-plain").await);
+    db.close().await.unwrap();
 }
 
 #[tokio::test]

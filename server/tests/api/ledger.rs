@@ -622,7 +622,45 @@ async fn platform_admins_change_credits_on_the_credits_page(backend: Backend) {
     app.stop().await;
 }
 
+async fn wallet_csv_reasons_a_spreadsheet_would_run_are_prefixed(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let user = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let reason = "=HYPERLINK(\"http://x.invalid\", \"refund\")";
+    for (amount, why) in [(5_000, reason), (-1_250, "correction")] {
+        let (status, body) = post_json(
+            &app,
+            &admin,
+            CREDITS,
+            &json!({"email": "ana@example.org", "amount_minor": amount, "reason": why}),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let text = crate::helpers::client()
+        .get(app.url("/api/v1/wallet?format=csv"))
+        .bearer_auth(&user)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let reasons: Vec<&str> = rows.iter().map(|r| &r[column("reason")]).collect();
+    assert!(reasons.contains(&format!("'{reason}").as_str()), "{text}");
+    assert!(reasons.contains(&"correction"), "{text}");
+    // Amounts are numbers Berth writes itself: a negative one stays a number.
+    let amounts: Vec<&str> = rows.iter().map(|r| &r[column("amount")]).collect();
+    assert!(amounts.contains(&"-12.50"), "{text}");
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    wallet_csv_reasons_a_spreadsheet_would_run_are_prefixed,
     platform_admins_change_credits_on_the_credits_page,
     a_retried_request_with_one_key_is_done_once,
     bookings_are_paid_from_the_wallet_and_refunded_by_the_policy,

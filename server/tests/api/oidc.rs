@@ -601,7 +601,15 @@ async fn sign_in_is_rate_limited_per_address(backend: Backend) {
         settings.sign_in_rate_per_minute = 3;
     })
     .await;
-    for _ in 0..3 {
+    // HEAD counts like GET (axum answers HEAD with the GET handler).
+    let head = app
+        .client
+        .head(app.url("/auth/oidc/test/start"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status().as_u16(), 303);
+    for _ in 0..2 {
         let start = app
             .client
             .get(app.url("/auth/oidc/test/start"))
@@ -610,6 +618,13 @@ async fn sign_in_is_rate_limited_per_address(backend: Backend) {
             .unwrap();
         assert_eq!(start.status().as_u16(), 303);
     }
+    let head = app
+        .client
+        .head(app.url("/auth/oidc/test/start"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status().as_u16(), 429, "HEAD is limited too");
     let limited = app
         .client
         .get(app.url("/auth/oidc/test/start"))
@@ -628,6 +643,50 @@ async fn sign_in_is_rate_limited_per_address(backend: Backend) {
     // Other requests are not limited.
     assert_eq!(app.get_text("/signin").await.0, 200);
     assert_eq!(app.get_text("/healthz").await.0, 200);
+    app.stop().await;
+}
+
+/// `GET /auth/oidc/test/start` with `X-Forwarded-For: forwarded`; answers the status.
+async fn start_forwarded(app: &TestApp, forwarded: &str) -> u16 {
+    app.client
+        .get(app.url("/auth/oidc/test/start"))
+        .header("x-forwarded-for", forwarded)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+async fn clients_behind_a_trusted_proxy_get_their_own_allowance(backend: Backend) {
+    let provider = TestProvider::start().await;
+    let (app, _db) = spawn_with_provider(backend, &provider, |settings| {
+        settings.sign_in_rate_per_minute = 2;
+        settings.trusted_proxies = TextList::Joined("127.0.0.1, 10.0.0.0/8".into());
+    })
+    .await;
+    // The test client is the proxy (127.0.0.1); 10.0.0.5 is a second proxy in the chain.
+    for _ in 0..2 {
+        assert_eq!(start_forwarded(&app, "203.0.113.1, 10.0.0.5").await, 303);
+    }
+    assert_eq!(start_forwarded(&app, "203.0.113.1").await, 429);
+    // What a client writes further left does not pick its bucket.
+    assert_eq!(
+        start_forwarded(&app, "198.51.100.9, 203.0.113.1").await,
+        429
+    );
+    // Another client behind the same proxy has its own allowance.
+    assert_eq!(start_forwarded(&app, "203.0.113.2").await, 303);
+    app.stop().await;
+
+    // Without trusted proxies the header is ignored: every request is the peer's.
+    let (app, _db) = spawn_with_provider(backend, &provider, |settings| {
+        settings.sign_in_rate_per_minute = 2;
+    })
+    .await;
+    assert_eq!(start_forwarded(&app, "203.0.113.1").await, 303);
+    assert_eq!(start_forwarded(&app, "203.0.113.2").await, 303);
+    assert_eq!(start_forwarded(&app, "203.0.113.3").await, 429);
     app.stop().await;
 }
 
@@ -661,5 +720,6 @@ crate::on_both_backends!(
     bad_id_tokens_are_refused_without_a_session,
     the_sign_in_page_offers_the_provider_and_no_dev_sign_in,
     sign_in_is_rate_limited_per_address,
+    clients_behind_a_trusted_proxy_get_their_own_allowance,
     an_unreachable_provider_is_reported_not_a_crash,
 );

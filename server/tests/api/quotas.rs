@@ -137,13 +137,32 @@ async fn quotas_refuse_with_the_numbers_or_let_burst_bookings_through(backend: B
         ),
         ("Voodoo 5", json!({ "guaranteed_gpus": 1 }), "model"),
     ] {
-        let (status, answer) = set_quota(&app, &ana, team, model, body.clone()).await;
+        let (status, answer) = set_quota(&app, &platform, team, model, body.clone()).await;
         assert_eq!(status, 422, "{body}: {answer}");
         assert_eq!(answer["field"], field, "{answer}");
     }
-    let (status, quota) = set_quota(
+    // Quotas are the platform admins': the team's own admin may not set or remove one.
+    let (status, refused) = set_quota(
         &app,
         &ana,
+        team,
+        H100,
+        json!({ "guaranteed_gpus": 1, "weekly_gpu_hours": 3 }),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused}");
+    let (status, _) = send(
+        &app,
+        Method::DELETE,
+        Some(&ana),
+        &format!("/api/v1/teams/{team}/quotas/{}", segment(H100)),
+        None,
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, quota) = set_quota(
+        &app,
+        &platform,
         team,
         H100,
         json!({ "guaranteed_gpus": 1, "weekly_gpu_hours": 3 }),
@@ -232,7 +251,7 @@ async fn quotas_refuse_with_the_numbers_or_let_burst_bookings_through(backend: B
     let (status, _) = send(
         &app,
         Method::DELETE,
-        Some(&ana),
+        Some(&platform),
         &format!("/api/v1/teams/{team}/quotas/{}", segment(H100)),
         None,
     )
@@ -258,7 +277,7 @@ async fn quotas_refuse_with_the_numbers_or_let_burst_bookings_through(backend: B
     let dash = funded_team(&app, &platform, "Dash", ("ana@example.com", &ana), &[]).await;
     set_quota(
         &app,
-        &ana,
+        &platform,
         dash,
         H100,
         json!({ "guaranteed_gpus": 2, "weekly_gpu_hours": 10 }),
@@ -624,14 +643,8 @@ async fn two_teams_racing_for_their_last_quota_get_exactly_it(backend: Backend) 
         }
         let member_refs: Vec<&str> = members.iter().map(String::as_str).collect();
         let team = funded_team(&app, &platform, name, (admin, &admin_token), &member_refs).await;
-        let (status, quota) = set_quota(
-            &app,
-            &admin_token,
-            team,
-            H100,
-            json!({ "guaranteed_gpus": 2 }),
-        )
-        .await;
+        let (status, quota) =
+            set_quota(&app, &platform, team, H100, json!({ "guaranteed_gpus": 2 })).await;
         assert_eq!(status, 200, "{quota}");
         // One GPU of the two is taken already.
         let (status, _) = book(&app, &admin_token, &booking(Some(team), &[], 0, 4)).await;
@@ -913,7 +926,63 @@ async fn idle_team_bookings_are_found_from_telemetry(backend: Backend) {
     app.stop().await;
 }
 
+async fn team_admins_see_the_quotas_that_platform_admins_set(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("team_admin").await;
+    let admin = crate::teams::user_id(&app, "demo-team-admin@berth.invalid").await;
+    let team = db::teams::memberships_of(&app.db, admin).await.unwrap()[0].team_id;
+    let page = format!("/teams/{team}");
+    let post_quota = |gpus: &'static str| {
+        app.client
+            .post(app.url(&page))
+            .form(&[
+                ("action", "quota"),
+                ("model", H100),
+                ("guaranteed_gpus", gpus),
+                ("weekly_gpu_hours", ""),
+            ])
+            .send()
+    };
+    // The team admin sees the quota table and who sets quotas, but no quota form.
+    let (status, html) = app.get_text(&page).await;
+    assert_eq!(status, 200);
+    assert!(!html.contains("value=\"quota\""), "no quota form: {html}");
+    assert!(html.contains("Quotas are set by platform admins"), "{html}");
+    // Posting the form anyway is refused and changes nothing.
+    let response = post_quota("2").await.unwrap();
+    assert_eq!(response.status().as_u16(), 403);
+    assert!(
+        db::quotas::quota(&app.db, team, H100)
+            .await
+            .unwrap()
+            .is_none(),
+        "no quota written"
+    );
+
+    // A platform admin gets the form, and the quota they set shows to the team admin.
+    app.sign_in("platform_admin").await;
+    let (_, html) = app.get_text(&page).await;
+    assert!(html.contains("value=\"quota\""), "{html}");
+    let response = post_quota("2").await.unwrap();
+    let location = response.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(location, format!("{page}?done=quota"));
+    app.sign_in("team_admin").await;
+    let (status, rules) = app.get_text(&format!("/api/v1/teams/{team}/rules")).await;
+    assert_eq!(status, 200, "{rules}");
+    let rules: Value = serde_json::from_str(&rules).unwrap();
+    let h100 = rules["quotas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["model"] == H100)
+        .cloned()
+        .unwrap_or_else(|| panic!("{rules}"));
+    assert_eq!(h100["quota"]["guaranteed_gpus"], 2, "{h100}");
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    team_admins_see_the_quotas_that_platform_admins_set,
     idle_team_bookings_are_found_from_telemetry,
     platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page,
     quotas_refuse_with_the_numbers_or_let_burst_bookings_through,

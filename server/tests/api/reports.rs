@@ -114,13 +114,15 @@ fn close(a: f64, b: f64) -> bool {
 }
 
 const TEAM_NAME: &str = "Équipe \"Núcleo\", São Paulo";
+/// A name a spreadsheet would run as a formula.
+const CAROL: &str = "=HYPERLINK(\"http://x.invalid\", \"Carol Ñandú\")";
 
 async fn totals_equal_the_ledger_and_the_telemetry(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let platform = platform_admin(&app).await;
     let (ana, _) = person(&app, "ana@example.com", "Ana", false).await;
     let (bia, _) = person(&app, "bia@example.com", "Bia \"B\", Souza", false).await;
-    let (carol, _) = person(&app, "carol@example.com", "Carol Ñandú", true).await;
+    let (carol, _) = person(&app, "carol@example.com", CAROL, true).await;
     let team = funded_team(
         &app,
         &platform,
@@ -339,7 +341,8 @@ async fn totals_equal_the_ledger_and_the_telemetry(backend: Backend) {
     assert_eq!(&team_line[column("period_from")], from.to_string());
     assert_eq!(&records[2][column("key")], "total");
 
-    // By user: the names come back as they were written.
+    // By user: the names come back as they were written, except that one a spreadsheet would
+    // run as a formula is prefixed with `'` (OWASP's advice against CSV injection).
     let body = app
         .client
         .get(app.url(&format!(
@@ -354,7 +357,8 @@ async fn totals_equal_the_ledger_and_the_telemetry(backend: Backend) {
         .unwrap();
     let mut reader = csv::Reader::from_reader(body.as_bytes());
     let names: Vec<String> = reader.records().map(|r| r.unwrap()[2].to_owned()).collect();
-    for name in ["Bia \"B\", Souza", "Carol Ñandú", "Ana"] {
+    let carol = format!("'{CAROL}");
+    for name in ["Bia \"B\", Souza", carol.as_str(), "Ana"] {
         assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
     }
     app.stop().await;

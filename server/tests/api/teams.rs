@@ -652,13 +652,13 @@ async fn authorization_matrix(backend: Backend) {
             Method::PUT,
             format!("/api/v1/teams/{team_a}/quotas/NVIDIA%20A100-PCIE-40GB"),
             Some(json!({ "guaranteed_gpus": 1, "weekly_gpu_hours": 40 })),
-            [401, 403, 200, 404, 200],
+            [401, 403, 403, 404, 200],
         ),
         (
             Method::DELETE,
             format!("/api/v1/teams/{team_a}/quotas/NVIDIA%20A100-PCIE-40GB"),
             None,
-            [401, 403, 204, 404, 204],
+            [401, 403, 403, 404, 204],
         ),
         (
             Method::PUT,

@@ -29,6 +29,8 @@ crate::on_both_backends!(
     inventory_sync_flags_vanished_gpus,
     demo_nodes_get_simulated_values,
     platform_admins_issue_and_revoke_node_tokens_on_the_page,
+    gpus_an_agent_reports_first_wait_for_a_platform_admin,
+    invented_http_methods_share_one_metrics_series,
 );
 
 /// The fake NVML library, built next to this test binary (a dev-dependency).
@@ -73,7 +75,8 @@ fn write_json(path: &Path, value: &Value) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-/// `berth agent` against `portal` with the fake NVML library; killed when dropped.
+/// `berth agent` against `portal` with the fake NVML library, its token in a file (with the
+/// line end an editor leaves) beside `config`; killed when dropped.
 struct AgentProcess(Child);
 
 impl Drop for AgentProcess {
@@ -84,6 +87,8 @@ impl Drop for AgentProcess {
 }
 
 fn start_agent(portal: &str, token: &str, config: &Path) -> AgentProcess {
+    let token_file = config.with_file_name("agent-token");
+    std::fs::write(&token_file, format!("{token}\n")).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
     for (key, _) in std::env::vars() {
         if key.starts_with("BERTH_") {
@@ -91,15 +96,9 @@ fn start_agent(portal: &str, token: &str, config: &Path) -> AgentProcess {
         }
     }
     let child = command
-        .args([
-            "agent",
-            "--portal",
-            portal,
-            "--token",
-            token,
-            "--interval",
-            "1",
-        ])
+        .args(["agent", "--portal", portal, "--interval", "1"])
+        .arg("--token-file")
+        .arg(&token_file)
         .arg("--nvml-library")
         .arg(fake_nvml())
         .env("BERTH_FAKE_NVML_CONFIG", config)
@@ -144,9 +143,10 @@ async fn latest_point(app: &TestApp, token: &str, id: i64) -> Option<Value> {
 
 async fn fake_nvml_values_reach_the_api_metrics_and_page(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let (_, token) = telemetry::issue_node_token(&app.db, "gpu-test-01", None, Utc::now())
-        .await
-        .unwrap();
+    let (_, token) =
+        telemetry::issue_node_token(&app.db, "gpu-test-01", Some(true), None, Utc::now())
+            .await
+            .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("fake-nvml.json");
     write_json(&config, &fake_config(&[]));
@@ -325,10 +325,10 @@ async fn sample_count(app: &TestApp) -> u64 {
 async fn node_tokens_and_payloads_are_checked(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let now = Utc::now();
-    let (_, a) = telemetry::issue_node_token(&app.db, "node-a", None, now)
+    let (_, a) = telemetry::issue_node_token(&app.db, "node-a", Some(true), None, now)
         .await
         .unwrap();
-    let (_, b) = telemetry::issue_node_token(&app.db, "node-b", None, now)
+    let (_, b) = telemetry::issue_node_token(&app.db, "node-b", Some(true), None, now)
         .await
         .unwrap();
     let register = "/api/v1/agent/register";
@@ -438,9 +438,10 @@ async fn node_tokens_and_payloads_are_checked(backend: Backend) {
 async fn the_agent_outlives_a_portal_outage(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let first = spawn_with(test_settings(&db)).await;
-    let (_, token) = telemetry::issue_node_token(&first.db, "gpu-test-02", None, Utc::now())
-        .await
-        .unwrap();
+    let (_, token) =
+        telemetry::issue_node_token(&first.db, "gpu-test-02", Some(true), None, Utc::now())
+            .await
+            .unwrap();
     let addr = first.addr;
     first.stop().await;
 
@@ -480,7 +481,7 @@ async fn rollups_and_pruning_follow_an_injected_clock(backend: Backend) {
         .duration_trunc(Duration::minutes(1))
         .unwrap();
     let clock = ManualClock::new(t0);
-    let (node, _) = telemetry::issue_node_token(&app.db, "gpu-test-03", None, t0)
+    let (node, _) = telemetry::issue_node_token(&app.db, "gpu-test-03", Some(true), None, t0)
         .await
         .unwrap();
     let uuid = "GPU-clock-0";
@@ -586,9 +587,10 @@ async fn rollups_and_pruning_follow_an_injected_clock(backend: Backend) {
 
 async fn inventory_sync_flags_vanished_gpus(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let (_, token) = telemetry::issue_node_token(&app.db, "gpu-test-04", None, Utc::now())
-        .await
-        .unwrap();
+    let (_, token) =
+        telemetry::issue_node_token(&app.db, "gpu-test-04", Some(true), None, Utc::now())
+            .await
+            .unwrap();
     let path = "/api/v1/agent/register";
     let (status, body) = post_agent(&app, &token, path, &registration(&["GPU-v0", "GPU-v1"])).await;
     assert_eq!((status, body["added"].as_i64()), (200, Some(2)), "{body}");
@@ -641,6 +643,118 @@ async fn inventory_sync_flags_vanished_gpus(backend: Backend) {
         .map(|e| e.kind)
         .collect();
     assert_eq!(kinds, ["added", "vanished", "returned"]);
+    app.stop().await;
+}
+
+async fn gpus_an_agent_reports_first_wait_for_a_platform_admin(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let (_, token) = telemetry::issue_node_token(&app.db, "gpu-new-01", None, None, Utc::now())
+        .await
+        .unwrap();
+    let path = "/api/v1/agent/register";
+    let (status, body) = post_agent(&app, &token, path, &registration(&["GPU-p0"])).await;
+    assert_eq!(
+        (status, body["added"].as_i64(), body["pending"].as_i64()),
+        (200, Some(1), Some(1)),
+        "{body}"
+    );
+    let id = gpu_id(&app, "GPU-p0").await;
+    let user = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let admin = user_token(&app, "root@example.org", PlatformRole::PlatformAdmin).await;
+    let listed = |gpus: &Value| gpus.as_array().unwrap().iter().any(|g| g["id"] == id);
+
+    // Not in the inventory, not bookable by id or by model.
+    let (status, gpus) = get(&app, &user, "/api/v1/gpus").await;
+    assert_eq!(status, 200);
+    assert!(!listed(&gpus), "{gpus}");
+    let start = crate::reservations::tomorrow(10, 0).to_rfc3339();
+    let end = crate::reservations::tomorrow(11, 0).to_rfc3339();
+    let by_id = json!({ "gpu_ids": [id], "share": 1, "start": start, "end": end });
+    let (status, refused) = crate::reservations::post(&app, &user, by_id.clone()).await;
+    assert_eq!(
+        (status, &refused["code"]),
+        (409, &json!("gpu_unavailable")),
+        "{refused}"
+    );
+    assert!(
+        refused["message"].as_str().unwrap().contains("pending"),
+        "{refused}"
+    );
+    let by_model = json!({ "model": "NVIDIA L4", "count": 1, "start": start, "end": end });
+    let (status, refused) = crate::reservations::post(&app, &user, by_model).await;
+    assert!(status == 409 || status == 422, "{status}: {refused}");
+
+    // Platform admins see it waiting; nobody else may list or accept it.
+    let (status, pending) = get(&app, &admin, "/api/v1/admin/gpus/pending").await;
+    assert_eq!(status, 200);
+    assert_eq!(pending[0]["id"], id, "{pending}");
+    assert_eq!(pending[0]["node"], "gpu-new-01", "{pending}");
+    assert_eq!(get(&app, &user, "/api/v1/admin/gpus/pending").await.0, 403);
+    let accept = format!("/api/v1/admin/gpus/{id}/accept");
+    let (status, _) = crate::reservations::post_json(&app, &user, &accept, &json!({})).await;
+    assert_eq!(status, 403);
+
+    // Accepted: listed and bookable, with an audit entry.
+    let (status, _) = crate::reservations::post_json(&app, &admin, &accept, &json!({})).await;
+    assert_eq!(status, 204);
+    let (_, pending) = get(&app, &admin, "/api/v1/admin/gpus/pending").await;
+    assert_eq!(pending, json!([]));
+    let (_, gpus) = get(&app, &user, "/api/v1/gpus").await;
+    assert!(listed(&gpus), "{gpus}");
+    let (status, booked) = crate::reservations::post(&app, &user, by_id).await;
+    assert_eq!(status, 201, "{booked}");
+    let (_, audit) = get(&app, &admin, "/api/v1/admin/audit?action=gpu.accept").await;
+    let entries = audit.as_array().unwrap();
+    assert!(
+        !entries.is_empty() && entries.iter().all(|e| e["action"] == "GpuAccept"),
+        "an audit entry: {audit}"
+    );
+
+    // A node added with `--accept-new-gpus`: its new GPUs are accepted at once.
+    let (_, token) =
+        telemetry::issue_node_token(&app.db, "gpu-new-02", Some(true), None, Utc::now())
+            .await
+            .unwrap();
+    let (status, body) = post_agent(&app, &token, path, &registration(&["GPU-p1"])).await;
+    assert_eq!(
+        (status, body["added"].as_i64(), body["pending"].as_i64()),
+        (200, Some(1), Some(0)),
+        "{body}"
+    );
+    let accepted = gpu_id(&app, "GPU-p1").await;
+    let (_, gpus) = get(&app, &user, "/api/v1/gpus").await;
+    assert!(
+        gpus.as_array().unwrap().iter().any(|g| g["id"] == accepted),
+        "{gpus}"
+    );
+    app.stop().await;
+}
+
+async fn invented_http_methods_share_one_metrics_series(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let invented = reqwest::Method::from_bytes(b"BERTHPROBE").unwrap();
+    let response = client()
+        .request(invented, app.url("/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.status().is_client_error(), "{}", response.status());
+    let metrics = client()
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !metrics.contains("BERTHPROBE"),
+        "no series per invented method"
+    );
+    assert!(
+        metrics.contains("method=\"other\""),
+        "counted as other: {metrics}"
+    );
     app.stop().await;
 }
 
@@ -711,10 +825,35 @@ async fn platform_admins_issue_and_revoke_node_tokens_on_the_page(backend: Backe
         .unwrap();
     assert_eq!(
         (row["gpus"].as_i64(), row["live_tokens"].as_i64()),
-        (Some(1), Some(1)),
+        (Some(0), Some(1)),
         "{row}"
     );
     assert_eq!(row["source"], "nvml");
+    // Its GPU waits for acceptance on the page; accepting it there puts it in the inventory.
+    let waiting = page["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["uuid"] == "GPU-ui-0")
+        .cloned()
+        .unwrap_or_else(|| panic!("{page}"));
+    let gpu = waiting["id"].as_i64().unwrap().to_string();
+    app.sign_in("user").await;
+    let (status, _) = server_fn(&app, "/api/accept_gpu", &[("id", &gpu)]).await;
+    assert_eq!(status, 403, "plain users cannot accept GPUs");
+    app.sign_in("platform_admin").await;
+    let (status, accepted) = server_fn(&app, "/api/accept_gpu", &[("id", &gpu)]).await;
+    assert_eq!(status, 200, "{accepted}");
+    let (_, page) = server_fn(&app, "/api/get_nodes_page", &[]).await;
+    assert!(page["pending"].as_array().unwrap().is_empty(), "{page}");
+    let row = page["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "gpu-ui-01")
+        .cloned()
+        .unwrap();
+    assert_eq!(row["gpus"].as_i64(), Some(1), "{row}");
 
     let id = row["id"].as_i64().unwrap().to_string();
     let (status, revoked) = server_fn(&app, "/api/revoke_node_tokens", &[("id", &id)]).await;

@@ -1,7 +1,7 @@
 //! Nodes and GPUs: reading the inventory and adding hardware to it.
 
 use crate::domain::gpu::{GpuMemory, GpuStatus};
-use crate::domain::inventory::{GpuListing, NewGpu, NewNode, NodeInventory};
+use crate::domain::inventory::{GpuListing, NewGpu, NewNode, NodeInventory, PendingGpu};
 use crate::domain::money::Money;
 use crate::server::entity::{gpu, node};
 use chrono::{DateTime, Utc};
@@ -11,7 +11,8 @@ use sea_orm::{
 };
 use std::collections::HashMap;
 
-/// Every node, ordered by name, with its GPUs in device-index order.
+/// Every node, ordered by name, with its accepted GPUs in device-index order (GPUs waiting for
+/// a platform admin's acceptance are never part of the inventory: see [`pending_gpus`]).
 #[tracing::instrument(skip_all)]
 pub async fn list_nodes_with_gpus(db: &impl ConnectionTrait) -> Result<Vec<NodeInventory>, DbErr> {
     nodes_with_gpus_where(db, Condition::all()).await
@@ -42,6 +43,7 @@ pub async fn list_models(db: &impl ConnectionTrait) -> Result<Vec<String>, DbErr
     gpu::Entity::find()
         .select_only()
         .column(gpu::Column::Model)
+        .filter(gpu::Column::Pending.eq(false))
         .distinct()
         .order_by_asc(gpu::Column::Model)
         .into_tuple()
@@ -59,6 +61,7 @@ async fn nodes_with_gpus_where(
         .await?;
     let gpus = gpu::Entity::find()
         .filter(condition)
+        .filter(gpu::Column::Pending.eq(false))
         .order_by_asc(gpu::Column::NodeId)
         .order_by_asc(gpu::Column::DeviceIndex)
         .all(db)
@@ -79,6 +82,49 @@ async fn nodes_with_gpus_where(
             created_at: node.created_at,
         })
         .collect())
+}
+
+/// GPUs waiting for a platform admin's acceptance, oldest first.
+pub async fn pending_gpus(db: &impl ConnectionTrait) -> Result<Vec<PendingGpu>, DbErr> {
+    let rows = gpu::Entity::find()
+        .filter(gpu::Column::Pending.eq(true))
+        .find_also_related(node::Entity)
+        .order_by_asc(gpu::Column::CreatedAt)
+        .order_by_asc(gpu::Column::Id)
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(gpu, node)| PendingGpu {
+            id: gpu.id,
+            node_id: gpu.node_id,
+            node: node.map(|n| n.name).unwrap_or_default(),
+            uuid: gpu.uuid,
+            model: gpu.model,
+            memory_mib: gpu.memory_mib,
+            pci_bus_id: gpu.pci_bus_id,
+            reported_at: gpu.created_at,
+        })
+        .collect())
+}
+
+/// Accepts a pending GPU: from now on it is in the inventory and bookable. Answers it as it was
+/// (`None`: no such GPU). Accepting an accepted GPU changes nothing.
+pub async fn accept_gpu(
+    db: &impl ConnectionTrait,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<gpu::Model>, DbErr> {
+    let Some(before) = gpu::Entity::find_by_id(id).one(db).await? else {
+        return Ok(None);
+    };
+    if before.pending {
+        let mut row: gpu::ActiveModel = before.clone().into();
+        row.pending = Set(false);
+        row.updated_at = Set(now);
+        row.update(db).await?;
+    }
+    Ok(Some(before))
 }
 
 /// The node a GPU sits in.

@@ -128,6 +128,7 @@ pub async fn lock_model(db: &impl ConnectionTrait, model: &str) -> Result<i64, D
         .column(gpu::Column::Id)
         .filter(gpu::Column::Model.eq(model))
         .filter(gpu::Column::Status.ne("retired"))
+        .filter(gpu::Column::Pending.eq(false))
         .order_by_asc(gpu::Column::Id);
     if db.get_database_backend() == sea_orm::DbBackend::Postgres {
         query = query.lock_exclusive();

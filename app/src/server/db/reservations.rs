@@ -87,8 +87,11 @@ async fn gpus_where(
             node_id: row.node_id,
             device_index: row.device_index,
             model: row.model,
-            // A GPU its node no longer reports cannot be promised.
-            status: if row.vanished_at.is_some() {
+            // A GPU no platform admin has accepted yet, or one its node no longer reports,
+            // cannot be promised.
+            status: if row.pending {
+                "pending".to_owned()
+            } else if row.vanished_at.is_some() {
                 "missing".to_owned()
             } else {
                 row.status
@@ -990,6 +993,7 @@ async fn bookable_of_model(
     let mut condition = sea_orm::Condition::all()
         .add(gpu::Column::Model.eq(model))
         .add(gpu::Column::Status.eq("active"))
+        .add(gpu::Column::Pending.eq(false))
         // A GPU its node no longer reports cannot be promised.
         .add(gpu::Column::VanishedAt.is_null());
     if share != Share::Whole {
@@ -1178,6 +1182,7 @@ pub async fn find_slots(
 ) -> Result<Vec<SlotOffer>, DbErr> {
     let mut condition = sea_orm::Condition::all()
         .add(gpu::Column::Status.eq("active"))
+        .add(gpu::Column::Pending.eq(false))
         .add(gpu::Column::VanishedAt.is_null());
     if let Some(model) = &query.model {
         condition = condition.add(gpu::Column::Model.eq(model.as_str()));

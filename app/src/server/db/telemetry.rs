@@ -36,6 +36,7 @@ pub async fn find_or_create_node(
     db: &impl ConnectionTrait,
     name: &str,
     hostname: &str,
+    accept_new_gpus: Option<bool>,
     now: DateTime<Utc>,
 ) -> Result<i64, DbErr> {
     if let Some(existing) = node::Entity::find()
@@ -43,6 +44,13 @@ pub async fn find_or_create_node(
         .one(db)
         .await?
     {
+        if let Some(accept) = accept_new_gpus
+            && accept != existing.accept_new_gpus
+        {
+            let mut row: node::ActiveModel = existing.clone().into();
+            row.accept_new_gpus = Set(accept);
+            row.update(db).await?;
+        }
         return Ok(existing.id);
     }
     let inserted = node::ActiveModel {
@@ -50,6 +58,7 @@ pub async fn find_or_create_node(
         hostname: Set(hostname.to_owned()),
         is_demo: Set(false),
         created_at: Set(now),
+        accept_new_gpus: Set(accept_new_gpus.unwrap_or(false)),
         ..Default::default()
     }
     .insert(db)
@@ -147,6 +156,8 @@ pub struct SyncOutcome {
     pub vanished: usize,
     /// Vanished GPUs reported again.
     pub returned: usize,
+    /// Of the GPUs added, those waiting for a platform admin's acceptance.
+    pub pending: usize,
 }
 
 /// Records what a node's agent said about itself: source, driver, interval, host name; and that
@@ -238,6 +249,11 @@ pub async fn sync_inventory(
         update.updated_at = Set(now);
         update.update(db).await?;
     }
+    // New GPUs wait for a platform admin unless their node accepts new GPUs by itself.
+    let pending = !node::Entity::find_by_id(node_id)
+        .one(db)
+        .await?
+        .is_some_and(|node| node.accept_new_gpus);
     for info in &registration.gpus {
         if existing.iter().any(|row| row.uuid == info.uuid) {
             continue;
@@ -255,12 +271,14 @@ pub async fn sync_inventory(
             updated_at: Set(now),
             pci_bus_id: Set(info.pci_bus_id.clone()),
             vanished_at: Set(None),
+            pending: Set(pending),
             ..Default::default()
         }
         .insert(db)
         .await?;
         events.push((inserted.id, EventKind::Added));
         outcome.added += 1;
+        outcome.pending += usize::from(pending);
     }
     for (gpu_id, kind) in events {
         insert_event(db, gpu_id, now, kind, None).await?;

@@ -33,6 +33,9 @@ pub struct Model {
     pub pci_bus_id: Option<String>,
     /// When its node's agent stopped reporting it (UTC); flagged, never deleted.
     pub vanished_at: Option<DateTimeUtc>,
+    /// Reported by an agent and not yet accepted by a platform admin: not bookable, not in the
+    /// inventory.
+    pub pending: bool,
 }
 
 /// Relations of `gpus`.

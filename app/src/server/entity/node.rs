@@ -25,6 +25,8 @@ pub struct Model {
     pub last_seen_at: Option<DateTimeUtc>,
     /// Seconds between its agent's samples.
     pub report_interval_s: Option<i32>,
+    /// GPUs its agent reports for the first time are accepted at once (not pending).
+    pub accept_new_gpus: bool,
 }
 
 /// Relations of `nodes`.

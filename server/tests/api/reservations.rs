@@ -263,8 +263,13 @@ async fn bad_input_gets_422_with_the_field_and_writes_nothing(backend: Backend) 
             json!({"gpu_ids": [gpu], "start": "tomorrow at ten", "end": tomorrow(11, 0).to_rfc3339()}),
             "start",
         ),
+        // A far year is refused on the first field that names one.
         (
             json!({"gpu_ids": [gpu], "start": "9999-12-31T23:45:00Z", "end": "10000-01-01T00:00:00Z"}),
+            "start",
+        ),
+        (
+            json!({"gpu_ids": [gpu], "start": tomorrow(10, 0).to_rfc3339(), "end": "10000-01-01T00:00:00Z"}),
             "end",
         ),
         (

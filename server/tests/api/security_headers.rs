@@ -10,10 +10,18 @@ fn header_nonce(policy: &str) -> String {
     policy[start..end].to_owned()
 }
 
-/// Every `<script …>` start tag of `html`.
+/// The start tag of every `<script>` of `html` that runs something: one with a `src` or with
+/// content. (leptos_i18n leaves an empty `<script></script>` behind, which browsers skip before
+/// any policy check.)
 fn script_tags(html: &str) -> Vec<&str> {
     html.match_indices("<script")
-        .map(|(at, _)| &html[at..at + html[at..].find('>').expect("tag ends")])
+        .filter_map(|(at, _)| {
+            let tag_end = at + html[at..].find('>').expect("tag ends");
+            let tag = &html[at..tag_end];
+            let body_end = tag_end + html[tag_end..].find("</script>").expect("script ends");
+            let body = &html[tag_end + 1..body_end];
+            (tag.contains(" src=") || !body.trim().is_empty()).then_some(tag)
+        })
         .collect()
 }
 

@@ -169,12 +169,16 @@ async fn a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released(ba
             assert_eq!(status, 201, "{done}");
         }
     };
-    grant("ana@example.org", 800).await;
+    // Ana's bookings hold their prices, so her wallet can only fall short of them when credits
+    // are taken back after she booked: she books two before-start reservations, then a
+    // correction leaves credits for one.
+    grant("ana@example.org", 800 + 698).await;
     let start = on_grid_in(30);
-
-    // Ana books two before-start reservations with credits for one.
-    let (_, first) = post(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
-    let (_, second) = post(&app, &ana, booking(h100[1], start, 2, "before_start")).await;
+    let (status, first) = post(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
+    assert_eq!(status, 201, "{first}");
+    let (status, second) = post(&app, &ana, booking(h100[1], start, 2, "before_start")).await;
+    assert_eq!(status, 201, "{second}");
+    grant("ana@example.org", -698).await;
     let (first, second) = (
         first["id"].as_i64().unwrap(),
         second["id"].as_i64().unwrap(),
@@ -208,10 +212,14 @@ async fn a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released(ba
     grant("ana@example.org", 1000).await;
     assert_eq!(row(&app, second).await.payment_status, "paid");
     assert_eq!(charges_of(&app, second).await, 1);
-    assert_eq!(balance(&app, &ana).await, 800 + 1000 - 2 * 698);
+    assert_eq!(balance(&app, &ana).await, 800 + 698 - 698 + 1000 - 2 * 698);
 
-    // Bia never gets credits: due, then released at start − 15 min, and the slot is free again.
-    let (_, third) = post(&app, &bia, booking(h100[2], start, 2, "before_start")).await;
+    // Bia's credits are taken back after she booked, and none arrive: due, then released at
+    // start − 15 min, and the slot is free again.
+    grant("bia@example.org", 698).await;
+    let (status, third) = post(&app, &bia, booking(h100[2], start, 2, "before_start")).await;
+    assert_eq!(status, 201, "{third}");
+    grant("bia@example.org", -698).await;
     let third = third["id"].as_i64().unwrap();
     assert_eq!(run_job(&app, charge_at).await.due, 1);
     assert_eq!(
@@ -434,8 +442,7 @@ async fn two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact(backe
     for n in 0..8 {
         let email = format!("user{n}@example.org");
         let token = if n % 4 == 3 {
-            // Some wallets are short: their at-booking requests are refused, their
-            // before-start ones become due and are released.
+            // Some wallets are empty: all their requests are refused.
             unfunded_user_token(&app, &email, PlatformRole::User).await
         } else {
             user_token(&app, &email, PlatformRole::User).await
@@ -494,6 +501,13 @@ async fn two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact(backe
         "{statuses:?}"
     );
 
+    // Credits are taken back after the bookings: all of user5's (who books only before the
+    // start, never later than 43 h after the first window), whose bookings then find the wallet
+    // short, become due and are released.
+    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let left = balance(&app, &tokens[5]).await;
+    grant(&app, &admin, json!({"email": "user5@example.org"}), -left).await;
+
     // Every charge time passes (the job runs at each), then every release time.
     let policy = ChargePolicy::default();
     let mut total = Outcome::default();
@@ -543,6 +557,371 @@ async fn two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact(backe
     app.stop().await;
 }
 
+async fn cancel(app: &TestApp, token: &str, id: &Value) -> u16 {
+    crate::helpers::client()
+        .delete(app.url(&format!("/api/v1/reservations/{id}")))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// The wallet API's balance, held and available amounts.
+async fn funds(app: &TestApp, token: &str) -> (i64, i64, i64) {
+    let (status, wallet) = get(app, token, "/api/v1/wallet").await;
+    assert_eq!(status, 200, "{wallet}");
+    assert_eq!(wallet["held_minor"], wallet["on_hold_minor"], "{wallet}");
+    (
+        wallet["balance_minor"].as_i64().unwrap(),
+        wallet["held_minor"].as_i64().unwrap(),
+        wallet["available_minor"].as_i64().unwrap(),
+    )
+}
+
+async fn grant(app: &TestApp, admin: &str, wallet: Value, amount: i64) {
+    let mut body = json!({"amount_minor": amount, "reason": "invoice"});
+    body.as_object_mut()
+        .unwrap()
+        .extend(wallet.as_object().unwrap().clone());
+    let (status, done) = post_json(app, admin, "/api/v1/admin/credits", &body).await;
+    assert_eq!(status, 201, "{done}");
+}
+
+async fn before_start_bookings_hold_what_they_will_cost(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let h100 = gpus_of(&app, H100).await;
+    let start = on_grid_in(30);
+    let count = || reservation::Entity::find().count(&app.db);
+
+    // No credits: a booking paid before its start is refused as one paid at once would be,
+    // and nothing is written.
+    let before = (count().await.unwrap(), charges_and_postings(&app).await);
+    let (status, refused) = post(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
+    assert_eq!(
+        (
+            status,
+            &refused["code"],
+            &refused["details"]["missing_minor"]
+        ),
+        (409, &json!("insufficient_funds"), &json!(698)),
+        "{refused}"
+    );
+    assert_eq!(
+        (count().await.unwrap(), charges_and_postings(&app).await),
+        before
+    );
+    assert_eq!(funds(&app, &ana).await, (0, 0, 0));
+
+    // Credits for one: the first booking holds 6.98 of 10.00, the second finds 3.02 available.
+    grant(&app, &admin, json!({"email": "ana@example.org"}), 1_000).await;
+    let (status, first) = post(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(first["payment_status"], "pending");
+    assert_eq!(funds(&app, &ana).await, (1_000, 698, 302));
+    for charge in ["before_start", "at_booking"] {
+        let (status, refused) = post(&app, &ana, booking(h100[1], start, 2, charge)).await;
+        assert_eq!(
+            (
+                status,
+                &refused["code"],
+                &refused["details"]["missing_minor"]
+            ),
+            (409, &json!("insufficient_funds"), &json!(396)),
+            "{charge}: {refused}"
+        );
+        assert!(
+            refused["message"]
+                .as_str()
+                .unwrap()
+                .contains("3.96 USD more needed"),
+            "{refused}"
+        );
+    }
+    assert_eq!(funds(&app, &ana).await, (1_000, 698, 302));
+
+    // Cancelling the unpaid booking frees its hold: the other booking fits now.
+    assert_eq!(cancel(&app, &ana, &first["id"]).await, 200);
+    assert_eq!(funds(&app, &ana).await, (1_000, 0, 1_000));
+    let (status, second) = post(&app, &ana, booking(h100[1], start, 2, "before_start")).await;
+    assert_eq!(status, 201, "{second}");
+    assert_eq!(funds(&app, &ana).await, (1_000, 698, 302));
+
+    // The job's charge turns the hold into a debit: available stays, held drops.
+    let charge_at = time(&second["charge_at"]);
+    assert_eq!(run_job(&app, charge_at).await.charged, 1);
+    assert_eq!(
+        row(&app, second["id"].as_i64().unwrap())
+            .await
+            .payment_status,
+        "paid"
+    );
+    assert_eq!(funds(&app, &ana).await, (302, 0, 302));
+    assert_books_balance(&app).await;
+    app.stop().await;
+}
+
+/// Ledger transactions and entries.
+async fn charges_and_postings(app: &TestApp) -> (u64, u64) {
+    (
+        ledger_transaction::Entity::find()
+            .count(&app.db)
+            .await
+            .unwrap(),
+        berth_app::server::entity::ledger_entry::Entity::find()
+            .count(&app.db)
+            .await
+            .unwrap(),
+    )
+}
+
+async fn concurrent_bookings_from_one_wallet_take_only_what_it_has(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let h100 = gpus_of(&app, H100).await;
+    // Credits for three bookings of 6.98 (and a little more), and sixteen requests at once on
+    // GPUs and hours that never clash, most paid before their start, some at once.
+    grant(
+        &app,
+        &admin,
+        json!({"email": "ana@example.org"}),
+        3 * 698 + 100,
+    )
+    .await;
+    let base = on_grid_in(30);
+    let mut requests = tokio::task::JoinSet::new();
+    for i in 0..16_usize {
+        let gpu = h100[i % h100.len()];
+        let start = base + TimeDelta::hours(2 * i64::try_from(i / h100.len()).unwrap());
+        let charge = if i % 4 == 0 {
+            "at_booking"
+        } else {
+            "before_start"
+        };
+        let url = app.url("/api/v1/reservations");
+        let token = ana.clone();
+        requests.spawn(async move {
+            let response = crate::helpers::client()
+                .post(url)
+                .bearer_auth(token)
+                .json(&booking(gpu, start, 2, charge))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        });
+    }
+    let mut booked = Vec::new();
+    for (status, answer) in requests.join_all().await {
+        match status {
+            201 => booked.push(answer),
+            409 => assert_eq!(answer["code"], "insufficient_funds", "{answer}"),
+            other => panic!("unexpected {other}: {answer}"),
+        }
+    }
+    assert_eq!(booked.len(), 3, "{booked:?}");
+    let paid: i64 = booked
+        .iter()
+        .filter(|b| b["payment_status"] == "paid")
+        .map(|b| b["price_minor"].as_i64().unwrap())
+        .sum();
+    let (balance, held, available) = funds(&app, &ana).await;
+    assert_eq!(
+        (balance, held, available),
+        (3 * 698 + 100 - paid, 3 * 698 - paid, 100)
+    );
+    let confirmed = reservation::Entity::find()
+        .filter(reservation::Column::Status.eq("confirmed"))
+        .count(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(confirmed, 3);
+
+    // Every hold is charged in its time, and none of them finds the wallet short.
+    let mut total = Outcome::default();
+    for hour in 0..8 {
+        let outcome = run_job(&app, base - TimeDelta::hours(2) + TimeDelta::hours(hour)).await;
+        total.charged += outcome.charged;
+        total.due += outcome.due;
+    }
+    assert_eq!(total.due, 0, "{total:?}");
+    assert_eq!(funds(&app, &ana).await, (100, 0, 100));
+    assert_books_balance(&app).await;
+    app.stop().await;
+}
+
+async fn team_bookings_hold_the_team_wallet(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let platform = user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let team = crate::teams::team_with_admin(&app, &platform, "Research", "ana@example.com").await;
+    let h100 = gpus_of(&app, H100).await;
+    let start = on_grid_in(30);
+    let team_booking = |gpu: i64| {
+        let mut body = booking(gpu, start, 2, "before_start");
+        body["team_id"] = json!(team);
+        body
+    };
+    let team_funds = || async {
+        let (status, shown) = get(&app, &ana, &format!("/api/v1/teams/{team}")).await;
+        assert_eq!(status, 200, "{shown}");
+        let money = &shown["money"];
+        (
+            money["balance_minor"].as_i64().unwrap(),
+            money["held_minor"].as_i64().unwrap(),
+            money["available_minor"].as_i64().unwrap(),
+        )
+    };
+
+    // An empty team wallet holds nothing for its members.
+    let (status, refused) = post(&app, &ana, team_booking(h100[0])).await;
+    assert_eq!(
+        (status, &refused["code"]),
+        (409, &json!("insufficient_funds")),
+        "{refused}"
+    );
+    // Credits for one team booking (Ana's own wallet plays no part).
+    grant(&app, &platform, json!({"team_id": team}), 1_000).await;
+    let (status, first) = post(&app, &ana, team_booking(h100[0])).await;
+    assert_eq!(status, 201, "{first}");
+    assert_eq!(team_funds().await, (1_000, 698, 302));
+    let (status, refused) = post(&app, &ana, team_booking(h100[1])).await;
+    assert_eq!(
+        (
+            status,
+            &refused["code"],
+            &refused["details"]["missing_minor"]
+        ),
+        (409, &json!("insufficient_funds"), &json!(396)),
+        "{refused}"
+    );
+    assert_eq!(funds(&app, &ana).await, (0, 0, 0));
+
+    // A member's booking that waits for approval holds nothing yet; approved, it would hold its
+    // price, so the approval needs the team wallet to have it available.
+    let bia = unfunded_user_token(&app, "bia@example.com", PlatformRole::User).await;
+    crate::teams::invitation_by_admin(&app, team, &ana, "bia@example.com").await;
+    crate::teams::accept(&app, "bia@example.com").await;
+    let (status, rules) = crate::teams::send(
+        &app,
+        reqwest::Method::PUT,
+        Some(&ana),
+        &format!("/api/v1/teams/{team}/rules"),
+        Some(json!({ "default_priority": "development", "approval_over_gpu_hours": 1 })),
+    )
+    .await;
+    assert_eq!(status, 200, "{rules}");
+    let (status, waiting) = post(&app, &bia, team_booking(h100[2])).await;
+    assert_eq!(status, 201, "{waiting}");
+    assert_eq!(waiting["payment_status"], "awaiting_approval");
+    assert_eq!(team_funds().await, (1_000, 698, 302));
+    let approve = format!("/api/v1/teams/{team}/approvals/{}", waiting["id"]);
+    let (status, refused) = post_json(&app, &ana, &approve, &json!({"decision": "approve"})).await;
+    assert_eq!(
+        (
+            status,
+            &refused["code"],
+            &refused["details"]["missing_minor"]
+        ),
+        (409, &json!("insufficient_funds"), &json!(396)),
+        "{refused}"
+    );
+    assert_eq!(
+        row(&app, waiting["id"].as_i64().unwrap())
+            .await
+            .payment_status,
+        "awaiting_approval"
+    );
+    grant(&app, &platform, json!({"team_id": team}), 396).await;
+    let (status, approved) = post_json(&app, &ana, &approve, &json!({"decision": "approve"})).await;
+    assert_eq!(status, 200, "{approved}");
+    assert_eq!(
+        row(&app, waiting["id"].as_i64().unwrap())
+            .await
+            .payment_status,
+        "pending"
+    );
+    assert_eq!(team_funds().await, (1_396, 1_396, 0));
+    assert_books_balance(&app).await;
+    app.stop().await;
+}
+
+async fn the_wallet_and_team_pages_show_balance_held_and_available(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    // The demo user (signed in on the app's client, and with an API token) has demo credits
+    // and belongs to the demo team, whose wallet has its own.
+    app.sign_in("user").await;
+    let demo = unfunded_user_token(&app, "demo-user@berth.invalid", PlatformRole::User).await;
+    let (balance, held, available) = funds(&app, &demo).await;
+    assert!(balance > 698 && held == 0 && available == balance);
+    let (_, page) = app.get_text("/wallet").await;
+    assert!(
+        page.contains("data-on-hold-minor=\"0\"")
+            && page.contains(&format!("data-available-minor=\"{balance}\"")),
+        "nothing held yet, all available: {page}"
+    );
+
+    let h100 = gpus_of(&app, H100).await;
+    let start = on_grid_in(30);
+    let (status, mine) = post(&app, &demo, booking(h100[0], start, 2, "before_start")).await;
+    assert_eq!(status, 201, "{mine}");
+    let (_, page) = app.get_text("/wallet").await;
+    for (attribute, minor) in [
+        ("data-balance-minor", balance),
+        ("data-on-hold-minor", 698),
+        ("data-available-minor", balance - 698),
+    ] {
+        assert!(
+            page.contains(&format!("{attribute}=\"{minor}\"")),
+            "{attribute} {minor}: {page}"
+        );
+    }
+    assert!(page.contains("Available to book"), "{page}");
+
+    // A team booking holds the team wallet's money, shown on the team page.
+    let (_, teams) = get(&app, &demo, "/api/v1/teams").await;
+    let team = teams[0]["id"].as_i64().unwrap();
+    let (_, shown) = get(&app, &demo, &format!("/api/v1/teams/{team}")).await;
+    let team_balance = shown["money"]["balance_minor"].as_i64().unwrap();
+    let mut for_team = booking(h100[1], start, 2, "before_start");
+    for_team["team_id"] = json!(team);
+    let (status, booked) = post(&app, &demo, for_team).await;
+    assert_eq!(status, 201, "{booked}");
+    let (_, shown) = get(&app, &demo, &format!("/api/v1/teams/{team}")).await;
+    assert_eq!(
+        (
+            &shown["money"]["held_minor"],
+            &shown["money"]["available_minor"]
+        ),
+        (&json!(698), &json!(team_balance - 698)),
+        "{shown}"
+    );
+    let (status, page) = app.get_text(&format!("/teams/{team}")).await;
+    assert_eq!(status, 200);
+    for (attribute, minor) in [
+        ("data-team-balance-minor", team_balance),
+        ("data-team-on-hold-minor", 698),
+        ("data-team-available-minor", team_balance - 698),
+    ] {
+        assert!(
+            page.contains(&format!("{attribute}=\"{minor}\"")),
+            "{attribute} {minor}: {page}"
+        );
+    }
+    // The personal wallet is unchanged by the team's booking.
+    assert_eq!(funds(&app, &demo).await, (balance, 698, balance - 698));
+    assert_books_balance(&app).await;
+    app.stop().await;
+}
+
 crate::on_both_backends!(
     before_start_bookings_are_charged_once_by_the_job,
     a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released,
@@ -550,4 +929,8 @@ crate::on_both_backends!(
     maintenance_and_retiring_release_reservations_with_a_full_refund,
     charge_modes_are_checked,
     two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact,
+    before_start_bookings_hold_what_they_will_cost,
+    concurrent_bookings_from_one_wallet_take_only_what_it_has,
+    team_bookings_hold_the_team_wallet,
+    the_wallet_and_team_pages_show_balance_held_and_available,
 );

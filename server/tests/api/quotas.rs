@@ -607,14 +607,33 @@ async fn approvals_hold_the_slot_until_decided_or_expired(backend: Backend) {
     );
     assert!(actions.iter().any(|a| a == "booking.reject"), "{actions:?}");
 
-    // A team without credits: its booking charged before the start finds the wallet short, and
-    // the dashboard's money says so.
+    // A team whose credits are taken back after it booked: its booking charged before the
+    // start finds the wallet short, and the dashboard's money says so. (Without credits it
+    // could not book at all: the booking holds its price.)
     let dan = unfunded_user_token(&app, "dan@example.com", PlatformRole::User).await;
     let poor = team_with_admin(&app, &platform, "Poor", "dan@example.com").await;
     let mut later = booking(Some(poor), &[], 30, 2);
     later["charge"] = json!("before_start");
+    let (status, refused) = book(&app, &dan, &later).await;
+    assert_eq!(status, 409, "{refused}");
+    let price = refused["details"]["missing_minor"].as_i64().unwrap();
+    let team_credits =
+        |amount: i64| json!({ "team_id": poor, "amount_minor": amount, "reason": "test" });
+    let credits = "/api/v1/admin/credits";
+    assert_eq!(
+        post_json(&app, &platform, credits, &team_credits(price))
+            .await
+            .0,
+        201
+    );
     let (status, pending) = book(&app, &dan, &later).await;
     assert_eq!(status, 201, "{pending}");
+    assert_eq!(
+        post_json(&app, &platform, credits, &team_credits(-price))
+            .await
+            .0,
+        201
+    );
     assert_eq!(pending["payment_status"], "pending");
     let charge_at: chrono::DateTime<chrono::Utc> =
         serde_json::from_value(pending["charge_at"].clone()).unwrap();

@@ -670,12 +670,12 @@ async fn try_book(
     };
     // Charged now or held until the payment job charges it, a booking spends only what its
     // wallet has available: the balance less what its unpaid bookings hold.
-    if matches!(payment_status, PaymentStatus::Paid | PaymentStatus::Pending) {
-        if let Some(missing) = shortfall(&txn, payer_of(request), Money::from_minor(price)).await? {
-            return Err(BookError::App(crate::server::ledger::insufficient(
-                missing, currency,
-            )));
-        }
+    if matches!(payment_status, PaymentStatus::Paid | PaymentStatus::Pending)
+        && let Some(missing) = shortfall(&txn, payer_of(request), Money::from_minor(price)).await?
+    {
+        return Err(BookError::App(crate::server::ledger::insufficient(
+            missing, currency,
+        )));
     }
     let row = reservation::ActiveModel {
         owner_id: Set(request.owner_id),

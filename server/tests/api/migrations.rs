@@ -261,11 +261,60 @@ async fn with_a_fleet_at(
     let conn = db::connect(&database.url).await.unwrap();
     Migrator::up(&conn, Some(version)).await.unwrap();
     let now = Utc::now();
-    let (node, new_gpus) = demo_fleet().remove(0);
-    db::inventory::insert_node_with_gpus(&conn, &node, &new_gpus, now)
+    // Written column by column: the app's own insert and read name the columns of the newest
+    // schema (the pending GPUs' flags, say), which an old version does not have yet.
+    use berth_app::server::entity::{gpu, node};
+    use sea_orm::ActiveValue::Set;
+    use sea_orm::QuerySelect;
+    let (new_node, new_gpus) = demo_fleet().remove(0);
+    let node_id = node::Entity::insert(node::ActiveModel {
+        name: Set(new_node.name.clone()),
+        hostname: Set(new_node.hostname.clone()),
+        is_demo: Set(new_node.is_demo),
+        created_at: Set(now),
+        ..Default::default()
+    })
+    .exec(&conn)
+    .await
+    .unwrap()
+    .last_insert_id;
+    for new_gpu in &new_gpus {
+        gpu::Entity::insert(gpu::ActiveModel {
+            node_id: Set(node_id),
+            device_index: Set(i32::try_from(new_gpu.device_index).unwrap()),
+            uuid: Set(new_gpu.uuid.clone()),
+            model: Set(new_gpu.model.clone()),
+            memory_mib: Set(i64::try_from(new_gpu.memory.mib()).unwrap()),
+            status: Set(new_gpu.status.as_str().to_owned()),
+            shareable: Set(new_gpu.shareable),
+            hourly_price_minor: Set(new_gpu.hourly_price.minor()),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ..Default::default()
+        })
+        .exec(&conn)
         .await
         .unwrap();
-    let gpus = berth_app::server::entity::gpu::Entity::find()
+    }
+    let gpus = gpu::Entity::find()
+        .select_only()
+        .columns([
+            gpu::Column::Id,
+            gpu::Column::NodeId,
+            gpu::Column::DeviceIndex,
+            gpu::Column::Uuid,
+            gpu::Column::Model,
+            gpu::Column::MemoryMib,
+            gpu::Column::Status,
+            gpu::Column::Shareable,
+            gpu::Column::HourlyPriceMinor,
+            gpu::Column::CreatedAt,
+            gpu::Column::UpdatedAt,
+            gpu::Column::PciBusId,
+            gpu::Column::VanishedAt,
+        ])
+        .column_as(sea_orm::sea_query::Expr::value(false), "pending")
+        .into_model::<gpu::Model>()
         .all(&conn)
         .await
         .unwrap();

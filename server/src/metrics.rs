@@ -185,10 +185,10 @@ pub async fn metrics(
     axum::Extension(MetricsToken(required)): axum::Extension<MetricsToken>,
     headers: axum::http::HeaderMap,
 ) -> Result<Response, AppError> {
-    if let Some(required) = required {
-        if !bearer_matches(&headers, &required) {
-            return Err(AppError::Unauthorized);
-        }
+    if let Some(required) = required
+        && !bearer_matches(&headers, &required)
+    {
+        return Err(AppError::Unauthorized);
     }
     let now = chrono::Utc::now();
     let fleet = berth_app::server::telemetry::live_fleet(&state.db, now).await?;

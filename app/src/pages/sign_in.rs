@@ -15,7 +15,13 @@ pub fn SignInPage() -> impl IntoView {
     let i18n = use_i18n();
     let query = use_query_map();
     let return_to = move || {
-        crate::domain::return_to::local_path_or_home(query.read().get("return_to").as_deref())
+        // The router hands the value over decoded once more than it was sent (`%20` in the page's
+        // own query arrives as a space); a space in a query is what `%20` stands for.
+        let raw = query
+            .read()
+            .get("return_to")
+            .map(|raw| raw.replace(' ', "%20"));
+        crate::domain::return_to::local_path_or_home(raw.as_deref())
     };
     let failure = move || {
         query

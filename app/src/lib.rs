@@ -3,20 +3,22 @@
 //! interactive).
 //!
 //! - [`domain`]: pure rules and types shared by both sides; no I/O.
-//! - [`api`]: `#[server]` functions, thin wrappers over [`server`].
-//! - [`server`] (`ssr` only): application state and database access.
+//! - [`api`]: `#[server]` functions, thin wrappers over [`backend`].
+//! - [`backend`] (`ssr` only): application state and database access.
+//! - [`text`]: data put into words in the reader's language.
 //! - [`pages`] and [`components`]: the user interface.
 
 // Leptos view types nest deeply; the default limit (128) is too small for whole pages.
 #![recursion_limit = "512"]
 
 pub mod api;
+#[cfg(feature = "ssr")]
+pub mod backend;
 pub mod components;
 pub mod domain;
 pub mod error;
 pub mod pages;
-#[cfg(feature = "ssr")]
-pub mod server;
+pub mod text;
 
 mod app;
 

@@ -15,10 +15,10 @@
 #[path = "support/database.rs"]
 mod database;
 
+use berth_app::backend::telemetry;
 use berth_app::domain::telemetry::{
     GpuInfo, GpuSample, Readings, Registration, Report, SourceKind,
 };
-use berth_app::server::telemetry;
 use chrono::Utc;
 use database::{Backend, BenchDatabase};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, DbBackend, Statement};

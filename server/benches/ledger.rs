@@ -15,10 +15,10 @@
 #[path = "support/database.rs"]
 mod database;
 
+use berth_app::backend::db;
+use berth_app::backend::ledger::{self, CreditRequest};
 use berth_app::domain::money::Currency;
 use berth_app::domain::user::{Email, NewUser, PlatformRole, UserName};
-use berth_app::server::db;
-use berth_app::server::ledger::{self, CreditRequest};
 use chrono::Utc;
 use database::{Backend, BenchDatabase};
 use sea_orm::DatabaseConnection;
@@ -85,11 +85,11 @@ async fn load(
                     &currency,
                     CreditRequest {
                         actor_id: None,
-                        wallet: berth_app::server::ledger::CreditWallet::User(email),
+                        wallet: berth_app::backend::ledger::CreditWallet::User(email),
                         amount_minor: amount,
                         reason: "bench",
                         idempotency_key: None,
-                        provider: &berth_app::server::ledger::ManualProvider,
+                        provider: &berth_app::backend::ledger::ManualProvider,
                     },
                     Utc::now(),
                 )

@@ -22,16 +22,16 @@
 //! own share is smaller. PostgreSQL is reached at `BERTH_TEST_PG_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); the bench creates and drops its own database.
 
+use berth_app::backend::auth::tokens;
+use berth_app::backend::db;
+use berth_app::backend::entity::{
+    fleet_usage_hour, reservation, reservation_gpu, reservation_usage,
+};
 use berth_app::domain::gpu::{GpuMemory, GpuStatus};
 use berth_app::domain::inventory::{NewGpu, NewNode};
 use berth_app::domain::money::Money;
 use berth_app::domain::schedule::{SLOT_MINUTES, WHOLE_GPU, Window, price_minor};
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
-use berth_app::server::auth::tokens;
-use berth_app::server::db;
-use berth_app::server::entity::{
-    fleet_usage_hour, reservation, reservation_gpu, reservation_usage,
-};
 use berth_server::configuration::{Config, RawSettings};
 use berth_server::startup::Application;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
@@ -567,16 +567,16 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
         users.push(user.id);
     }
     // The booking user pays for what it books (the benchmark books with a charge).
-    berth_app::server::ledger::change_credits(
+    berth_app::backend::ledger::change_credits(
         conn,
         &berth_app::domain::money::Currency::new("USD", "$", 2).expect("USD"),
-        berth_app::server::ledger::CreditRequest {
+        berth_app::backend::ledger::CreditRequest {
             actor_id: None,
-            wallet: berth_app::server::ledger::CreditWallet::User("bench-user-0@berth.invalid"),
+            wallet: berth_app::backend::ledger::CreditWallet::User("bench-user-0@berth.invalid"),
             amount_minor: berth_app::domain::ledger::MAX_CREDIT_MINOR,
             reason: "bench credits",
             idempotency_key: None,
-            provider: &berth_app::server::ledger::ManualProvider,
+            provider: &berth_app::backend::ledger::ManualProvider,
         },
         now,
     )
@@ -645,7 +645,7 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
     }
     // The GPU ids of each node, in device order.
     let mut gpu_ids = Vec::new();
-    for gpu in berth_app::server::entity::gpu::Entity::find()
+    for gpu in berth_app::backend::entity::gpu::Entity::find()
         .all(conn)
         .await
         .expect("gpus")
@@ -886,8 +886,8 @@ async fn write_ledger(
     money: &[(i64, i64, i64, bool, DateTime<Utc>)],
     now: DateTime<Utc>,
 ) {
+    use berth_app::backend::entity::{ledger_entry, ledger_transaction};
     use berth_app::domain::ledger::Account;
-    use berth_app::server::entity::{ledger_entry, ledger_transaction};
     let revenue = db::ledger::account_id(txn, Account::Revenue)
         .await
         .expect("revenue");

@@ -3,9 +3,9 @@
 
 use crate::configuration::Config;
 use crate::startup::{StartupError, open_and_migrate};
+use berth_app::backend::auth::tokens;
+use berth_app::backend::db;
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName, UserSummary};
-use berth_app::server::auth::tokens;
-use berth_app::server::db;
 use chrono::Utc;
 use sea_orm::DbErr;
 
@@ -126,7 +126,7 @@ pub async fn add_node(
     let (conn, _) = open_and_migrate(config).await?;
     let accept = accept_new_gpus.then_some(true);
     let issued =
-        berth_app::server::telemetry::issue_node_token(&conn, name, accept, None, Utc::now())
+        berth_app::backend::telemetry::issue_node_token(&conn, name, accept, None, Utc::now())
             .await
             .map_err(|err| AdminError::Input(err.to_string()));
     let _ = conn.close().await;
@@ -142,7 +142,7 @@ pub async fn revoke_node_tokens(config: &Config, name: &str) -> Result<u64, Admi
         .find(|node| node.name == name)
         .ok_or_else(|| AdminError::Input(format!("no node named {name}")))?;
     let revoked =
-        berth_app::server::telemetry::revoke_node_tokens(&conn, node.node_id, None, Utc::now())
+        berth_app::backend::telemetry::revoke_node_tokens(&conn, node.node_id, None, Utc::now())
             .await
             .map_err(|err| AdminError::Input(err.to_string()))?;
     let _ = conn.close().await;
@@ -164,18 +164,18 @@ pub async fn change_credits(
     email: &str,
     amount_minor: i64,
     reason: &str,
-) -> Result<berth_app::server::ledger::CreditResult, AdminError> {
+) -> Result<berth_app::backend::ledger::CreditResult, AdminError> {
     let (conn, _) = open_and_migrate(config).await?;
-    let done = berth_app::server::ledger::change_credits(
+    let done = berth_app::backend::ledger::change_credits(
         &conn,
         &config.portal.currency,
-        berth_app::server::ledger::CreditRequest {
+        berth_app::backend::ledger::CreditRequest {
             actor_id: None,
-            wallet: berth_app::server::ledger::CreditWallet::User(email),
+            wallet: berth_app::backend::ledger::CreditWallet::User(email),
             amount_minor,
             reason,
             idempotency_key: None,
-            provider: &berth_app::server::ledger::ManualProvider,
+            provider: &berth_app::backend::ledger::ManualProvider,
         },
         Utc::now(),
     )

@@ -172,7 +172,7 @@ pub fn main() -> ExitCode {
         Ok(config) => config,
         Err(err) => return fail(&err),
     };
-    if let Err(err) = crate::telemetry::init(&config.log) {
+    if let Err(err) = crate::logging::init(&config.log) {
         return fail(&err);
     }
     // Rendering a large page (a week of 64 GPUs) recurses deeply in debug builds: give the

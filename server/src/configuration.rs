@@ -1,12 +1,12 @@
 //! Typed settings: defaults, overridden by an optional `berth.toml`, overridden by `BERTH_*`
 //! environment variables. Loaded and validated once, before anything is opened or written.
 
+use berth_app::backend::auth::oidc::OidcProviderSettings;
+use berth_app::backend::state::PortalConfig;
 use berth_app::domain::money::{Currency, CurrencyError};
 use berth_app::domain::payment::{ChargeMode, ChargePolicy};
 use berth_app::domain::schedule::BookingLimits;
 use berth_app::domain::user::Email;
-use berth_app::server::auth::oidc::OidcProviderSettings;
-use berth_app::server::state::PortalConfig;
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use openidconnect::{IssuerUrl, RedirectUrl};
@@ -333,6 +333,8 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// Time between runs of the payment job.
     pub payment_job_every: std::time::Duration,
+    /// The time every service and job reads: the system clock, or a clock a test moves.
+    pub clock: std::sync::Arc<dyn berth_app::backend::clock::Clock>,
 }
 
 /// A setting that cannot be used. Each message names the setting and the problem.
@@ -567,7 +569,7 @@ impl Config {
                     partial_percent: raw.refund_partial_percent,
                 },
                 charge,
-                telemetry: berth_app::server::state::TelemetrySettings {
+                telemetry: berth_app::backend::state::TelemetrySettings {
                     raw_keep: chrono::TimeDelta::hours(i64::from(raw.raw_samples_hours)),
                     rollup_keep: chrono::TimeDelta::days(i64::from(raw.rollup_days)),
                     new_gpu_price_minor: raw.new_gpu_price_minor,
@@ -592,6 +594,7 @@ impl Config {
             },
             metrics_token: raw.metrics_token.filter(|t| !t.trim().is_empty()),
             payment_job_every: std::time::Duration::from_secs(u64::from(raw.payment_job_seconds)),
+            clock: std::sync::Arc::new(berth_app::backend::clock::SystemClock),
         })
     }
 }

@@ -10,10 +10,10 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use berth_app::backend::db;
+use berth_app::backend::state::AppState;
 use berth_app::domain::telemetry::SourceKind;
 use berth_app::error::AppError;
-use berth_app::server::db;
-use berth_app::server::state::AppState;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
@@ -191,7 +191,7 @@ pub async fn metrics(
         return Err(AppError::Unauthorized);
     }
     let now = chrono::Utc::now();
-    let fleet = berth_app::server::telemetry::live_fleet(&state.db, now).await?;
+    let fleet = berth_app::backend::telemetry::live_fleet(&state.db, now).await?;
     let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
     let xids = db::telemetry::last_xids(&state.db).await?;
 

@@ -1,10 +1,10 @@
-//! Runs the payment job (`berth_app::server::db::payments`) in the background of `berth serve`.
+//! Runs the payment job (`berth_app::backend::db::payments`) in the background of `berth serve`.
 //! Every replica runs it: the job claims each reservation with a row lock, so replicas share the
 //! work instead of doing it twice.
 
+use berth_app::backend::clock::Clock;
+use berth_app::backend::db::payments;
 use berth_app::domain::payment::ChargePolicy;
-use berth_app::server::clock::Clock;
-use berth_app::server::db::payments;
 use sea_orm::DatabaseConnection;
 use std::sync::Arc;
 

@@ -11,10 +11,10 @@ use crate::routes::{
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use berth_app::server::auth::oidc::OidcProviders;
-use berth_app::server::db::sessions::DbSessionStore;
-use berth_app::server::state::AppState;
-use berth_app::server::{db, demo};
+use berth_app::backend::auth::oidc::OidcProviders;
+use berth_app::backend::db::sessions::DbSessionStore;
+use berth_app::backend::state::AppState;
+use berth_app::backend::{db, demo};
 use berth_app::{App, shell};
 use leptos::prelude::*;
 use leptos_axum::{LeptosRoutes, generate_route_list};
@@ -92,9 +92,10 @@ pub struct Application {
     db: DatabaseConnection,
     limiter: SignInLimiter,
     local_agent: crate::configuration::LocalAgentSettings,
-    telemetry: berth_app::server::state::TelemetrySettings,
+    telemetry: berth_app::backend::state::TelemetrySettings,
     charge: berth_app::domain::payment::ChargePolicy,
     payment_job_every: std::time::Duration,
+    clock: Arc<dyn berth_app::backend::clock::Clock>,
 }
 
 impl std::fmt::Debug for Application {
@@ -146,7 +147,7 @@ impl Application {
             tracing::info!(db.migrations_applied = applied, "database migrated");
         }
         if config.demo {
-            match demo::seed_if_empty(&db, chrono::Utc::now())
+            match demo::seed_if_empty(&db, config.clock.now())
                 .await
                 .map_err(StartupError::Demo)?
             {
@@ -155,7 +156,7 @@ impl Application {
                     if config.demo_bookings {
                         let added = demo::seed_demo_bookings(
                             &db,
-                            chrono::Utc::now(),
+                            config.clock.now(),
                             &config.portal.currency,
                         )
                         .await
@@ -194,6 +195,7 @@ impl Application {
             db: db.clone(),
             portal: Arc::new(config.portal.clone()),
             oidc: Arc::new(oidc),
+            clock: config.clock.clone(),
         };
         let per_minute = std::num::NonZeroU32::new(config.rate_limit.per_minute)
             .unwrap_or(std::num::NonZeroU32::MIN);
@@ -220,6 +222,7 @@ impl Application {
             telemetry: config.portal.telemetry.clone(),
             charge: config.portal.charge,
             payment_job_every: config.payment_job_every,
+            clock: config.clock.clone(),
         })
     }
 
@@ -256,13 +259,13 @@ impl Application {
             self.db.clone(),
             self.telemetry.clone(),
             self.local_agent.job_every,
-            Arc::new(berth_app::server::clock::SystemClock),
+            self.clock.clone(),
         );
         let payments = crate::payments::spawn_job(
             self.db.clone(),
             self.charge,
             self.payment_job_every,
-            Arc::new(berth_app::server::clock::SystemClock),
+            self.clock.clone(),
         );
         // The peer address feeds the sign-in rate limit.
         let service = self

@@ -22,38 +22,34 @@ pub struct FleetPage {
 /// The fleet page (platform admins).
 #[server(endpoint = "get_fleet_page")]
 pub async fn get_fleet_page() -> Result<FleetPage, AppError> {
+    use crate::api::context::platform_admin;
     use crate::domain::gpu::GpuStatus;
-    use crate::server::{auth::actor::require_actor, db, fleet, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            actor.require_platform_admin()?;
-            let state = state::app_state()?;
-            let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
-            let mut models: Vec<(String, u32, i64, i64)> = Vec::new();
-            for gpu in nodes
-                .iter()
-                .flat_map(|node| node.gpus.iter())
-                .filter(|gpu| gpu.status != GpuStatus::Retired)
-            {
-                let price = gpu.hourly_price.minor();
-                match models.iter_mut().find(|m| m.0 == gpu.model) {
-                    Some(row) => {
-                        row.1 += 1;
-                        row.2 = row.2.min(price);
-                        row.3 = row.3.max(price);
-                    }
-                    None => models.push((gpu.model.clone(), 1, price, price)),
+    platform_admin(|call| async move {
+        let db = &call.state.db;
+        let nodes = crate::backend::inventory::nodes(db).await?;
+        let mut models: Vec<(String, u32, i64, i64)> = Vec::new();
+        for gpu in nodes
+            .iter()
+            .flat_map(|node| node.gpus.iter())
+            .filter(|gpu| gpu.status != GpuStatus::Retired)
+        {
+            let price = gpu.hourly_price.minor();
+            match models.iter_mut().find(|m| m.0 == gpu.model) {
+                Some(row) => {
+                    row.1 += 1;
+                    row.2 = row.2.min(price);
+                    row.3 = row.3.max(price);
                 }
+                None => models.push((gpu.model.clone(), 1, price, price)),
             }
-            models.sort_by(|a, b| a.0.cmp(&b.0));
-            Ok(FleetPage {
-                nodes,
-                models,
-                teams: fleet::teams_with_quotas(&state.db).await?,
-                currency: state.portal.currency.clone(),
-            })
         }
-        .await,
-    )
+        models.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(FleetPage {
+            nodes,
+            models,
+            teams: crate::backend::fleet::teams_with_quotas(db).await?,
+            currency: call.state.portal.currency.clone(),
+        })
+    })
+    .await
 }

@@ -8,18 +8,12 @@ use leptos::prelude::*;
 #[server(endpoint = "list_gpus")]
 #[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
 pub async fn list_gpus() -> Result<Inventory, AppError> {
-    use crate::server::{db, state};
-
-    state::with_status(
-        async {
-            let state = state::app_state()?;
-            crate::server::auth::actor::require_actor().await?;
-            let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
-            Ok(Inventory {
-                nodes,
-                currency: state.portal.currency.clone(),
-            })
-        }
-        .await,
-    )
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        Ok(Inventory {
+            nodes: crate::backend::inventory::nodes(&call.state.db).await?,
+            currency: call.state.portal.currency.clone(),
+        })
+    })
+    .await
 }

@@ -1,8 +1,8 @@
 //! The wallet for the pages (the JSON API's `GET /api/v1/wallet` uses the same service,
-//! `server::ledger`).
+//! `backend::ledger`).
 
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::ledger::Wallet;
+use crate::domain::zone::ZoneOffsets;
 use crate::error::AppError;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -19,35 +19,31 @@ pub struct WalletPage {
 /// The caller's wallet, in their time zone.
 #[server(endpoint = "get_wallet")]
 pub async fn get_wallet() -> Result<WalletPage, AppError> {
-    use crate::api::reservations::request_zone;
-    use crate::server::{auth::actor::require_actor, booking, ledger, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            let state = state::app_state()?;
-            let wallet = ledger::wallet(
-                &state.db,
-                &state.portal.currency,
-                &state.portal.charge,
-                actor.user.id,
-            )
-            .await?;
-            let now = chrono::Utc::now();
-            let from = wallet.entries.iter().map(|e| e.at).min().unwrap_or(now);
-            let to = wallet
-                .payments_due
-                .iter()
-                .map(|due| due.start)
-                .max()
-                .unwrap_or(now)
-                .max(now);
-            Ok(WalletPage {
-                zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
-                wallet,
-            })
-        }
-        .await,
-    )
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        let state = &call.state;
+        let wallet = crate::backend::ledger::wallet(
+            &state.db,
+            &state.portal.currency,
+            &state.portal.charge,
+            call.actor.user.id,
+        )
+        .await?;
+        let now = call.now;
+        let from = wallet.entries.iter().map(|e| e.at).min().unwrap_or(now);
+        let to = wallet
+            .payments_due
+            .iter()
+            .map(|due| due.start)
+            .max()
+            .unwrap_or(now)
+            .max(now);
+        Ok(WalletPage {
+            zone: call.zone_over(from, to),
+            wallet,
+        })
+    })
+    .await
 }
 
 /// What the credits page shows platform admins.
@@ -67,33 +63,15 @@ pub struct CreditsPage {
 /// Users and balances, for platform admins.
 #[server(endpoint = "get_credits_page")]
 pub async fn get_credits_page() -> Result<CreditsPage, AppError> {
-    use crate::server::{auth::actor::require_actor, db, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            actor.require_platform_admin()?;
-            let state = state::app_state()?;
-            let balances = db::ledger::balances(&state.db).await?;
-            let mut users: Vec<_> = db::users::list_users(&state.db)
-                .await?
-                .into_iter()
-                .map(|user| {
-                    let balance = balances
-                        .get(&user.id)
-                        .copied()
-                        .unwrap_or(crate::domain::money::Money::ZERO);
-                    (user, balance)
-                })
-                .collect();
-            users.sort_by_key(|a| a.0.name.to_lowercase());
-            Ok(CreditsPage {
-                users,
-                currency: state.portal.currency.clone(),
-                form_key: uuid::Uuid::new_v4().to_string(),
-            })
-        }
-        .await,
-    )
+    use crate::api::context::platform_admin;
+    platform_admin(|call| async move {
+        Ok(CreditsPage {
+            users: crate::backend::ledger::user_balances(&call.state.db, &call.actor).await?,
+            currency: call.state.portal.currency.clone(),
+            form_key: uuid::Uuid::new_v4().to_string(),
+        })
+    })
+    .await
 }
 
 /// What the payments page shows platform admins.
@@ -110,33 +88,29 @@ pub struct PaymentsPage {
 /// Reservations whose payment is due, for platform admins.
 #[server(endpoint = "get_payments_page")]
 pub async fn get_payments_page() -> Result<PaymentsPage, AppError> {
-    use crate::api::reservations::request_zone;
-    use crate::server::{auth::actor::require_actor, booking, ledger, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            actor.require_platform_admin()?;
-            let state = state::app_state()?;
-            let now = chrono::Utc::now();
-            let due = ledger::payments_due(&state.db, &state.portal.charge, now).await?;
-            let from = due
-                .iter()
-                .map(|d| d.release_at)
-                .min()
-                .unwrap_or(now)
-                .min(now);
-            let to = due
-                .iter()
-                .map(|d| d.reservation.window.start())
-                .max()
-                .unwrap_or(now)
-                .max(now);
-            Ok(PaymentsPage {
-                due,
-                currency: state.portal.currency.clone(),
-                zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
-            })
-        }
-        .await,
-    )
+    use crate::api::context::platform_admin;
+    platform_admin(|call| async move {
+        let now = call.now;
+        let due =
+            crate::backend::ledger::payments_due(&call.state.db, &call.state.portal.charge, now)
+                .await?;
+        let from = due
+            .iter()
+            .map(|d| d.release_at)
+            .min()
+            .unwrap_or(now)
+            .min(now);
+        let to = due
+            .iter()
+            .map(|d| d.reservation.window.start())
+            .max()
+            .unwrap_or(now)
+            .max(now);
+        Ok(PaymentsPage {
+            due,
+            currency: call.state.portal.currency.clone(),
+            zone: call.zone_over(from, to),
+        })
+    })
+    .await
 }

@@ -1,8 +1,8 @@
 //! Maintenance windows for the admin page (the JSON API under `/api/v1/maintenance` uses the
-//! same service layer, `server::maintenance`).
+//! same service layer, `backend::maintenance`).
 
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::maintenance::MaintenanceWindow;
+use crate::domain::zone::ZoneOffsets;
 use crate::error::AppError;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -45,45 +45,39 @@ pub struct MaintenancePage {
 /// The page's data (platform admins).
 #[server(endpoint = "get_maintenance_page")]
 pub async fn get_maintenance_page() -> Result<MaintenancePage, AppError> {
-    use crate::api::reservations::request_zone;
-    use crate::server::{auth::actor::require_actor, booking, db, maintenance, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            actor.require_platform_admin()?;
-            let state = state::app_state()?;
-            let now = chrono::Utc::now();
-            let list = maintenance::list(&state, &actor, now).await?;
-            let nodes = db::inventory::list_nodes_with_gpus(&state.db)
-                .await?
-                .into_iter()
-                .map(|node| NodeChoice {
-                    gpus: node
-                        .gpus
-                        .into_iter()
-                        .map(|gpu| GpuChoice {
-                            label: format!("{} #{}", node.name, gpu.device_index),
-                            id: gpu.id,
-                            model: gpu.model,
-                        })
-                        .collect(),
-                    id: node.id,
-                    name: node.name,
-                })
-                .collect();
-            // The zone's offsets over the times shown (the form's times are converted on the
-            // server, with the full zone).
-            let from = list.iter().map(|m| m.window.start()).min().unwrap_or(now);
-            let to = list.iter().map(|m| m.window.end()).max().unwrap_or(now);
-            Ok(MaintenancePage {
-                zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
-                list,
-                nodes,
-                now,
+    use crate::api::context::platform_admin;
+    platform_admin(|call| async move {
+        let now = call.now;
+        let list = crate::backend::maintenance::list(&call.state, &call.actor, now).await?;
+        let nodes = crate::backend::inventory::nodes(&call.state.db)
+            .await?
+            .into_iter()
+            .map(|node| NodeChoice {
+                gpus: node
+                    .gpus
+                    .into_iter()
+                    .map(|gpu| GpuChoice {
+                        label: format!("{} #{}", node.name, gpu.device_index),
+                        id: gpu.id,
+                        model: gpu.model,
+                    })
+                    .collect(),
+                id: node.id,
+                name: node.name,
             })
-        }
-        .await,
-    )
+            .collect();
+        // The zone's offsets over the times shown (the form's times are converted on the
+        // server, with the full zone).
+        let from = list.iter().map(|m| m.window.start()).min().unwrap_or(now);
+        let to = list.iter().map(|m| m.window.end()).max().unwrap_or(now);
+        Ok(MaintenancePage {
+            zone: call.zone_over(from, to),
+            list,
+            nodes,
+            now,
+        })
+    })
+    .await
 }
 
 /// Takes `target` out of booking: `gpu:ID` for one GPU, `node:ID` for every GPU of a node; from
@@ -98,53 +92,44 @@ pub async fn set_maintenance(
     #[server(default)]
     release: Option<String>,
 ) -> Result<Vec<MaintenanceWindow>, AppError> {
-    use crate::api::reservations::request_zone;
-    use crate::server::maintenance::MaintenanceForm;
-    use crate::server::{auth::actor::require_actor, booking, db, maintenance, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            actor.require_platform_admin()?;
-            let state = state::app_state()?;
-            let invalid_target =
-                || AppError::invalid("target", crate::domain::problem::Problem::NoTarget);
-            let gpu_ids = match target.split_once(':') {
-                Some(("gpu", id)) => vec![id.parse::<i64>().map_err(|_| invalid_target())?],
-                Some(("node", id)) => {
-                    let node_id = id.parse::<i64>().map_err(|_| invalid_target())?;
-                    let node = db::inventory::list_nodes_with_gpus(&state.db)
-                        .await?
-                        .into_iter()
-                        .find(|node| node.id == node_id)
-                        .ok_or_else(invalid_target)?;
-                    node.gpus.iter().map(|gpu| gpu.id).collect()
-                }
-                _ => return Err(invalid_target()),
-            };
-            let zone = request_zone(&actor);
-            let form = MaintenanceForm {
-                gpu_ids,
-                start: booking::local_to_rfc3339(zone.as_deref(), "start", &start)?,
-                end: booking::local_to_rfc3339(zone.as_deref(), "end", &end)?,
-                reason,
-                release_reservations: release.is_some_and(|value| !value.is_empty()),
-            };
-            maintenance::create(&state, &actor, &form, chrono::Utc::now()).await
-        }
-        .await,
-    )
+    use crate::api::context::platform_admin;
+    use crate::backend::booking::local_to_rfc3339;
+    use crate::backend::maintenance::{self, MaintenanceForm};
+    platform_admin(|call| async move {
+        let invalid_target =
+            || AppError::invalid("target", crate::domain::problem::Problem::NoTarget);
+        let gpu_ids = match target.split_once(':') {
+            Some(("gpu", id)) => vec![id.parse::<i64>().map_err(|_| invalid_target())?],
+            Some(("node", id)) => {
+                let node_id = id.parse::<i64>().map_err(|_| invalid_target())?;
+                let node = crate::backend::inventory::nodes(&call.state.db)
+                    .await?
+                    .into_iter()
+                    .find(|node| node.id == node_id)
+                    .ok_or_else(invalid_target)?;
+                node.gpus.iter().map(|gpu| gpu.id).collect()
+            }
+            _ => return Err(invalid_target()),
+        };
+        let zone = call.zone();
+        let form = MaintenanceForm {
+            gpu_ids,
+            start: local_to_rfc3339(zone.as_deref(), "start", &start)?,
+            end: local_to_rfc3339(zone.as_deref(), "end", &end)?,
+            reason,
+            release_reservations: release.is_some_and(|value| !value.is_empty()),
+        };
+        maintenance::create(&call.state, &call.actor, &form, call.now).await
+    })
+    .await
 }
 
 /// Ends maintenance window `id` early.
 #[server(endpoint = "end_maintenance")]
 pub async fn end_maintenance(id: i64) -> Result<MaintenanceWindow, AppError> {
-    use crate::server::{auth::actor::require_actor, maintenance, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            let state = state::app_state()?;
-            maintenance::end(&state, &actor, id, chrono::Utc::now()).await
-        }
-        .await,
-    )
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        crate::backend::maintenance::end(&call.state, &call.actor, id, call.now).await
+    })
+    .await
 }

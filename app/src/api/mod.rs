@@ -1,6 +1,9 @@
-//! Server functions: the API the pages call. Each one gets the state, parses its input into
-//! domain types, calls one `server::` function and returns.
+//! Server functions: the API the pages call. Each one starts from [`context`] (caller, state,
+//! time), parses its input into domain types, calls `backend::` services (never the database
+//! layer) and returns; texts come from `text`.
 
+#[cfg(feature = "ssr")]
+pub mod context;
 pub mod fleet;
 pub mod inventory;
 pub mod ledger;

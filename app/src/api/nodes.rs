@@ -1,5 +1,5 @@
 //! GPU nodes and their agents' tokens for the admin page (the command line's `berth node …`
-//! uses the same service layer, `server::telemetry`).
+//! uses the same service layer, `backend::telemetry`).
 
 use crate::domain::inventory::PendingGpu;
 use crate::domain::telemetry::SourceKind;
@@ -46,61 +46,53 @@ pub struct NodesPage {
 /// The page's data (platform admins).
 #[server(endpoint = "get_nodes_page")]
 pub async fn get_nodes_page() -> Result<NodesPage, AppError> {
-    use crate::server::{auth::actor::require_actor, db, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            actor.require_platform_admin()?;
-            let state = state::app_state()?;
-            let now = chrono::Utc::now();
-            let (inventory, agents, tokens, pending) = tokio::try_join!(
-                db::inventory::list_nodes_with_gpus(&state.db),
-                db::telemetry::node_states(&state.db),
-                db::telemetry::live_token_counts(&state.db),
-                db::inventory::pending_gpus(&state.db),
-            )?;
-            let nodes = inventory
-                .into_iter()
-                .map(|node| {
-                    let agent = agents.iter().find(|a| a.node_id == node.id);
-                    NodeRow {
-                        source: agent.and_then(|a| a.source),
-                        driver_version: agent.and_then(|a| a.driver_version.clone()),
-                        last_seen: agent.and_then(|a| a.last_seen),
-                        stale: agent.is_some_and(|a| {
-                            a.source.is_some()
-                                && crate::domain::telemetry::is_stale(
-                                    a.last_seen,
-                                    a.interval_seconds,
-                                    now,
-                                )
-                        }),
-                        gpus: node.gpus.len(),
-                        live_tokens: tokens.get(&node.id).copied().unwrap_or(0),
-                        id: node.id,
-                        name: node.name,
-                        hostname: node.hostname,
-                        is_demo: node.is_demo,
-                    }
-                })
-                .collect();
-            let portal_url = use_context::<http::request::Parts>()
-                .and_then(|parts| {
-                    let header = |name: &str| parts.headers.get(name)?.to_str().ok();
-                    // Behind a reverse proxy, the address the browser used.
-                    let host = header("x-forwarded-host").or_else(|| header("host"))?;
-                    let scheme = header("x-forwarded-proto").unwrap_or("http");
-                    Some(format!("{scheme}://{host}"))
-                })
-                .unwrap_or_else(|| "http://127.0.0.1:3000".into());
-            Ok(NodesPage {
-                nodes,
-                pending,
-                portal_url,
+    use crate::api::context::platform_admin;
+    platform_admin(|call| async move {
+        let now = call.now;
+        let overview = crate::backend::inventory::overview(&call.state.db, &call.actor).await?;
+        let (agents, tokens) = (&overview.agents, &overview.live_tokens);
+        let nodes = overview
+            .nodes
+            .into_iter()
+            .map(|node| {
+                let agent = agents.iter().find(|a| a.node_id == node.id);
+                NodeRow {
+                    source: agent.and_then(|a| a.source),
+                    driver_version: agent.and_then(|a| a.driver_version.clone()),
+                    last_seen: agent.and_then(|a| a.last_seen),
+                    stale: agent.is_some_and(|a| {
+                        a.source.is_some()
+                            && crate::domain::telemetry::is_stale(
+                                a.last_seen,
+                                a.interval_seconds,
+                                now,
+                            )
+                    }),
+                    gpus: node.gpus.len(),
+                    live_tokens: tokens.get(&node.id).copied().unwrap_or(0),
+                    id: node.id,
+                    name: node.name,
+                    hostname: node.hostname,
+                    is_demo: node.is_demo,
+                }
             })
-        }
-        .await,
-    )
+            .collect();
+        let portal_url = use_context::<http::request::Parts>()
+            .and_then(|parts| {
+                let header = |name: &str| parts.headers.get(name)?.to_str().ok();
+                // Behind a reverse proxy, the address the browser used.
+                let host = header("x-forwarded-host").or_else(|| header("host"))?;
+                let scheme = header("x-forwarded-proto").unwrap_or("http");
+                Some(format!("{scheme}://{host}"))
+            })
+            .unwrap_or_else(|| "http://127.0.0.1:3000".into());
+        Ok(NodesPage {
+            nodes,
+            pending: overview.pending,
+            portal_url,
+        })
+    })
+    .await
 }
 
 /// A node's new token, shown once.
@@ -117,73 +109,59 @@ pub struct IssuedNodeToken {
 /// Adds node `name` if it is new and issues a token for its agent (platform admins).
 #[server(endpoint = "add_node_token")]
 pub async fn add_node_token(name: String) -> Result<IssuedNodeToken, AppError> {
-    use crate::server::{auth::actor::require_actor, state, telemetry};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            actor.require_platform_admin()?;
-            let state = state::app_state()?;
-            let (node_id, token) = telemetry::issue_node_token(
-                &state.db,
-                &name,
-                None,
-                Some(actor.user.id),
-                chrono::Utc::now(),
-            )
-            .await?;
-            tracing::info!(
-                node.id = node_id,
-                user.id = actor.user.id,
-                "node token issued"
-            );
-            Ok(IssuedNodeToken {
-                node_id,
-                name: name.trim().to_owned(),
-                token,
-            })
-        }
-        .await,
-    )
+    use crate::api::context::platform_admin;
+    platform_admin(|call| async move {
+        let (node_id, token) = crate::backend::telemetry::issue_node_token(
+            &call.state.db,
+            &name,
+            None,
+            Some(call.actor.user.id),
+            call.now,
+        )
+        .await?;
+        tracing::info!(
+            node.id = node_id,
+            user.id = call.actor.user.id,
+            "node token issued"
+        );
+        Ok(IssuedNodeToken {
+            node_id,
+            name: name.trim().to_owned(),
+            token,
+        })
+    })
+    .await
 }
 
 /// Accepts GPU `id`, which an agent reported, into the inventory (platform admins).
 #[server(endpoint = "accept_gpu")]
 pub async fn accept_gpu(id: i64) -> Result<(), AppError> {
-    use crate::server::{auth::actor::require_actor, state, telemetry};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            let state = state::app_state()?;
-            telemetry::accept_gpu(&state.db, &actor, id, chrono::Utc::now()).await
-        }
-        .await,
-    )
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        crate::backend::telemetry::accept_gpu(&call.state.db, &call.actor, id, call.now).await
+    })
+    .await
 }
 
 /// Revokes every token of node `id` (platform admins); returns how many were live.
 #[server(endpoint = "revoke_node_tokens")]
 pub async fn revoke_node_tokens(id: i64) -> Result<u64, AppError> {
-    use crate::server::{auth::actor::require_actor, state, telemetry};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            actor.require_platform_admin()?;
-            let state = state::app_state()?;
-            let revoked = telemetry::revoke_node_tokens(
-                &state.db,
-                id,
-                Some(actor.user.id),
-                chrono::Utc::now(),
-            )
-            .await?;
-            tracing::info!(
-                node.id = id,
-                user.id = actor.user.id,
-                revoked,
-                "node tokens revoked"
-            );
-            Ok(revoked)
-        }
-        .await,
-    )
+    use crate::api::context::platform_admin;
+    platform_admin(|call| async move {
+        let revoked = crate::backend::telemetry::revoke_node_tokens(
+            &call.state.db,
+            id,
+            Some(call.actor.user.id),
+            call.now,
+        )
+        .await?;
+        tracing::info!(
+            node.id = id,
+            user.id = call.actor.user.id,
+            revoked,
+            "node tokens revoked"
+        );
+        Ok(revoked)
+    })
+    .await
 }

@@ -1,8 +1,8 @@
 //! The cost report pages' data: a usage report for the viewer (their own bookings, a team's for
 //! its admins, everyone's for platform admins) and the fleet view (platform admins).
 
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::report::{FleetReport, ReportQuery, Scope, UsageReport};
+use crate::domain::zone::ZoneOffsets;
 use crate::error::AppError;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -21,31 +21,22 @@ pub struct ReportPage {
 /// The report for `query` (see `GET /api/v1/reports/usage` for the parameters).
 #[server(endpoint = "get_report_page")]
 pub async fn get_report_page(query: ReportQuery) -> Result<ReportPage, AppError> {
-    use crate::api::reservations::request_zone;
+    use crate::api::context::signed_in;
+    use crate::backend::reports;
     use crate::domain::user::PlatformRole;
-    use crate::server::{auth::actor::require_actor, reports, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            let state = state::app_state()?;
-            let request = reports::parse_query(&query)?;
-            let zone_name = request_zone(&actor);
-            let report = reports::usage_report(
-                &state,
-                &actor,
-                zone_name.as_deref(),
-                request,
-                chrono::Utc::now(),
-            )
-            .await?;
-            Ok(ReportPage {
-                scopes: reports::scopes_for(&state, &actor).await?,
-                fleet: actor.user.role == PlatformRole::PlatformAdmin,
-                report,
-            })
-        }
-        .await,
-    )
+    signed_in(|call| async move {
+        let request = reports::parse_query(&query)?;
+        let zone = call.zone();
+        let report =
+            reports::usage_report(&call.state, &call.actor, zone.as_deref(), request, call.now)
+                .await?;
+        Ok(ReportPage {
+            scopes: reports::scopes_for(&call.state, &call.actor).await?,
+            fleet: call.actor.user.role == PlatformRole::PlatformAdmin,
+            report,
+        })
+    })
+    .await
 }
 
 /// What the fleet report page shows.
@@ -62,33 +53,24 @@ pub struct FleetPage {
 /// The fleet view for the period of `query` (platform admins).
 #[server(endpoint = "get_fleet_report")]
 pub async fn get_fleet_report(query: ReportQuery) -> Result<FleetPage, AppError> {
-    use crate::api::reservations::request_zone;
-    use crate::server::{auth::actor::require_actor, booking, reports, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            actor.require_platform_admin()?;
-            let state = state::app_state()?;
-            let request = reports::parse_query(&query)?;
-            let zone_name = request_zone(&actor);
-            let report = reports::fleet_report(
-                &state,
-                &actor,
-                zone_name.as_deref(),
-                request.period,
-                chrono::Utc::now(),
-            )
-            .await?;
-            Ok(FleetPage {
-                zone: booking::zone_named(
-                    zone_name.as_deref(),
-                    report.period.from,
-                    report.period.to,
-                ),
-                currency: state.portal.currency.clone(),
-                report,
-            })
-        }
-        .await,
-    )
+    use crate::api::context::platform_admin;
+    use crate::backend::reports;
+    platform_admin(|call| async move {
+        let request = reports::parse_query(&query)?;
+        let zone = call.zone();
+        let report = reports::fleet_report(
+            &call.state,
+            &call.actor,
+            zone.as_deref(),
+            request.period,
+            call.now,
+        )
+        .await?;
+        Ok(FleetPage {
+            zone: call.zone_over(report.period.from, report.period.to),
+            currency: call.state.portal.currency.clone(),
+            report,
+        })
+    })
+    .await
 }

@@ -1,8 +1,8 @@
-//! Data for the team pages (the JSON API uses the same service, `server::teams`).
+//! Data for the team pages (the JSON API uses the same service, `backend::teams`).
 
 use crate::domain::audit::{AuditAction, AuditEntry};
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::team::{TeamAccess, TeamRoster, TeamSummary};
+use crate::domain::zone::ZoneOffsets;
 use crate::error::AppError;
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -20,26 +20,18 @@ pub struct TeamsPage {
 /// accepted here too, as at sign-in.
 #[server(endpoint = "get_teams_page")]
 pub async fn get_teams_page() -> Result<TeamsPage, AppError> {
+    use crate::api::context::signed_in;
+    use crate::backend::teams;
     use crate::domain::user::PlatformRole;
-    use crate::server::{auth::actor::require_actor, state, teams};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            let state = state::app_state()?;
-            teams::accept_invitations(
-                &state.db,
-                actor.user.id,
-                &actor.user.email,
-                chrono::Utc::now(),
-            )
-            .await?;
-            Ok(TeamsPage {
-                teams: teams::list(&state.db, &actor).await?,
-                can_create: actor.user.role == PlatformRole::PlatformAdmin,
-            })
-        }
-        .await,
-    )
+    signed_in(|call| async move {
+        let (db, actor) = (&call.state.db, &call.actor);
+        teams::accept_invitations(db, actor.user.id, &actor.user.email, call.now).await?;
+        Ok(TeamsPage {
+            teams: teams::list(db, actor).await?,
+            can_create: actor.user.role == PlatformRole::PlatformAdmin,
+        })
+    })
+    .await
 }
 
 /// What a team's page shows.
@@ -75,73 +67,68 @@ pub struct TeamPage {
 /// Team `id` for its page; 404 for teams the viewer does not belong to.
 #[server(endpoint = "get_team_page")]
 pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
-    use crate::api::reservations::request_zone;
+    use crate::api::context::signed_in;
+    use crate::backend::teams;
     use crate::domain::audit::AuditFilter;
-    use crate::server::{auth::actor::require_actor, booking, db, state, teams};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            let state = state::app_state()?;
-            let (roster, access) = teams::roster(&state.db, &actor, id).await?;
-            let audit = match access {
-                TeamAccess::Manage => {
-                    let filter = AuditFilter {
-                        team_id: Some(id),
-                        ..AuditFilter::default()
-                    };
-                    let mut entries = db::audit::list(&state.db, &filter).await?;
-                    entries.truncate(20);
-                    entries
-                }
-                TeamAccess::View => Vec::new(),
-            };
-            let now = chrono::Utc::now();
-            let money = teams::money(&state.db, id, now).await?;
-            let (week_start, _) = crate::domain::team::utc_week_of(now);
-            let horizon = now + chrono::TimeDelta::days(14);
-            let bookings =
-                db::reservations::team_bookings(&state.db, id, now, horizon, now).await?;
-            let mut rules = crate::server::quotas::rules(&state.db, id, now).await?;
-            if access == TeamAccess::View {
-                rules.pending.clear();
-                rules.idle.clear();
+    signed_in(|call| async move {
+        let (db, actor, now) = (&call.state.db, &call.actor, call.now);
+        let (roster, access) = teams::roster(db, actor, id).await?;
+        let audit = match access {
+            TeamAccess::Manage => {
+                let filter = AuditFilter {
+                    team_id: Some(id),
+                    ..AuditFilter::default()
+                };
+                let mut entries = teams::audit_log(db, actor, Some(id), Ok(filter)).await?;
+                entries.truncate(20);
+                entries
             }
-            let upcoming: Vec<_> = bookings
-                .into_iter()
-                .filter(|r| r.window.end() > now && r.window.start() < horizon)
-                .collect();
-            let times = roster
-                .members
-                .iter()
-                .map(|m| m.since)
-                .chain(roster.invitations.iter().map(|i| i.created_at))
-                .chain(audit.iter().map(|e| e.at))
-                .chain(rules.pending.iter().map(|r| r.created_at));
-            let from = times.min().unwrap_or(now).min(now);
-            let to = upcoming
-                .iter()
-                .chain(rules.pending.iter())
-                .map(|r| r.window.end())
-                .max()
-                .unwrap_or(now)
-                .max(now);
-            Ok(TeamPage {
-                zone: booking::zone_named(request_zone(&actor).as_deref(), from, to),
-                roster,
-                access,
-                viewer_id: actor.user.id,
-                audit,
-                money,
-                currency: state.portal.currency.clone(),
-                can_grant: actor.user.role == crate::domain::user::PlatformRole::PlatformAdmin,
-                form_key: uuid::Uuid::new_v4().to_string(),
-                upcoming,
-                week_start,
-                rules,
-            })
+            TeamAccess::View => Vec::new(),
+        };
+        let money = teams::money(db, id, now).await?;
+        let (week_start, _) = crate::domain::team::utc_week_of(now);
+        let horizon = now + chrono::TimeDelta::days(14);
+        let bookings = teams::bookings(db, actor, id, now, horizon, now).await?;
+        let mut rules = crate::backend::quotas::rules(db, id, now).await?;
+        if access == TeamAccess::View {
+            rules.pending.clear();
+            rules.idle.clear();
         }
-        .await,
-    )
+        let upcoming: Vec<_> = bookings
+            .into_iter()
+            .filter(|r| r.window.end() > now && r.window.start() < horizon)
+            .collect();
+        let times = roster
+            .members
+            .iter()
+            .map(|m| m.since)
+            .chain(roster.invitations.iter().map(|i| i.created_at))
+            .chain(audit.iter().map(|e| e.at))
+            .chain(rules.pending.iter().map(|r| r.created_at));
+        let from = times.min().unwrap_or(now).min(now);
+        let to = upcoming
+            .iter()
+            .chain(rules.pending.iter())
+            .map(|r| r.window.end())
+            .max()
+            .unwrap_or(now)
+            .max(now);
+        Ok(TeamPage {
+            zone: call.zone_over(from, to),
+            roster,
+            access,
+            viewer_id: actor.user.id,
+            audit,
+            money,
+            currency: call.state.portal.currency.clone(),
+            can_grant: actor.user.role == crate::domain::user::PlatformRole::PlatformAdmin,
+            form_key: uuid::Uuid::new_v4().to_string(),
+            upcoming,
+            week_start,
+            rules,
+        })
+    })
+    .await
 }
 
 /// What the audit page shows.
@@ -163,33 +150,31 @@ pub async fn get_audit_page(
     action: Option<String>,
     before_id: Option<i64>,
 ) -> Result<AuditPage, AppError> {
-    use crate::api::reservations::request_zone;
+    use crate::api::context::signed_in;
+    use crate::backend::teams;
     use crate::domain::audit::{AUDIT_PAGE, AuditFilter};
-    use crate::server::{auth::actor::require_actor, booking, db, state};
-    state::with_status(
-        async {
-            let actor = require_actor().await?;
-            actor.require_platform_admin()?;
-            let state = state::app_state()?;
-            let action = crate::server::teams::parse_audit_action(action.as_deref())?;
-            let filter = AuditFilter {
-                action,
-                team_id: None,
-                before_id,
-            };
-            let entries = db::audit::list(&state.db, &filter).await?;
-            let older = (entries.len() as u64 == AUDIT_PAGE)
-                .then(|| entries.last().map(|e| e.id))
-                .flatten();
-            let now = chrono::Utc::now();
-            let from = entries.iter().map(|e| e.at).min().unwrap_or(now).min(now);
-            Ok(AuditPage {
-                zone: booking::zone_named(request_zone(&actor).as_deref(), from, now),
-                entries,
-                action,
-                older,
-            })
-        }
-        .await,
-    )
+    signed_in(|call| async move {
+        let filter = teams::parse_audit_action(action.as_deref()).map(|action| AuditFilter {
+            action,
+            team_id: None,
+            before_id,
+        });
+        let action = filter
+            .as_ref()
+            .map(|filter| filter.action)
+            .unwrap_or_default();
+        let entries = teams::audit_log(&call.state.db, &call.actor, None, filter).await?;
+        let older = (entries.len() as u64 == AUDIT_PAGE)
+            .then(|| entries.last().map(|e| e.id))
+            .flatten();
+        let now = call.now;
+        let from = entries.iter().map(|e| e.at).min().unwrap_or(now).min(now);
+        Ok(AuditPage {
+            zone: call.zone_over(from, now),
+            entries,
+            action,
+            older,
+        })
+    })
+    .await
 }

@@ -1,9 +1,9 @@
 //! The page frame: header with navigation and language switch, and footer.
 
 use crate::api::session::current_user;
-use crate::components::format::t_count;
 use crate::domain::sign_in::{HighestRole, SignedInUser};
 use crate::i18n::*;
+use crate::text::format::t_count;
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
 

@@ -2,7 +2,6 @@
 
 pub mod calendar;
 pub mod error;
-pub mod format;
 pub mod inventory;
 pub mod layout;
 pub mod telemetry;

@@ -3,8 +3,8 @@
 //! the viewer's wall clock), and the SVG path strings for the mean line and the min–max band.
 //! Pure and unit-tested; the components only place the results in an `<svg>`.
 
-use super::calendar::ZoneOffsets;
 use super::telemetry::{ChartPoint, Stat};
+use super::zone::ZoneOffsets;
 use chrono::{DateTime, Duration, NaiveTime, Timelike, Utc};
 use std::fmt::Write;
 
@@ -483,7 +483,7 @@ pub fn segments(points: &[ChartPoint]) -> Vec<&[ChartPoint]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::calendar::OffsetChange;
+    use crate::domain::zone::OffsetChange;
     use chrono::TimeZone;
 
     fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {

@@ -25,3 +25,4 @@ pub mod team;
 pub mod telemetry;
 pub mod time_text;
 pub mod user;
+pub mod zone;

@@ -8,7 +8,7 @@
 //! covers the bookings that **start** in its period, with all the money charged and refunded for
 //! them (whenever posted), so that each booking's cost and its use are compared with each other.
 
-use super::calendar::ZoneOffsets;
+use super::zone::ZoneOffsets;
 use chrono::{DateTime, Datelike, Days, Months, NaiveDate, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -779,7 +779,7 @@ pub fn day_hours(from: DateTime<Utc>, to: DateTime<Utc>) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::calendar::OffsetChange;
+    use crate::domain::zone::OffsetChange;
     use chrono::{TimeDelta, TimeZone};
 
     fn at(y: i32, m: u32, d: u32, h: u32, min: u32) -> DateTime<Utc> {

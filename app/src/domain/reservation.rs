@@ -276,7 +276,7 @@ pub struct MyReservations {
     /// Latest start first.
     pub list: Vec<Reservation>,
     /// The viewer's time zone over the reservations' times.
-    pub zone: crate::domain::calendar::ZoneOffsets,
+    pub zone: crate::domain::zone::ZoneOffsets,
     /// The currency prices are in.
     pub currency: crate::domain::money::Currency,
     /// What cancelling now would refund, by reservation id (upcoming paid ones).

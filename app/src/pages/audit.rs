@@ -5,8 +5,8 @@
 use crate::api::teams::{AuditPage as AuditData, get_audit_page};
 use crate::components::error::ErrorPanel;
 use crate::domain::audit::{AuditAction, AuditEntry};
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::time_text::date_second;
+use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
 use leptos::either::Either;
 use leptos::prelude::*;

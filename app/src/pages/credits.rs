@@ -3,8 +3,8 @@
 
 use crate::api::ledger::{CreditsPage as CreditsData, get_credits_page};
 use crate::components::error::{ErrorPanel, form_outcome};
-use crate::components::format::MoneyText;
 use crate::i18n::*;
+use crate::text::format::MoneyText;
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;

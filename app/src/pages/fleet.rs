@@ -6,11 +6,11 @@
 
 use crate::api::fleet::{FleetPage as FleetData, get_fleet_page};
 use crate::components::error::{ErrorPanel, form_outcome};
-use crate::components::format::MoneyText;
 use crate::domain::gpu::GpuStatus;
 use crate::domain::money::{Currency, Money};
 use crate::i18n::*;
 use crate::pages::team_rules::priority_text;
+use crate::text::format::MoneyText;
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -5,17 +5,17 @@
 use crate::api::telemetry::{GpuPage, get_gpu_board, get_gpu_page};
 use crate::components::calendar::use_browser_zone;
 use crate::components::error::ErrorPanel;
-use crate::components::format::MemoryText;
 use crate::components::telemetry::{
     ChartRange, CurrentValues, EventTable, ProcessTable, SourceBadge, StaleBadge, TelemetryChart,
     use_poll,
 };
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::chart::ValueRange;
 use crate::domain::gpu::GpuStatus;
 use crate::domain::telemetry::{ChartPoint, GpuHistory, Metric, SourceKind, Stat};
+use crate::domain::zone::ZoneOffsets;
 use crate::error::AppError;
 use crate::i18n::*;
+use crate::text::format::MemoryText;
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;

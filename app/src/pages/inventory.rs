@@ -3,11 +3,11 @@
 
 use crate::api::inventory::list_gpus;
 use crate::components::error::ErrorPanel;
-use crate::components::format::t_count;
 use crate::components::inventory::{FleetSummary, ModelFilter, NodeCard};
 use crate::components::telemetry::LiveFeed;
 use crate::domain::inventory::{Inventory, parse_model_filter};
 use crate::i18n::*;
+use crate::text::format::t_count;
 use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -6,8 +6,8 @@ use crate::api::maintenance::{
     EndMaintenance, MaintenancePage, NodeChoice, SetMaintenance, get_maintenance_page,
 };
 use crate::components::error::ErrorPanel;
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::maintenance::{MaintenancePhase, MaintenanceWindow};
+use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
 use leptos::either::Either;
 use leptos::prelude::*;

@@ -7,11 +7,11 @@ use crate::api::nodes::{
     AcceptGpu, AddNodeToken, NodeRow, NodesPage, RevokeNodeTokens, get_nodes_page,
 };
 use crate::components::error::ErrorPanel;
-use crate::components::format::t_count;
 use crate::components::telemetry::{SourceBadge, now_utc, use_poll};
 use crate::domain::inventory::PendingGpu;
 use crate::domain::telemetry::LiveNode;
 use crate::i18n::*;
+use crate::text::format::t_count;
 use chrono::{DateTime, TimeDelta, Utc};
 use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;

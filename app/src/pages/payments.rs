@@ -4,10 +4,10 @@
 
 use crate::api::ledger::{PaymentsPage as PaymentsData, get_payments_page};
 use crate::components::error::ErrorPanel;
-use crate::components::format::MoneyText;
 use crate::domain::money::Money;
 use crate::domain::time_text::date_minute;
 use crate::i18n::*;
+use crate::text::format::MoneyText;
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;

@@ -6,12 +6,12 @@ use crate::api::profile::{
 };
 use crate::api::session::current_user;
 use crate::components::error::ErrorPanel;
-use crate::components::format::date_text;
 use crate::components::layout::RoleText;
 use crate::domain::api_token::{MAX_EXPIRY_DAYS, TokenScope};
 use crate::domain::team::TeamRole;
 use crate::domain::user::ApiTokenInfo;
 use crate::i18n::*;
+use crate::text::format::date_text;
 use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
 use leptos_meta::Title;

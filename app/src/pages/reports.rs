@@ -6,13 +6,13 @@
 
 use crate::api::reports::{FleetPage, ReportPage, get_fleet_report, get_report_page};
 use crate::components::error::ErrorPanel;
-use crate::components::format::{date_text, money_string, with_number_style};
 use crate::domain::bars::{BarChart, BarFrame, DayStack, bar_chart, day_label};
 use crate::domain::money::{Currency, Money};
 use crate::domain::numbers::format_decimal;
 use crate::domain::report::{GroupBy, GroupLabel, ReportQuery, Scope, Totals};
 use crate::domain::time_text::date_minute;
 use crate::i18n::*;
+use crate::text::format::{date_text, money_string, with_number_style};
 use chrono::NaiveDate;
 use leptos::either::Either;
 use leptos::prelude::*;

@@ -2,12 +2,12 @@
 
 use crate::api::reservations::{CancelReservation, list_my_reservations};
 use crate::components::error::ErrorPanel;
-use crate::components::format::MoneyText;
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::money::Currency;
 use crate::domain::reservation::{MyReservations, PaymentStatus, Reservation, ReservationStatus};
 use crate::domain::schedule::Share;
+use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
+use crate::text::format::MoneyText;
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;

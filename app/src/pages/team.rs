@@ -5,9 +5,9 @@
 
 use crate::api::teams::{TeamPage as TeamData, get_team_page};
 use crate::components::error::{ErrorPanel, form_outcome};
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::team::{TeamAccess, TeamRole};
 use crate::domain::time_text::date_minute;
+use crate::domain::zone::ZoneOffsets;
 use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::audit::AuditTable;
@@ -284,8 +284,8 @@ fn TeamMoneyView(
     action: String,
     form_key: String,
 ) -> impl IntoView {
-    use crate::components::format::MoneyText;
     use crate::domain::team::BudgetMode;
+    use crate::text::format::MoneyText;
     let i18n = use_i18n();
     let month = money.month.format("%Y-%m").to_string();
     let limit = money.budget.limit;
@@ -375,7 +375,7 @@ fn TeamMoneyView(
     let due_view = (due > 0).then(|| {
         view! {
             <p class="payment-due team-payment-due" role="alert">
-                {crate::components::format::t_count!(i18n, due, team_payment_due_singular, team_payment_due_plural)}
+                {crate::text::format::t_count!(i18n, due, team_payment_due_singular, team_payment_due_plural)}
             </p>
         }
     });

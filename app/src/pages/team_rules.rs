@@ -3,14 +3,14 @@
 //! with its plain form for those who manage the team; the quota form for platform admins only,
 //! since quotas are theirs to set (server-rendered, no island).
 
-use crate::components::format::{MoneyText, hours_text};
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::quota::{
     IDLE_UTIL_PERCENT, IdleBooking, Priority, QuotaUse, TeamPolicy, TeamRules, gpus_text,
 };
 use crate::domain::reservation::Reservation;
 use crate::domain::time_text::date_minute;
+use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
+use crate::text::format::{MoneyText, hours_text};
 use leptos::either::Either;
 use leptos::prelude::*;
 

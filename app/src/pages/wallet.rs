@@ -3,12 +3,12 @@
 
 use crate::api::ledger::{WalletPage as WalletData, get_wallet};
 use crate::components::error::ErrorPanel;
-use crate::components::format::MoneyText;
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::ledger::{TransactionKind, WalletEntry};
 use crate::domain::money::{Currency, Money};
 use crate::domain::time_text::date_minute;
+use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
+use crate::text::format::MoneyText;
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;

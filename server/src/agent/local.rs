@@ -10,11 +10,11 @@ use super::simulated::SimulatedSource;
 use super::transport::LocalTransport;
 use super::{AgentOptions, RunningAgent};
 use crate::configuration::{LocalAgentMode, LocalAgentSettings};
+use berth_app::backend::clock::Clock;
+use berth_app::backend::db::telemetry as store;
+use berth_app::backend::state::TelemetrySettings;
+use berth_app::backend::telemetry;
 use berth_app::domain::telemetry::GpuInfo;
-use berth_app::server::clock::Clock;
-use berth_app::server::db::telemetry as store;
-use berth_app::server::state::TelemetrySettings;
-use berth_app::server::telemetry;
 use sea_orm::DatabaseConnection;
 use std::sync::Arc;
 

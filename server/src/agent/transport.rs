@@ -2,10 +2,10 @@
 //! calling the telemetry service directly (the agent inside `berth serve`).
 
 use async_trait::async_trait;
+use berth_app::backend::state::TelemetrySettings;
+use berth_app::backend::telemetry;
 use berth_app::domain::telemetry::{Registration, Report};
 use berth_app::error::AppError;
-use berth_app::server::state::TelemetrySettings;
-use berth_app::server::telemetry;
 use sea_orm::DatabaseConnection;
 use std::time::Duration;
 

@@ -8,11 +8,11 @@ use axum::extract::{FromRequestParts, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
+use berth_app::backend::auth::actor::bearer_token;
+use berth_app::backend::state::AppState;
+use berth_app::backend::telemetry::{self, ReportOutcome};
 use berth_app::domain::telemetry::{Registration, Report};
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::bearer_token;
-use berth_app::server::state::AppState;
-use berth_app::server::telemetry::{self, ReportOutcome};
 use serde::Serialize;
 
 /// Largest request body an agent may send (a full report is about 1.5 MB).
@@ -97,7 +97,7 @@ pub async fn register(
         &state.portal.telemetry,
         node_id,
         &registration,
-        chrono::Utc::now(),
+        state.now(),
     )
     .await?;
     Ok(Json(Registered {
@@ -122,7 +122,7 @@ pub async fn report(
         &state.portal.telemetry,
         node_id,
         &report,
-        chrono::Utc::now(),
+        state.now(),
     )
     .await?;
     crate::metrics::samples_ingested(outcome.samples);

@@ -3,11 +3,10 @@
 
 use axum::Json;
 use axum::extract::State;
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::state::AppState;
 use berth_app::domain::user::UserSummary;
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::Actor;
-use berth_app::server::db;
-use berth_app::server::state::AppState;
 
 /// `GET /api/v1/me`: the caller.
 #[tracing::instrument(skip_all, fields(user.id))]
@@ -21,6 +20,7 @@ pub async fn list_users(
     State(state): State<AppState>,
     actor: Actor,
 ) -> Result<Json<Vec<UserSummary>>, AppError> {
-    actor.require_platform_admin()?;
-    Ok(Json(db::users::list_users(&state.db).await?))
+    Ok(Json(
+        berth_app::backend::session::users(&state.db, &actor).await?,
+    ))
 }

@@ -4,15 +4,15 @@
 use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
+use berth_app::backend::auth::actor::SESSION_USER_ID;
+use berth_app::backend::auth::oidc::{CallbackParams, PendingSignIn, SESSION_PENDING_SIGN_IN};
+use berth_app::backend::db;
+use berth_app::backend::db::users::IdentitySignIn;
+use berth_app::backend::demo::{self, DemoAccount};
+use berth_app::backend::state::AppState;
 use berth_app::domain::return_to::local_path_or_home;
 use berth_app::domain::sign_in::{SignInFailure, vouched_address};
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::SESSION_USER_ID;
-use berth_app::server::auth::oidc::{CallbackParams, PendingSignIn, SESSION_PENDING_SIGN_IN};
-use berth_app::server::db;
-use berth_app::server::db::users::IdentitySignIn;
-use berth_app::server::demo::{self, DemoAccount};
-use berth_app::server::state::AppState;
 use serde::Deserialize;
 use tower_sessions::{Expiry, Session};
 
@@ -43,7 +43,7 @@ pub async fn oidc_start(
 ) -> Result<Response, AppError> {
     match state
         .oidc
-        .start(&provider, return_to.path(), chrono::Utc::now())
+        .start(&provider, return_to.path(), state.now())
         .await
     {
         Ok((url, pending)) => {
@@ -82,7 +82,7 @@ pub async fn oidc_callback(
         .remove(SESSION_PENDING_SIGN_IN)
         .await
         .map_err(session_error)?;
-    let now = chrono::Utc::now();
+    let now = state.now();
     let (identity, return_to) = match state.oidc.finish(&provider, pending, params, now).await {
         Ok(found) => found,
         Err(failure) => {
@@ -141,7 +141,7 @@ pub async fn dev_sign_in(
             },
         )
     })?;
-    let user = demo::demo_account(&state.db, account, chrono::Utc::now()).await?;
+    let user = demo::demo_account(&state.db, account, state.now()).await?;
     sign_in(&session, &state, &user, true).await?;
     tracing::info!(user.id = user.id, "dev sign-in");
     let back = ReturnTo {
@@ -168,13 +168,8 @@ async fn sign_in(
 ) -> Result<(), AppError> {
     let user_id = user.id;
     let joined = if email_verified {
-        berth_app::server::teams::accept_invitations(
-            &state.db,
-            user_id,
-            &user.email,
-            chrono::Utc::now(),
-        )
-        .await?
+        berth_app::backend::teams::accept_invitations(&state.db, user_id, &user.email, state.now())
+            .await?
     } else {
         Vec::new()
     };

@@ -1,16 +1,16 @@
 //! Running the fleet in the JSON API and the fleet page's plain forms (platform admins). The
-//! rules live in `berth_app::server::fleet`; these handlers only read requests and write answers.
+//! rules live in `berth_app::backend::fleet`; these handlers only read requests and write answers.
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Redirect;
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::fleet::{self, GpuChange};
+use berth_app::backend::state::AppState;
 use berth_app::domain::problem::Problem;
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::Actor;
-use berth_app::server::fleet::{self, GpuChange};
-use berth_app::server::state::AppState;
 use serde::Deserialize;
 
 use crate::routes::reservations::body_error;
@@ -39,8 +39,7 @@ pub async fn set_model_price(
             },
         )
     })?;
-    let changed =
-        fleet::set_model_price(&state.db, &actor, &model, price, chrono::Utc::now()).await?;
+    let changed = fleet::set_model_price(&state.db, &actor, &model, price, state.now()).await?;
     Ok(Json(
         serde_json::json!({ "model": model, "gpus": changed, "hourly_price_minor": price }),
     ))
@@ -55,7 +54,7 @@ pub async fn update_gpu(
 ) -> Result<StatusCode, AppError> {
     actor.require_platform_admin()?;
     let Json(change) = body.map_err(body_error)?;
-    fleet::update_gpu(&state.db, &actor, id, &change, chrono::Utc::now()).await?;
+    fleet::update_gpu(&state.db, &actor, id, &change, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -85,7 +84,7 @@ pub async fn fleet_form(
     axum::Form(form): axum::Form<FleetFormPost>,
 ) -> Result<Redirect, AppError> {
     actor.require_platform_admin()?;
-    let now = chrono::Utc::now();
+    let now = state.now();
     let currency = &state.portal.currency;
     let missing = |field: &str| {
         AppError::invalid(
@@ -125,7 +124,7 @@ pub async fn fleet_form(
             }
             "retire" => {
                 let id = form.gpu_id.ok_or_else(|| missing("gpu_id"))?;
-                berth_app::server::db::reservations::retire_gpu(&state.db, id, actor.user.id, now)
+                berth_app::backend::booking::retire_gpu(&state, &actor, id, now)
                     .await
                     .map(|_| "retired")
             }
@@ -156,9 +155,8 @@ pub async fn pending_gpus(
     State(state): State<AppState>,
     actor: Actor,
 ) -> Result<Json<Vec<berth_app::domain::inventory::PendingGpu>>, AppError> {
-    actor.require_platform_admin()?;
     Ok(Json(
-        berth_app::server::db::inventory::pending_gpus(&state.db).await?,
+        berth_app::backend::inventory::pending(&state.db, &actor).await?,
     ))
 }
 
@@ -169,6 +167,6 @@ pub async fn accept_gpu(
     actor: Actor,
     Path(id): Path<i64>,
 ) -> Result<StatusCode, AppError> {
-    berth_app::server::telemetry::accept_gpu(&state.db, &actor, id, chrono::Utc::now()).await?;
+    berth_app::backend::telemetry::accept_gpu(&state.db, &actor, id, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

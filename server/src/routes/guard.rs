@@ -6,9 +6,9 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::state::AppState;
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::Actor;
-use berth_app::server::state::AppState;
 use tower_sessions::Session;
 
 /// Session key with the day (UTC) the session's inactivity deadline was last pushed back.

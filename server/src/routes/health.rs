@@ -5,7 +5,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use berth_app::server::db;
+use berth_app::backend::db;
 use sea_orm::DatabaseConnection;
 use serde_json::json;
 

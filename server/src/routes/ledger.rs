@@ -6,12 +6,12 @@ use axum::Json;
 use axum::extract::State;
 use axum::extract::rejection::JsonRejection;
 use axum::http::StatusCode;
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::ledger::{self, CreditForm};
+use berth_app::backend::state::AppState;
 use berth_app::domain::ledger::{Wallet, WalletEntry};
 use berth_app::domain::problem::Problem;
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::Actor;
-use berth_app::server::ledger::{self, CreditForm};
-use berth_app::server::state::AppState;
 use serde::Serialize;
 
 /// `GET /api/v1/wallet`.
@@ -230,7 +230,7 @@ pub async fn change_credits(
     let done = ledger::change_credits(
         &state.db,
         &state.portal.currency,
-        berth_app::server::ledger::CreditRequest {
+        berth_app::backend::ledger::CreditRequest {
             actor_id: Some(actor.user.id),
             wallet,
             amount_minor,
@@ -238,7 +238,7 @@ pub async fn change_credits(
             idempotency_key: key,
             provider: &ledger::ManualProvider,
         },
-        chrono::Utc::now(),
+        state.now(),
     )
     .await?;
     Ok((
@@ -304,13 +304,13 @@ pub async fn credits_form(
             &state.portal.currency,
             ledger::CreditRequest {
                 actor_id: Some(actor.user.id),
-                wallet: berth_app::server::ledger::CreditWallet::User(&form.email),
+                wallet: berth_app::backend::ledger::CreditWallet::User(&form.email),
                 amount_minor,
                 reason: &form.reason,
                 idempotency_key: form.idempotency_key.as_deref().filter(|k| !k.is_empty()),
                 provider: &ledger::ManualProvider,
             },
-            chrono::Utc::now(),
+            state.now(),
         )
         .await
     }
@@ -341,7 +341,7 @@ pub async fn payments_due(
     actor: Actor,
 ) -> Result<Json<Vec<ApiDuePayment>>, AppError> {
     actor.require_platform_admin()?;
-    let due = ledger::payments_due(&state.db, &state.portal.charge, chrono::Utc::now()).await?;
+    let due = ledger::payments_due(&state.db, &state.portal.charge, state.now()).await?;
     Ok(Json(
         due.into_iter()
             .map(|item| ApiDuePayment {

@@ -5,20 +5,18 @@ use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::maintenance::{self, MaintenanceForm};
+use berth_app::backend::state::AppState;
 use berth_app::domain::maintenance::MaintenanceWindow;
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::Actor;
-use berth_app::server::maintenance::{self, MaintenanceForm};
-use berth_app::server::state::AppState;
 
 /// `GET /api/v1/maintenance`: current and upcoming windows, soonest first.
 pub async fn list(
     State(state): State<AppState>,
     actor: Actor,
 ) -> Result<Json<Vec<MaintenanceWindow>>, AppError> {
-    Ok(Json(
-        maintenance::list(&state, &actor, chrono::Utc::now()).await?,
-    ))
+    Ok(Json(maintenance::list(&state, &actor, state.now()).await?))
 }
 
 /// `POST /api/v1/maintenance` with `{"gpu_ids": [..], "start", "end", "reason"}`: 201 with one
@@ -31,7 +29,7 @@ pub async fn create(
     // The role first: a user without it learns nothing from validation messages.
     actor.require_platform_admin()?;
     let Json(form) = body.map_err(crate::routes::reservations::body_error)?;
-    let created = maintenance::create(&state, &actor, &form, chrono::Utc::now()).await?;
+    let created = maintenance::create(&state, &actor, &form, state.now()).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }
 
@@ -43,7 +41,7 @@ pub async fn end(
     Path(id): Path<i64>,
 ) -> Result<Json<MaintenanceWindow>, AppError> {
     Ok(Json(
-        maintenance::end(&state, &actor, id, chrono::Utc::now()).await?,
+        maintenance::end(&state, &actor, id, state.now()).await?,
     ))
 }
 
@@ -62,14 +60,7 @@ pub async fn retire(
     actor: Actor,
     Path(id): Path<i64>,
 ) -> Result<Json<Retired>, AppError> {
-    actor.require_platform_admin()?;
-    let released = berth_app::server::db::reservations::retire_gpu(
-        &state.db,
-        id,
-        actor.user.id,
-        chrono::Utc::now(),
-    )
-    .await?;
+    let released = berth_app::backend::booking::retire_gpu(&state, &actor, id, state.now()).await?;
     Ok(Json(Retired {
         gpu_id: id,
         released,

@@ -1,19 +1,19 @@
 //! Team quotas, booking rules and approvals in the JSON API. The rules live in
-//! `berth_app::server::quotas`; these handlers only read requests and write answers.
+//! `berth_app::backend::quotas`; these handlers only read requests and write answers.
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::quotas::{self, PolicyForm};
+use berth_app::backend::state::AppState;
+use berth_app::backend::teams;
 use berth_app::domain::problem::Problem;
 use berth_app::domain::quota::TeamRules;
 use berth_app::domain::quota::{Quota, TeamPolicy};
 use berth_app::domain::reservation::Reservation;
 use berth_app::domain::team::TeamAccess;
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::Actor;
-use berth_app::server::quotas::{self, PolicyForm};
-use berth_app::server::state::AppState;
-use berth_app::server::teams;
 use serde::Deserialize;
 
 use crate::routes::reservations::body_error;
@@ -26,7 +26,7 @@ pub async fn show(
     Path(team_id): Path<i64>,
 ) -> Result<Json<TeamRules>, AppError> {
     let access = teams::access(&state.db, &actor, team_id).await?;
-    let mut rules = quotas::rules(&state.db, team_id, chrono::Utc::now()).await?;
+    let mut rules = quotas::rules(&state.db, team_id, state.now()).await?;
     if access == TeamAccess::View {
         rules.pending.clear();
         rules.idle.clear();
@@ -77,7 +77,7 @@ pub async fn set_quota(
             &model,
             Some(guaranteed),
             weekly,
-            chrono::Utc::now(),
+            state.now(),
         )
         .await?,
     ))
@@ -90,16 +90,7 @@ pub async fn remove_quota(
     actor: Actor,
     Path((team_id, model)): Path<(i64, String)>,
 ) -> Result<axum::http::StatusCode, AppError> {
-    quotas::set_quota(
-        &state.db,
-        &actor,
-        team_id,
-        &model,
-        None,
-        None,
-        chrono::Utc::now(),
-    )
-    .await?;
+    quotas::set_quota(&state.db, &actor, team_id, &model, None, None, state.now()).await?;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
@@ -114,7 +105,7 @@ pub async fn set_rules(
     teams::require_manage(&state.db, &actor, team_id).await?;
     let Json(body) = body.map_err(body_error)?;
     Ok(Json(
-        quotas::set_policy(&state.db, &actor, team_id, &body, chrono::Utc::now()).await?,
+        quotas::set_policy(&state.db, &actor, team_id, &body, state.now()).await?,
     ))
 }
 
@@ -151,6 +142,6 @@ pub async fn decide(
     let Json(body) = body.map_err(body_error)?;
     let approve = parse_decision(&body.decision)?;
     Ok(Json(
-        quotas::decide(&state, &actor, team_id, id, approve, chrono::Utc::now()).await?,
+        quotas::decide(&state, &actor, team_id, id, approve, state.now()).await?,
     ))
 }

@@ -12,16 +12,16 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::reports;
+use berth_app::backend::state::AppState;
+use berth_app::backend::viewer::{parse_zone_choice, viewer_zone};
 use berth_app::domain::money::{Currency, Money};
 use berth_app::domain::problem::Problem;
 use berth_app::domain::report::{
     BookingFact, FleetDay, FleetReport, GroupLabel, ReportQuery, ReportRow, Totals, UsageReport,
 };
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::Actor;
-use berth_app::server::booking::{parse_zone_choice, viewer_zone};
-use berth_app::server::reports;
-use berth_app::server::state::AppState;
 use serde::{Deserialize, Serialize};
 
 /// The query of both report endpoints.
@@ -107,16 +107,15 @@ pub async fn usage(
     headers: HeaderMap,
     query: Result<Query<ReportParams>, QueryRejection>,
 ) -> Result<Response, AppError> {
-    let explain = |err| berth_app::server::state::explained_for(err, &headers, &state);
+    let explain = |err| berth_app::text::language::explained_for(err, &headers, &state);
     let params = params(query).map_err(explain)?;
     let format = format_of(params.format.as_deref()).map_err(explain)?;
     let request = reports::parse_query(&params.raw()).map_err(explain)?;
     let zone = zone(&params, &actor, &headers).map_err(explain)?;
-    let report =
-        reports::usage_report(&state, &actor, zone.as_deref(), request, chrono::Utc::now())
-            .await
-            .map_err(explain)?;
-    let personal = reports::personal_label(&headers, &state);
+    let report = reports::usage_report(&state, &actor, zone.as_deref(), request, state.now())
+        .await
+        .map_err(explain)?;
+    let personal = berth_app::text::report::personal_label(&headers, &state);
     match format {
         Format::Json => Ok(Json(api_usage(&report, &personal)).into_response()),
         Format::Csv => {
@@ -138,7 +137,7 @@ pub async fn fleet(
     headers: HeaderMap,
     query: Result<Query<ReportParams>, QueryRejection>,
 ) -> Result<Response, AppError> {
-    let explain = |err| berth_app::server::state::explained_for(err, &headers, &state);
+    let explain = |err| berth_app::text::language::explained_for(err, &headers, &state);
     let params = params(query).map_err(explain)?;
     let format = format_of(params.format.as_deref()).map_err(explain)?;
     // The same parameters and checks as the usage report's (the fleet view uses the period).
@@ -156,7 +155,7 @@ pub async fn fleet(
         }
     };
     let zone = zone(&params, &actor, &headers).map_err(explain)?;
-    let report = reports::fleet_report(&state, &actor, zone.as_deref(), choice, chrono::Utc::now())
+    let report = reports::fleet_report(&state, &actor, zone.as_deref(), choice, state.now())
         .await
         .map_err(explain)?;
     let currency = state.portal.currency.clone();

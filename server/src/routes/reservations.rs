@@ -6,14 +6,13 @@ use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::booking::{self, BookingForm, SlotForm};
+use berth_app::backend::state::AppState;
 use berth_app::domain::inventory::GpuListing;
 use berth_app::domain::problem::Problem;
 use berth_app::domain::reservation::{GpuAvailability, Reservation, SlotOffer};
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::Actor;
-use berth_app::server::booking::{self, BookingForm, SlotForm};
-use berth_app::server::db;
-use berth_app::server::state::AppState;
 use serde::{Deserialize, Serialize};
 
 /// One GPU in `GET /api/v1/gpus`.
@@ -49,7 +48,7 @@ pub async fn list_gpus(
     State(state): State<AppState>,
     _actor: Actor,
 ) -> Result<Json<Vec<ApiGpu>>, AppError> {
-    let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
+    let nodes = berth_app::backend::inventory::nodes(&state.db).await?;
     Ok(Json(
         nodes
             .into_iter()
@@ -111,9 +110,7 @@ pub async fn slots(
     query: Result<Query<SlotForm>, QueryRejection>,
 ) -> Result<Json<Vec<SlotOffer>>, AppError> {
     let Query(form) = query.map_err(query_error)?;
-    Ok(Json(
-        booking::find_slots(&state, &form, chrono::Utc::now()).await?,
-    ))
+    Ok(Json(booking::find_slots(&state, &form, state.now()).await?))
 }
 
 /// The `Idempotency-Key` header, if sent (422 when it is not text).
@@ -125,7 +122,7 @@ pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, 
                 AppError::invalid(
                     "Idempotency-Key",
                     Problem::BadIdempotencyKey {
-                        max: db::idempotency::MAX_KEY_CHARS,
+                        max: booking::MAX_IDEMPOTENCY_KEY_CHARS,
                     },
                 )
             })
@@ -143,7 +140,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<Reservation>), AppError> {
     let Json(form) = body.map_err(body_error)?;
     let key = idempotency_key(&headers)?;
-    let reservation = booking::create(&state, &actor, &form, chrono::Utc::now(), key).await?;
+    let reservation = booking::create(&state, &actor, &form, state.now(), key).await?;
     Ok((StatusCode::CREATED, Json(reservation)))
 }
 
@@ -161,14 +158,9 @@ pub async fn list(
     query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Vec<Reservation>>, AppError> {
     let Query(query) = query.map_err(query_error)?;
-    let now = chrono::Utc::now();
-    if query.mine == Some(false) {
-        // Everyone's: platform admins only.
-        actor.require_platform_admin()?;
-        return Ok(Json(db::reservations::list_all(&state.db, now).await?));
-    }
+    let everyone = query.mine == Some(false);
     Ok(Json(
-        db::reservations::list_for_owner(&state.db, actor.user.id, now).await?,
+        booking::list(&state, &actor, everyone, state.now()).await?,
     ))
 }
 
@@ -179,7 +171,7 @@ pub async fn cancel(
     Path(id): Path<i64>,
 ) -> Result<Json<Reservation>, AppError> {
     Ok(Json(
-        booking::cancel(&state, &actor, id, chrono::Utc::now()).await?,
+        booking::cancel(&state, &actor, id, state.now()).await?,
     ))
 }
 
@@ -213,7 +205,7 @@ pub async fn book_form(
     headers: axum::http::HeaderMap,
     axum::Form(form): axum::Form<BookFormPost>,
 ) -> axum::response::Redirect {
-    let zone = booking::viewer_zone(&actor, &headers);
+    let zone = berth_app::backend::viewer::viewer_zone(&actor, &headers);
     let back = form
         .return_to
         .clone()
@@ -251,14 +243,14 @@ pub async fn book_form(
             .idempotency_key
             .as_deref()
             .filter(|key| !key.is_empty());
-        booking::create(&state, &actor, &booking_form, chrono::Utc::now(), key).await
+        booking::create(&state, &actor, &booking_form, state.now(), key).await
     }
     .await;
     let target = match result {
         Ok(reservation) => format!("{back}{separator}booked={}", reservation.id),
         Err(error) => {
             // The error as data, already in the reader's language.
-            let error = berth_app::server::state::explained_for(error, &headers, &state);
+            let error = berth_app::text::language::explained_for(error, &headers, &state);
             let data = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
             let message: String = url::form_urlencoded::byte_serialize(data.as_bytes()).collect();
             format!("{back}{separator}error={message}")

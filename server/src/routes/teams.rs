@@ -1,19 +1,19 @@
 //! Teams in the JSON API and the team pages' plain forms: members and invitations (team
 //! admins), teams (platform admins), and the audit log. The rules live in
-//! `berth_app::server::teams`; these handlers only read requests and write answers.
+//! `berth_app::backend::teams`; these handlers only read requests and write answers.
 
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Redirect;
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::state::AppState;
+use berth_app::backend::teams;
 use berth_app::domain::audit::{AuditEntry, AuditFilter};
 use berth_app::domain::problem::Problem;
 use berth_app::domain::team::{Invitation, TeamAccess, TeamRoster, TeamSummary};
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::Actor;
-use berth_app::server::state::{self, AppState};
-use berth_app::server::{db, teams};
 use serde::{Deserialize, Serialize};
 
 use crate::routes::reservations::body_error;
@@ -45,7 +45,7 @@ pub async fn show(
     Path(team_id): Path<i64>,
 ) -> Result<Json<ApiTeam>, AppError> {
     let (roster, access) = teams::roster(&state.db, &actor, team_id).await?;
-    let money = teams::money(&state.db, team_id, chrono::Utc::now()).await?;
+    let money = teams::money(&state.db, team_id, state.now()).await?;
     Ok(Json(ApiTeam {
         roster,
         money: ApiTeamMoney {
@@ -133,7 +133,7 @@ pub async fn set_budget(
             limit,
             &body.mode,
             body.warn_percent,
-            chrono::Utc::now(),
+            state.now(),
         )
         .await?,
     ))
@@ -163,7 +163,7 @@ pub async fn invite(
         team_id,
         &body.email,
         body.role.as_deref().unwrap_or("member"),
-        chrono::Utc::now(),
+        state.now(),
     )
     .await?;
     Ok((StatusCode::CREATED, Json(invitation)))
@@ -175,14 +175,7 @@ pub async fn revoke(
     actor: Actor,
     Path((team_id, invitation_id)): Path<(i64, i64)>,
 ) -> Result<StatusCode, AppError> {
-    teams::revoke_invitation(
-        &state.db,
-        &actor,
-        team_id,
-        invitation_id,
-        chrono::Utc::now(),
-    )
-    .await?;
+    teams::revoke_invitation(&state.db, &actor, team_id, invitation_id, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -203,15 +196,7 @@ pub async fn set_role(
     teams::require_manage(&state.db, &actor, team_id).await?;
     let Json(body) = body.map_err(body_error)?;
     let role = teams::parse_role(&body.role)?;
-    teams::change_member(
-        &state.db,
-        &actor,
-        team_id,
-        user_id,
-        Some(role),
-        chrono::Utc::now(),
-    )
-    .await?;
+    teams::change_member(&state.db, &actor, team_id, user_id, Some(role), state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -222,15 +207,7 @@ pub async fn remove(
     actor: Actor,
     Path((team_id, user_id)): Path<(i64, i64)>,
 ) -> Result<StatusCode, AppError> {
-    teams::change_member(
-        &state.db,
-        &actor,
-        team_id,
-        user_id,
-        None,
-        chrono::Utc::now(),
-    )
-    .await?;
+    teams::change_member(&state.db, &actor, team_id, user_id, None, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -262,7 +239,7 @@ pub async fn create(
         &actor,
         &body.name,
         &body.admin_email,
-        chrono::Utc::now(),
+        state.now(),
     )
     .await?;
     Ok((StatusCode::CREATED, Json(Created { id, invitation })))
@@ -295,10 +272,12 @@ pub async fn audit(
     actor: Actor,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Json<Vec<AuditEntry>>, AppError> {
-    actor.require_platform_admin()?;
-    let Query(query) = query.map_err(query_error)?;
-    let filter = audit_filter(query)?;
-    Ok(Json(db::audit::list(&state.db, &filter).await?))
+    let filter = query
+        .map_err(query_error)
+        .and_then(|Query(query)| audit_filter(query));
+    Ok(Json(
+        teams::audit_log(&state.db, &actor, None, filter).await?,
+    ))
 }
 
 /// `GET /api/v1/teams/{id}/audit` (team admins): the team's part of the audit log.
@@ -308,11 +287,12 @@ pub async fn team_audit(
     Path(team_id): Path<i64>,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<Json<Vec<AuditEntry>>, AppError> {
-    teams::require_manage(&state.db, &actor, team_id).await?;
-    let Query(query) = query.map_err(query_error)?;
-    let mut filter = audit_filter(query)?;
-    filter.team_id = Some(team_id);
-    Ok(Json(db::audit::list(&state.db, &filter).await?))
+    let filter = query
+        .map_err(query_error)
+        .and_then(|Query(query)| audit_filter(query));
+    Ok(Json(
+        teams::audit_log(&state.db, &actor, Some(team_id), filter).await?,
+    ))
 }
 
 fn query_error(rejection: QueryRejection) -> AppError {
@@ -398,7 +378,7 @@ pub async fn team_form(
 ) -> Result<Redirect, AppError> {
     // Outsiders learn nothing: the same 404 as the page itself.
     teams::access(&state.db, &actor, team_id).await?;
-    let now = chrono::Utc::now();
+    let now = state.now();
     let missing = |field: &str| {
         AppError::invalid(
             field,
@@ -491,16 +471,16 @@ pub async fn team_form(
                             },
                         )
                     })?;
-                berth_app::server::ledger::change_credits(
+                berth_app::backend::ledger::change_credits(
                     &state.db,
                     currency,
-                    berth_app::server::ledger::CreditRequest {
+                    berth_app::backend::ledger::CreditRequest {
                         actor_id: Some(actor.user.id),
-                        wallet: berth_app::server::ledger::CreditWallet::Team(team_id),
+                        wallet: berth_app::backend::ledger::CreditWallet::Team(team_id),
                         amount_minor: amount.minor(),
                         reason: form.reason.as_deref().unwrap_or_default(),
                         idempotency_key: form.idempotency_key.as_deref().filter(|k| !k.is_empty()),
-                        provider: &berth_app::server::ledger::ManualProvider,
+                        provider: &berth_app::backend::ledger::ManualProvider,
                     },
                     now,
                 )
@@ -514,14 +494,14 @@ pub async fn team_form(
                 }
                 let guaranteed = typed_number("guaranteed_gpus", form.guaranteed_gpus.as_deref())?;
                 let weekly = typed_number("weekly_gpu_hours", form.weekly_gpu_hours.as_deref())?;
-                berth_app::server::quotas::set_quota(
+                berth_app::backend::quotas::set_quota(
                     &state.db, &actor, team_id, model, guaranteed, weekly, now,
                 )
                 .await
                 .map(|_| "quota")
             }
             "rules" => {
-                let policy = berth_app::server::quotas::PolicyForm {
+                let policy = berth_app::backend::quotas::PolicyForm {
                     allow_burst: form.allow_burst.is_some(),
                     default_priority: form.default_priority.clone().unwrap_or_default(),
                     approval_over_gpu_hours: typed_number(
@@ -533,7 +513,7 @@ pub async fn team_form(
                         form.approval_expiry_hours.as_deref(),
                     )?,
                 };
-                berth_app::server::quotas::set_policy(&state.db, &actor, team_id, &policy, now)
+                berth_app::backend::quotas::set_policy(&state.db, &actor, team_id, &policy, now)
                     .await
                     .map(|_| "rules")
             }
@@ -542,7 +522,7 @@ pub async fn team_form(
                     .reservation_id
                     .ok_or_else(|| missing("reservation_id"))?;
                 let approve = decision == "approve";
-                berth_app::server::quotas::decide(&state, &actor, team_id, id, approve, now)
+                berth_app::backend::quotas::decide(&state, &actor, team_id, id, approve, now)
                     .await
                     .map(|_| if approve { "approved" } else { "rejected" })
             }
@@ -588,7 +568,7 @@ pub async fn create_form(
         &actor,
         &form.name,
         &form.admin_email,
-        chrono::Utc::now(),
+        state.now(),
     )
     .await
     {
@@ -604,7 +584,7 @@ pub(crate) fn back_with_error(
     headers: &HeaderMap,
     state: &AppState,
 ) -> Redirect {
-    let error = state::explained_for(error, headers, state);
+    let error = berth_app::text::language::explained_for(error, headers, state);
     let data = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
     let encoded: String = url::form_urlencoded::byte_serialize(data.as_bytes()).collect();
     Redirect::to(&format!("{page}?error={encoded}"))

@@ -4,13 +4,13 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::state::AppState;
+use berth_app::backend::telemetry;
 use berth_app::domain::date_range;
 use berth_app::domain::problem::Problem;
 use berth_app::domain::telemetry::{GpuEvent, GpuHistory};
 use berth_app::error::AppError;
-use berth_app::server::auth::actor::Actor;
-use berth_app::server::state::AppState;
-use berth_app::server::telemetry;
 use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 
@@ -42,8 +42,9 @@ fn parse_time(field: &str, raw: Option<&str>) -> Result<Option<DateTime<Utc>>, A
 fn range(
     query: &RangeQuery,
     default_span: Duration,
+    now: DateTime<Utc>,
 ) -> Result<(DateTime<Utc>, DateTime<Utc>), AppError> {
-    let to = parse_time("to", query.to.as_deref())?.unwrap_or_else(Utc::now);
+    let to = parse_time("to", query.to.as_deref())?.unwrap_or(now);
     let from = parse_time("from", query.from.as_deref())?.unwrap_or(to - default_span);
     Ok((from, to))
 }
@@ -56,9 +57,10 @@ pub async fn history(
     Path(id): Path<i64>,
     Query(query): Query<RangeQuery>,
 ) -> Result<Json<GpuHistory>, AppError> {
-    let (from, to) = range(&query, Duration::hours(1))?;
+    let now = state.now();
+    let (from, to) = range(&query, Duration::hours(1), now)?;
     Ok(Json(
-        telemetry::history(&state.db, &state.portal.telemetry, id, from, to, Utc::now()).await?,
+        telemetry::history(&state.db, &state.portal.telemetry, id, from, to, now).await?,
     ))
 }
 
@@ -69,7 +71,7 @@ pub async fn events(
     Path(id): Path<i64>,
     Query(query): Query<RangeQuery>,
 ) -> Result<Json<Vec<GpuEvent>>, AppError> {
-    let (from, to) = range(&query, Duration::days(30))?;
+    let (from, to) = range(&query, Duration::days(30), state.now())?;
     Ok(Json(
         telemetry::events(&state.db, id, from, to, query.limit.unwrap_or(100)).await?,
     ))

@@ -2,7 +2,7 @@
 //! (no JavaScript).
 
 use crate::helpers::{Backend, TestDatabase, spawn_with, test_settings};
-use berth_app::server::entity::reservation;
+use berth_app::backend::entity::reservation;
 use berth_server::configuration::RawSettings;
 use chrono::{Duration, Utc};
 use sea_orm::{EntityTrait, PaginatorTrait};

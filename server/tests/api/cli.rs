@@ -441,8 +441,8 @@ async fn node_add_can_accept_the_nodes_new_gpus() {
     let accepts = |name: &'static str| {
         let db = db.clone();
         async move {
-            berth_app::server::entity::node::Entity::find()
-                .filter(berth_app::server::entity::node::Column::Name.eq(name))
+            berth_app::backend::entity::node::Entity::find()
+                .filter(berth_app::backend::entity::node::Column::Name.eq(name))
                 .one(&db)
                 .await
                 .unwrap()

@@ -263,7 +263,7 @@ pub async fn spawn_with_listener(
 pub async fn spawn_with_routes(
     settings: RawSettings,
     listener: tokio::net::TcpListener,
-    extra: axum::Router<berth_app::server::state::AppState>,
+    extra: axum::Router<berth_app::backend::state::AppState>,
 ) -> TestApp {
     let config = Config::from_raw(settings).expect("valid test settings");
     let app = Application::build_with_routes(config, listener, extra)

@@ -88,7 +88,7 @@ async fn a_second_start_on_the_same_database_keeps_the_data_and_adds_nothing(bac
     let (_, second_html) = second.get_text("/").await;
     assert_eq!(gpu_rows(&first_html), 16);
     assert_eq!(gpu_rows(&second_html), 16, "no second demo fleet was added");
-    let count = berth_app::server::db::inventory::count_nodes(&second.db)
+    let count = berth_app::backend::db::inventory::count_nodes(&second.db)
         .await
         .unwrap();
     assert_eq!(count, 3);
@@ -118,7 +118,7 @@ async fn concurrent_starts_add_the_demo_fleet_once(backend: Backend) {
         spawn_with(test_settings(&db)),
         spawn_with(test_settings(&db))
     );
-    let count = berth_app::server::db::inventory::count_nodes(&a.db)
+    let count = berth_app::backend::db::inventory::count_nodes(&a.db)
         .await
         .unwrap();
     assert_eq!(count, 3);
@@ -204,7 +204,7 @@ async fn many_processes_can_open_a_new_sqlite_file_at_once() {
         let opens: Vec<_> = (0..8)
             .map(|_| {
                 let url = db.url.clone();
-                tokio::spawn(async move { berth_app::server::db::connect(&url).await })
+                tokio::spawn(async move { berth_app::backend::db::connect(&url).await })
             })
             .collect();
         for open in opens {

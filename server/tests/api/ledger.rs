@@ -5,9 +5,9 @@ use crate::helpers::{Backend, TestApp, spawn_app};
 use crate::reservations::{
     TEST_CREDITS_MINOR, get, gpus_of, post_json, unfunded_user_token as user_token,
 };
+use berth_app::backend::db;
+use berth_app::backend::entity::{ledger_entry, ledger_transaction, reservation};
 use berth_app::domain::user::PlatformRole;
-use berth_app::server::db;
-use berth_app::server::entity::{ledger_entry, ledger_transaction, reservation};
 use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};

@@ -4,9 +4,9 @@
 
 use crate::helpers::{Backend, TestApp, spawn_app};
 use crate::reservations::{get, gpus_of, post, post_json, tomorrow, user_token};
+use berth_app::backend::entity::{maintenance_window, reservation, reservation_gpu};
 use berth_app::domain::schedule::slot_floor;
 use berth_app::domain::user::PlatformRole;
-use berth_app::server::entity::{maintenance_window, reservation, reservation_gpu};
 use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};

@@ -1,10 +1,10 @@
 //! Migrations that change existing data, run on a database that holds some.
 
 use crate::helpers::{Backend, TestDatabase};
+use berth_app::backend::db;
+use berth_app::backend::demo::demo_fleet;
+use berth_app::backend::entity::{reservation, reservation_gpu};
 use berth_app::domain::user::{Email, NewUser, PlatformRole, UserName};
-use berth_app::server::db;
-use berth_app::server::demo::demo_fleet;
-use berth_app::server::entity::{reservation, reservation_gpu};
 use berth_migrations::{Migrator, MigratorTrait};
 use chrono::{TimeZone, Utc};
 use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter};
@@ -254,7 +254,7 @@ async fn with_a_fleet_at(
 ) -> (
     TestDatabase,
     sea_orm::DatabaseConnection,
-    Vec<berth_app::server::entity::gpu::Model>,
+    Vec<berth_app::backend::entity::gpu::Model>,
     berth_app::domain::user::UserSummary,
 ) {
     let database = TestDatabase::create(backend).await;
@@ -263,7 +263,7 @@ async fn with_a_fleet_at(
     let now = Utc::now();
     // Written column by column: the app's own insert and read name the columns of the newest
     // schema (the pending GPUs' flags, say), which an old version does not have yet.
-    use berth_app::server::entity::{gpu, node};
+    use berth_app::backend::entity::{gpu, node};
     use sea_orm::ActiveValue::Set;
     use sea_orm::QuerySelect;
     let (new_node, new_gpus) = demo_fleet().remove(0);
@@ -333,7 +333,7 @@ async fn with_a_fleet_at(
 }
 
 async fn usage_starts_from_the_rollups_kept_when_migrating(backend: Backend) {
-    use berth_app::server::entity::{fleet_usage_hour, gpu_rollup, reservation_usage};
+    use berth_app::backend::entity::{fleet_usage_hour, gpu_rollup, reservation_usage};
     use chrono::TimeDelta;
     use sea_orm::ActiveValue::Set;
     // The schema before the usage tables, with two bookings and their GPUs' rollups.
@@ -534,7 +534,7 @@ async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
 /// Tokens made before scopes keep working as write tokens without expiry; sessions stored under
 /// plain ids are dropped (they could never be found by their hash).
 async fn old_tokens_stay_write_tokens_and_old_sessions_go_when_migrating(backend: Backend) {
-    use berth_app::server::db::api_tokens::TokenCheck;
+    use berth_app::backend::db::api_tokens::TokenCheck;
     let (_database, conn, _gpus, owner) = with_a_fleet_at(backend, 18).await;
     let now = Utc::now();
     let placeholders = |count: usize| -> String {
@@ -546,7 +546,7 @@ async fn old_tokens_stay_write_tokens_and_old_sessions_go_when_migrating(backend
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let hash = berth_app::server::auth::tokens::hash("berth_old");
+    let hash = berth_app::backend::auth::tokens::hash("berth_old");
     conn.execute_raw(sea_orm::Statement::from_sql_and_values(
         conn.get_database_backend(),
         format!(

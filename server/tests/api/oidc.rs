@@ -4,9 +4,9 @@
 
 use crate::helpers::{Backend, TestApp, TestDatabase, spawn_with_listener, test_settings};
 use crate::oidc_provider::{CLIENT_ID, CLIENT_SECRET, Person, Tamper, TestProvider};
+use berth_app::backend::db;
+use berth_app::backend::entity::{identity, session, user};
 use berth_app::domain::user::{Email, NewUser, PlatformRole, UserName};
-use berth_app::server::db;
-use berth_app::server::entity::{identity, session, user};
 use berth_server::configuration::{RawOidcProvider, RawSettings, TextList};
 use sea_orm::{EntityTrait, PaginatorTrait};
 use std::collections::BTreeMap;

@@ -8,13 +8,13 @@ use crate::helpers::{Backend, TestApp, spawn_app, spawn_with, test_settings};
 use crate::reservations::{
     TEST_CREDITS_MINOR, get, gpus_of, post, post_json, unfunded_user_token, user_token,
 };
+use berth_app::backend::db;
+use berth_app::backend::db::payments::{Checkpoint, Outcome};
+use berth_app::backend::entity::{gpu, ledger_transaction, reservation};
 use berth_app::domain::ledger::RefundPolicy;
 use berth_app::domain::money::Money;
 use berth_app::domain::payment::ChargePolicy;
 use berth_app::domain::user::PlatformRole;
-use berth_app::server::db;
-use berth_app::server::db::payments::{Checkpoint, Outcome};
-use berth_app::server::entity::{gpu, ledger_transaction, reservation};
 use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -671,7 +671,7 @@ async fn charges_and_postings(app: &TestApp) -> (u64, u64) {
             .count(&app.db)
             .await
             .unwrap(),
-        berth_app::server::entity::ledger_entry::Entity::find()
+        berth_app::backend::entity::ledger_entry::Entity::find()
             .count(&app.db)
             .await
             .unwrap(),

@@ -9,9 +9,9 @@ use crate::teams::{
     H100, accept, invitation_by_admin, next_month_at, post_all_at_once, send, team_balance,
     team_with_admin,
 };
+use berth_app::backend::db;
+use berth_app::backend::entity::{audit_entry, reservation};
 use berth_app::domain::user::PlatformRole;
-use berth_app::server::db;
-use berth_app::server::entity::{audit_entry, reservation};
 use chrono::TimeDelta;
 use reqwest::Method;
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
@@ -791,9 +791,9 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
     )
     .await;
     assert_eq!(status, 200, "{changed}");
-    let in_service = berth_app::server::entity::gpu::Entity::find()
-        .filter(berth_app::server::entity::gpu::Column::Model.eq(a100))
-        .filter(berth_app::server::entity::gpu::Column::Status.ne("retired"))
+    let in_service = berth_app::backend::entity::gpu::Entity::find()
+        .filter(berth_app::backend::entity::gpu::Column::Model.eq(a100))
+        .filter(berth_app::backend::entity::gpu::Column::Status.ne("retired"))
         .all(&app.db)
         .await
         .unwrap();
@@ -873,7 +873,7 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
 }
 
 async fn idle_team_bookings_are_found_from_telemetry(backend: Backend) {
-    use berth_app::server::entity::gpu_rollup;
+    use berth_app::backend::entity::gpu_rollup;
     use sea_orm::{ActiveValue::Set, EntityTrait as _};
     let (app, _db) = spawn_app(backend).await;
     let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
@@ -928,7 +928,7 @@ async fn idle_team_bookings_are_found_from_telemetry(backend: Backend) {
         .exec_without_returning(&app.db)
         .await
         .unwrap();
-    let rules = berth_app::server::quotas::rules(&app.db, team, later)
+    let rules = berth_app::backend::quotas::rules(&app.db, team, later)
         .await
         .unwrap();
     let found: Vec<(i64, String)> = rules

@@ -7,11 +7,13 @@ use crate::helpers::{Backend, TestApp, spawn_app};
 use crate::quotas::funded_team;
 use crate::reservations::{TEST_CREDITS_MINOR, get, gpus_of, post_json, unfunded_user_token};
 use crate::teams::{H100, send, team_balance};
+use berth_app::backend::auth::tokens;
+use berth_app::backend::db;
+use berth_app::backend::entity::{
+    gpu, gpu_sample, reservation, reservation_gpu, reservation_usage,
+};
+use berth_app::backend::state::TelemetrySettings;
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
-use berth_app::server::auth::tokens;
-use berth_app::server::db;
-use berth_app::server::entity::{gpu, gpu_sample, reservation, reservation_gpu, reservation_usage};
-use berth_app::server::state::TelemetrySettings;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use reqwest::Method;
 use sea_orm::{ActiveValue::NotSet, ActiveValue::Set, ConnectionTrait, EntityTrait, Statement};
@@ -178,7 +180,7 @@ async fn totals_equal_the_ledger_and_the_telemetry(backend: Backend) {
     samples(&app, h100[0], start, 30, 5).await;
     samples(&app, h100[0], start + TimeDelta::minutes(30), 60, 60).await;
     samples(&app, h100[5], start, 90, 90).await;
-    berth_app::server::telemetry::run_maintenance(
+    berth_app::backend::telemetry::run_maintenance(
         &app.db,
         &TelemetrySettings::default(),
         start + TimeDelta::hours(2),

@@ -3,10 +3,10 @@
 //! under 200 concurrent requests (on PostgreSQL through two servers sharing one database).
 
 use crate::helpers::{Backend, TestApp, TestDatabase, spawn_app, spawn_with, test_settings};
+use berth_app::backend::auth::tokens;
+use berth_app::backend::db;
+use berth_app::backend::entity::{gpu, reservation, reservation_gpu};
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
-use berth_app::server::auth::tokens;
-use berth_app::server::db;
-use berth_app::server::entity::{gpu, reservation, reservation_gpu};
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
@@ -20,16 +20,16 @@ pub(crate) const TEST_CREDITS_MINOR: i64 = 1_000_000;
 /// API token for them.
 pub(crate) async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -> String {
     let token = unfunded_user_token(app, email, role).await;
-    berth_app::server::ledger::change_credits(
+    berth_app::backend::ledger::change_credits(
         &app.db,
         &berth_app::domain::money::Currency::new("USD", "$", 2).unwrap(),
-        berth_app::server::ledger::CreditRequest {
+        berth_app::backend::ledger::CreditRequest {
             actor_id: None,
-            wallet: berth_app::server::ledger::CreditWallet::User(email),
+            wallet: berth_app::backend::ledger::CreditWallet::User(email),
             amount_minor: TEST_CREDITS_MINOR,
             reason: "test credits",
             idempotency_key: None,
-            provider: &berth_app::server::ledger::ManualProvider,
+            provider: &berth_app::backend::ledger::ManualProvider,
         },
         Utc::now(),
     )
@@ -550,8 +550,8 @@ async fn two_hundred_concurrent_bookings_never_exceed_capacity(backend: Backend)
     // Every booking was paid exactly once, and the books balance.
     let audit = db::ledger::audit(&first.db).await.unwrap();
     assert!(audit.is_clean(), "{audit:?}");
-    let charges = berth_app::server::entity::ledger_transaction::Entity::find()
-        .filter(berth_app::server::entity::ledger_transaction::Column::Kind.eq("charge"))
+    let charges = berth_app::backend::entity::ledger_transaction::Entity::find()
+        .filter(berth_app::backend::entity::ledger_transaction::Column::Kind.eq("charge"))
         .count(&first.db)
         .await
         .unwrap();

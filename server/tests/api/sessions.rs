@@ -1,7 +1,7 @@
 //! The database-backed session store, on both backends.
 
 use crate::helpers::{Backend, spawn_app};
-use berth_app::server::db::sessions::DbSessionStore;
+use berth_app::backend::db::sessions::DbSessionStore;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{ExpiredDeletion, SessionStore};
 
@@ -85,7 +85,7 @@ async fn creating_with_a_taken_id_draws_a_new_one(backend: Backend) {
 
 /// The `expires_at` of the only session row.
 async fn only_expiry(app: &crate::helpers::TestApp) -> chrono::DateTime<chrono::Utc> {
-    use berth_app::server::entity::session;
+    use berth_app::backend::entity::session;
     use sea_orm::EntityTrait;
     let rows = session::Entity::find().all(&app.db).await.unwrap();
     assert_eq!(rows.len(), 1, "one session");
@@ -94,7 +94,7 @@ async fn only_expiry(app: &crate::helpers::TestApp) -> chrono::DateTime<chrono::
 
 /// Sets the `expires_at` of every session row.
 async fn set_expiry(app: &crate::helpers::TestApp, at: chrono::DateTime<chrono::Utc>) {
-    use berth_app::server::entity::session;
+    use berth_app::backend::entity::session;
     use sea_orm::{EntityTrait, sea_query::Expr};
     session::Entity::update_many()
         .col_expr(session::Column::ExpiresAt, Expr::value(at))
@@ -132,7 +132,7 @@ async fn using_the_portal_pushes_the_inactivity_deadline_back_once_a_day(backend
 
 /// The cookie's session id is not in the table; its SHA-256 is, and the session works.
 async fn session_ids_are_stored_only_as_their_hash(backend: Backend) {
-    use berth_app::server::entity::session;
+    use berth_app::backend::entity::session;
     use sea_orm::EntityTrait;
     let (app, _db) = spawn_app(backend).await;
     let client = crate::helpers::client_builder()
@@ -160,7 +160,7 @@ async fn session_ids_are_stored_only_as_their_hash(backend: Backend) {
     );
     assert!(
         rows.iter()
-            .any(|row| row.id == berth_app::server::auth::tokens::hash(&id)),
+            .any(|row| row.id == berth_app::backend::auth::tokens::hash(&id)),
         "its SHA-256 is the key"
     );
     let me = client

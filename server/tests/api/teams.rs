@@ -5,13 +5,13 @@
 
 use crate::helpers::{Backend, TestApp, spawn_app};
 use crate::reservations::{get, gpus_of, post_json, tomorrow, unfunded_user_token};
-use berth_app::domain::team::TeamRole;
-use berth_app::domain::user::PlatformRole;
-use berth_app::server::db;
-use berth_app::server::entity::{
+use berth_app::backend::db;
+use berth_app::backend::entity::{
     audit_entry, ledger_transaction, maintenance_window, reservation, team, team_invitation,
     team_member,
 };
+use berth_app::domain::team::TeamRole;
+use berth_app::domain::user::PlatformRole;
 use chrono::TimeDelta;
 use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};
@@ -89,7 +89,7 @@ pub(crate) async fn team_with_admin(app: &TestApp, platform: &str, name: &str, a
 
 /// What signing in does with open invitations.
 pub(crate) async fn accept(app: &TestApp, email: &str) {
-    berth_app::server::teams::accept_invitations(
+    berth_app::backend::teams::accept_invitations(
         &app.db,
         user_id(app, email).await,
         &berth_app::domain::user::Email::parse(email).unwrap(),
@@ -536,7 +536,7 @@ async fn the_audit_log_is_append_only_and_records_money_and_admin_actions(backen
 /// Row counts of everything the matrix's requests could change.
 async fn snapshot(app: &TestApp) -> [u64; 8] {
     [
-        berth_app::server::entity::team_quota::Entity::find()
+        berth_app::backend::entity::team_quota::Entity::find()
             .count(&app.db)
             .await
             .unwrap(),

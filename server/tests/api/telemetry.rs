@@ -8,13 +8,13 @@ use crate::helpers::{
     test_settings,
 };
 use crate::reservations::{get, user_token};
+use berth_app::backend::clock::{Clock, ManualClock};
+use berth_app::backend::db::telemetry as store;
+use berth_app::backend::entity::{gpu, gpu_event, gpu_rollup, gpu_sample};
+use berth_app::backend::state::TelemetrySettings;
+use berth_app::backend::telemetry;
 use berth_app::domain::telemetry::{GpuInfo, Registration, Report, SourceKind};
 use berth_app::domain::user::PlatformRole;
-use berth_app::server::clock::{Clock, ManualClock};
-use berth_app::server::db::telemetry as store;
-use berth_app::server::entity::{gpu, gpu_event, gpu_rollup, gpu_sample};
-use berth_app::server::state::TelemetrySettings;
-use berth_app::server::telemetry;
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};

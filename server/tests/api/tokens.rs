@@ -1,11 +1,11 @@
 //! Bearer-token authentication of the JSON API, on both backends.
 
 use crate::helpers::{Backend, TestApp, spawn_app};
+use berth_app::backend::auth::tokens;
+use berth_app::backend::db;
+use berth_app::backend::db::api_tokens::TokenGrant;
 use berth_app::domain::api_token::TokenScope;
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
-use berth_app::server::auth::tokens;
-use berth_app::server::db;
-use berth_app::server::db::api_tokens::TokenGrant;
 use chrono::Utc;
 
 /// Adds a user and issues a token for them; returns (token id, token).

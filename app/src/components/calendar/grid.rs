@@ -4,11 +4,11 @@
 //! row by pointer drag or the keyboard (arrows, Enter, Escape), see `select.rs`.
 
 use super::{local_time, pct};
-use crate::components::format::MemoryText;
 use crate::domain::calendar::{CalendarGpu, CalendarView, Span};
 use crate::domain::reservation::BlockKind;
 use crate::domain::schedule::WHOLE_GPU;
 use crate::i18n::*;
+use crate::text::format::MemoryText;
 use chrono::Datelike;
 use leptos::prelude::*;
 

@@ -83,13 +83,13 @@ pub fn use_browser_zone() -> ReadSignal<bool> {
             if let (Some(name), Some(document)) = (name, document) {
                 let cookie = format!(
                     "{}={}; Path=/; Max-Age=31536000; SameSite=Lax",
-                    crate::api::reservations::ZONE_COOKIE,
+                    crate::domain::zone::ZONE_COOKIE,
                     name.replace('/', "%2F")
                 );
                 let had = document.cookie().unwrap_or_default();
                 let current = format!(
                     "{}={}",
-                    crate::api::reservations::ZONE_COOKIE,
+                    crate::domain::zone::ZONE_COOKIE,
                     name.replace('/', "%2F")
                 );
                 if !had.contains(&current) {

@@ -5,7 +5,6 @@
 use super::{Selection, local_date_time};
 use crate::api::reservations::{BookReservation, FindSlots};
 use crate::components::error::ErrorPanel;
-use crate::components::format::{MoneyText, money_string};
 use crate::domain::calendar::{CalendarView, PanelText};
 use crate::domain::money::Money;
 use crate::domain::payment::ChargeMode;
@@ -13,6 +12,7 @@ use crate::domain::reservation::SlotOffer;
 use crate::domain::schedule::{Share, Window, price_minor};
 use crate::error::AppError;
 use crate::i18n::*;
+use crate::text::format::{MoneyText, money_string};
 use chrono::{DateTime, TimeDelta, Utc};
 use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
@@ -122,7 +122,7 @@ pub fn BookingPanel(
                     <dt>{text(view, PanelText::Window)}</dt>
                     <dd>{format!("{from} – {to}")}</dd>
                     <dt>{text(view, PanelText::Length)}</dt>
-                    <dd>{move || crate::components::format::hours_text(i18n, minutes)}</dd>
+                    <dd>{move || crate::text::format::hours_text(i18n, minutes)}</dd>
                     <dt>{text(view, PanelText::Share)}</dt>
                     <dd>
                         {if shareable {

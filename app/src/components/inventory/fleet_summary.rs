@@ -1,9 +1,9 @@
 //! Per-model counts of the fleet, beside the GPU list.
 
-use crate::components::format::MemoryText;
-use crate::components::format::t_count;
 use crate::domain::inventory::ModelSummary;
 use crate::i18n::*;
+use crate::text::format::MemoryText;
+use crate::text::format::t_count;
 use leptos::prelude::*;
 
 /// How many GPUs of each model there are and how many are available.

@@ -1,7 +1,5 @@
 //! One node with the table of its GPUs and their live values.
 
-use crate::components::format::t_count;
-use crate::components::format::{HourlyPrice, MemoryText, date_text};
 use crate::components::telemetry::{
     LiveFeed, NoValue, SourceBadge, StaleBadge, celsius_text, gib_number, percent_text,
     share_percent, watts_text,
@@ -10,6 +8,8 @@ use crate::domain::gpu::GpuStatus;
 use crate::domain::inventory::{GpuListing, NodeInventory};
 use crate::domain::money::Currency;
 use crate::i18n::*;
+use crate::text::format::t_count;
+use crate::text::format::{HourlyPrice, MemoryText, date_text};
 use leptos::either::Either;
 use leptos::prelude::*;
 

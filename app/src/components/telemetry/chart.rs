@@ -2,9 +2,9 @@
 //! value and time ticks, and an empty state. The geometry comes from `domain::chart`.
 
 use super::number_text;
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::chart::{Frame, ValueRange, layout};
 use crate::domain::telemetry::{ChartPoint, Metric};
+use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
 use chrono::{DateTime, Utc};
 use leptos::either::Either;

@@ -4,10 +4,10 @@ use super::{
     NoValue, celsius_text, gib_of_text, number_text, percent_text, share_percent, watts_number,
     watts_text,
 };
-use crate::components::format::date_text;
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::telemetry::{EventKind, GpuEvent, GpuProcess, LiveGpu, throttle_reason_names};
+use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
+use crate::text::format::date_text;
 use chrono::{DateTime, Utc};
 use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;

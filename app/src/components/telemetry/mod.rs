@@ -10,11 +10,11 @@ pub use details::{CurrentValues, EventTable, ProcessTable};
 pub use source::{SourceBadge, StaleBadge};
 
 use crate::api::telemetry::get_live_fleet;
-use crate::components::format::with_number_style;
 use crate::domain::numbers::format_decimal;
 use crate::domain::telemetry::{LiveFleet, LiveGpu, LiveNode};
 use crate::error::AppError;
 use crate::i18n::*;
+use crate::text::format::with_number_style;
 use chrono::{DateTime, Utc};
 use leptos::prelude::*;
 use leptos_i18n::I18nContext;

@@ -2,11 +2,11 @@
 //! agent has gone silent.
 
 use super::now_utc;
-use crate::components::format::date_text;
-use crate::components::format::t_count;
-use crate::domain::calendar::ZoneOffsets;
 use crate::domain::telemetry::{LiveNode, SourceKind};
+use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
+use crate::text::format::date_text;
+use crate::text::format::t_count;
 use chrono::{DateTime, Utc};
 use leptos::either::EitherOf3;
 use leptos::prelude::*;

@@ -1,0 +1,270 @@
+//! Nodes and GPUs: reading the inventory and adding hardware to it.
+
+use crate::backend::entity::{gpu, node};
+use crate::domain::gpu::{GpuMemory, GpuStatus};
+use crate::domain::inventory::{GpuListing, NewGpu, NewNode, NodeInventory, PendingGpu};
+use crate::domain::money::Money;
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr,
+    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+};
+use std::collections::HashMap;
+
+/// Every node, ordered by name, with its accepted GPUs in device-index order (GPUs waiting for
+/// a platform admin's acceptance are never part of the inventory: see [`pending_gpus`]).
+#[tracing::instrument(skip_all)]
+pub async fn list_nodes_with_gpus(db: &impl ConnectionTrait) -> Result<Vec<NodeInventory>, DbErr> {
+    nodes_with_gpus_where(db, Condition::all()).await
+}
+
+/// The PCI bus id GPU `id`'s agent reported, when known.
+pub async fn pci_bus_id(db: &impl ConnectionTrait, id: i64) -> Result<Option<String>, DbErr> {
+    Ok(gpu::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .and_then(|gpu| gpu.pci_bus_id))
+}
+
+/// The GPUs of one `model` (if given) with at least `min_memory_mib` (if given), on their nodes
+/// (ordered by name; nodes without such GPUs are left out).
+#[tracing::instrument(skip_all)]
+pub async fn list_matching_gpus(
+    db: &impl ConnectionTrait,
+    model: Option<&str>,
+    min_memory_mib: Option<i64>,
+) -> Result<Vec<NodeInventory>, DbErr> {
+    let mut condition = Condition::all();
+    if let Some(model) = model {
+        condition = condition.add(gpu::Column::Model.eq(model));
+    }
+    if let Some(memory) = min_memory_mib {
+        condition = condition.add(gpu::Column::MemoryMib.gte(memory));
+    }
+    let mut nodes = nodes_with_gpus_where(db, condition).await?;
+    nodes.retain(|node| !node.gpus.is_empty());
+    Ok(nodes)
+}
+
+/// Every GPU model in the inventory, sorted.
+pub async fn list_models(db: &impl ConnectionTrait) -> Result<Vec<String>, DbErr> {
+    gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::Model)
+        .filter(gpu::Column::Pending.eq(false))
+        .distinct()
+        .order_by_asc(gpu::Column::Model)
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+async fn nodes_with_gpus_where(
+    db: &impl ConnectionTrait,
+    condition: Condition,
+) -> Result<Vec<NodeInventory>, DbErr> {
+    let nodes = node::Entity::find()
+        .order_by_asc(node::Column::Name)
+        .all(db)
+        .await?;
+    let gpus = gpu::Entity::find()
+        .filter(condition)
+        .filter(gpu::Column::Pending.eq(false))
+        .order_by_asc(gpu::Column::NodeId)
+        .order_by_asc(gpu::Column::DeviceIndex)
+        .all(db)
+        .await?;
+
+    let mut by_node: HashMap<i64, Vec<GpuListing>> = HashMap::new();
+    for row in gpus {
+        by_node.entry(row.node_id).or_default().push(listing(row)?);
+    }
+    Ok(nodes
+        .into_iter()
+        .map(|node| NodeInventory {
+            gpus: by_node.remove(&node.id).unwrap_or_default(),
+            id: node.id,
+            name: node.name,
+            hostname: node.hostname,
+            is_demo: node.is_demo,
+            created_at: node.created_at,
+        })
+        .collect())
+}
+
+/// GPUs waiting for a platform admin's acceptance, oldest first.
+pub async fn pending_gpus(db: &impl ConnectionTrait) -> Result<Vec<PendingGpu>, DbErr> {
+    let rows = gpu::Entity::find()
+        .filter(gpu::Column::Pending.eq(true))
+        .find_also_related(node::Entity)
+        .order_by_asc(gpu::Column::CreatedAt)
+        .order_by_asc(gpu::Column::Id)
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(gpu, node)| PendingGpu {
+            id: gpu.id,
+            node_id: gpu.node_id,
+            node: node.map(|n| n.name).unwrap_or_default(),
+            uuid: gpu.uuid,
+            model: gpu.model,
+            memory_mib: gpu.memory_mib,
+            pci_bus_id: gpu.pci_bus_id,
+            reported_at: gpu.created_at,
+        })
+        .collect())
+}
+
+/// Accepts a pending GPU: from now on it is in the inventory and bookable. Answers it as it was
+/// (`None`: no such GPU). Accepting an accepted GPU changes nothing.
+pub async fn accept_gpu(
+    db: &impl ConnectionTrait,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<gpu::Model>, DbErr> {
+    let Some(before) = gpu::Entity::find_by_id(id).one(db).await? else {
+        return Ok(None);
+    };
+    if before.pending {
+        let mut row: gpu::ActiveModel = before.clone().into();
+        row.pending = Set(false);
+        row.updated_at = Set(now);
+        row.update(db).await?;
+    }
+    Ok(Some(before))
+}
+
+/// The node a GPU sits in.
+pub async fn gpu_node(db: &impl ConnectionTrait, gpu_id: i64) -> Result<Option<i64>, DbErr> {
+    gpu::Entity::find_by_id(gpu_id)
+        .select_only()
+        .column(gpu::Column::NodeId)
+        .into_tuple()
+        .one(db)
+        .await
+}
+
+/// Number of nodes.
+pub async fn count_nodes(db: &impl ConnectionTrait) -> Result<u64, DbErr> {
+    node::Entity::find().count(db).await
+}
+
+/// Adds a node and its GPUs; returns the node's id. Run it inside a transaction so that the node
+/// and its GPUs appear together or not at all.
+#[tracing::instrument(skip_all, fields(node.name = %new_node.name, gpu.count = gpus.len()))]
+pub async fn insert_node_with_gpus(
+    db: &impl ConnectionTrait,
+    new_node: &NewNode,
+    gpus: &[NewGpu],
+    now: DateTime<Utc>,
+) -> Result<i64, DbErr> {
+    let inserted = node::ActiveModel {
+        name: Set(new_node.name.clone()),
+        hostname: Set(new_node.hostname.clone()),
+        is_demo: Set(new_node.is_demo),
+        created_at: Set(now),
+        ..Default::default()
+    }
+    .insert(db)
+    .await?;
+    for new_gpu in gpus {
+        gpu::ActiveModel {
+            node_id: Set(inserted.id),
+            device_index: Set(i32::try_from(new_gpu.device_index)
+                .map_err(|_| DbErr::Custom("device index out of range".into()))?),
+            uuid: Set(new_gpu.uuid.clone()),
+            model: Set(new_gpu.model.clone()),
+            memory_mib: Set(i64::try_from(new_gpu.memory.mib())
+                .map_err(|_| DbErr::Custom("memory size out of range".into()))?),
+            status: Set(new_gpu.status.as_str().to_owned()),
+            shareable: Set(new_gpu.shareable),
+            hourly_price_minor: Set(new_gpu.hourly_price.minor()),
+            created_at: Set(now),
+            updated_at: Set(now),
+            ..Default::default()
+        }
+        .insert(db)
+        .await?;
+    }
+    Ok(inserted.id)
+}
+
+fn listing(row: gpu::Model) -> Result<GpuListing, DbErr> {
+    let corrupt = |what: &str| DbErr::Custom(format!("gpus.id={}: invalid {what}", row.id));
+    Ok(GpuListing {
+        id: row.id,
+        device_index: u32::try_from(row.device_index).map_err(|_| corrupt("device_index"))?,
+        memory: GpuMemory::from_mib(
+            u64::try_from(row.memory_mib).map_err(|_| corrupt("memory_mib"))?,
+        ),
+        status: row
+            .status
+            .parse::<GpuStatus>()
+            .map_err(|_| corrupt("status"))?,
+        hourly_price: Money::from_minor(row.hourly_price_minor),
+        uuid: row.uuid,
+        model: row.model,
+        shareable: row.shareable,
+    })
+}
+
+/// Sets the hourly price of every GPU of `model` that is not retired (bookings keep the price
+/// they locked); answers how many changed and the prices they had.
+pub async fn set_model_price(
+    db: &impl ConnectionTrait,
+    model: &str,
+    hourly_price_minor: i64,
+    now: DateTime<Utc>,
+) -> Result<(u64, Vec<i64>), DbErr> {
+    // Their rows locked in id order first (PostgreSQL), as bookings lock them.
+    let mut query = gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::Id)
+        .column(gpu::Column::HourlyPriceMinor)
+        .filter(gpu::Column::Model.eq(model))
+        .filter(gpu::Column::Status.ne("retired"))
+        .order_by_asc(gpu::Column::Id);
+    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        query = query.lock_exclusive();
+    }
+    let rows: Vec<(i64, i64)> = query.into_tuple().all(db).await?;
+    let mut before: Vec<i64> = rows.into_iter().map(|(_, price)| price).collect();
+    before.sort_unstable();
+    before.dedup();
+    let updated = gpu::Entity::update_many()
+        .col_expr(
+            gpu::Column::HourlyPriceMinor,
+            sea_orm::sea_query::Expr::value(hourly_price_minor),
+        )
+        .col_expr(gpu::Column::UpdatedAt, sea_orm::sea_query::Expr::value(now))
+        .filter(gpu::Column::Model.eq(model))
+        .filter(gpu::Column::Status.ne("retired"))
+        .exec(db)
+        .await?;
+    Ok((updated.rows_affected, before))
+}
+
+/// Changes one GPU's price and whether it can be shared; answers it before the change, `None`
+/// when there is no such GPU.
+pub async fn update_gpu(
+    db: &impl ConnectionTrait,
+    id: i64,
+    hourly_price_minor: Option<i64>,
+    shareable: Option<bool>,
+    now: DateTime<Utc>,
+) -> Result<Option<gpu::Model>, DbErr> {
+    let Some(before) = gpu::Entity::find_by_id(id).one(db).await? else {
+        return Ok(None);
+    };
+    let mut row: gpu::ActiveModel = before.clone().into();
+    if let Some(price) = hourly_price_minor {
+        row.hourly_price_minor = Set(price);
+    }
+    if let Some(shareable) = shareable {
+        row.shareable = Set(shareable);
+    }
+    row.updated_at = Set(now);
+    row.update(db).await?;
+    Ok(Some(before))
+}

@@ -1,0 +1,56 @@
+//! The GPU inventory as people see it: every node with its GPUs (signed-in users), and what
+//! platform admins see besides (agents' state, tokens, GPUs waiting for acceptance).
+
+use crate::backend::auth::actor::Actor;
+use crate::backend::db;
+use crate::backend::db::telemetry::NodeAgentState;
+use crate::domain::inventory::{NodeInventory, PendingGpu};
+use crate::error::AppError;
+use sea_orm::DatabaseConnection;
+use std::collections::HashMap;
+
+/// Every node with its accepted GPUs, by name.
+pub async fn nodes(db: &DatabaseConnection) -> Result<Vec<NodeInventory>, AppError> {
+    Ok(db::inventory::list_nodes_with_gpus(db).await?)
+}
+
+/// The PCI bus id GPU `id`'s agent reported, when known.
+pub async fn pci_bus_id(db: &DatabaseConnection, id: i64) -> Result<Option<String>, AppError> {
+    Ok(db::inventory::pci_bus_id(db, id).await?)
+}
+
+/// GPUs agents reported that wait for a platform admin's acceptance, oldest first.
+pub async fn pending(db: &DatabaseConnection, actor: &Actor) -> Result<Vec<PendingGpu>, AppError> {
+    actor.require_platform_admin()?;
+    Ok(db::inventory::pending_gpus(db).await?)
+}
+
+/// What the nodes page lists (platform admins).
+#[derive(Debug)]
+pub struct NodesOverview {
+    /// Every node with its GPUs.
+    pub nodes: Vec<NodeInventory>,
+    /// Each node's agent.
+    pub agents: Vec<NodeAgentState>,
+    /// Live tokens per node id.
+    pub live_tokens: HashMap<i64, u64>,
+    /// GPUs waiting for acceptance.
+    pub pending: Vec<PendingGpu>,
+}
+
+/// Nodes, their agents, tokens and pending GPUs (platform admins).
+pub async fn overview(db: &DatabaseConnection, actor: &Actor) -> Result<NodesOverview, AppError> {
+    actor.require_platform_admin()?;
+    let (nodes, agents, live_tokens, pending) = tokio::try_join!(
+        db::inventory::list_nodes_with_gpus(db),
+        db::telemetry::node_states(db),
+        db::telemetry::live_token_counts(db),
+        db::inventory::pending_gpus(db),
+    )?;
+    Ok(NodesOverview {
+        nodes,
+        agents,
+        live_tokens,
+        pending,
+    })
+}

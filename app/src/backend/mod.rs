@@ -1,0 +1,21 @@
+//! Server-only code (`ssr`): application state, database access and start-up jobs. Every
+//! function takes its connection or transaction explicitly.
+
+pub mod auth;
+pub mod booking;
+pub mod clock;
+pub mod db;
+pub mod demo;
+pub mod entity;
+pub mod fleet;
+pub mod inventory;
+pub mod ledger;
+pub mod maintenance;
+pub mod profile;
+pub mod quotas;
+pub mod reports;
+pub mod session;
+pub mod state;
+pub mod teams;
+pub mod telemetry;
+pub mod viewer;

@@ -1,0 +1,520 @@
+//! Teams as a service: who may see and change a team, and each change in one write transaction
+//! with its audit entry. Server functions, the JSON API and the plain forms all come through
+//! here, so every rule holds whatever the client.
+
+use crate::backend::auth::actor::Actor;
+use crate::backend::db;
+use crate::backend::db::audit::NewEntry;
+use crate::domain::audit::{AuditAction, AuditEntry, AuditFilter};
+use crate::domain::problem::Problem;
+use crate::domain::reservation::Reservation;
+use crate::domain::team::{
+    Budget, Invitation, TeamAccess, TeamMoney, TeamName, TeamRole, TeamRoster, TeamSummary,
+    leaves_no_admin, parse_budget,
+};
+use crate::domain::user::{Email, PlatformRole};
+use crate::error::AppError;
+use chrono::{DateTime, Utc};
+use sea_orm::{ConnectionTrait, DatabaseConnection};
+use serde::Serialize;
+
+/// What the actor may do with `team_id`: `NotFound` when they may not even see it (a team's
+/// existence is not revealed to outsiders).
+pub async fn access(
+    db: &impl ConnectionTrait,
+    actor: &Actor,
+    team_id: i64,
+) -> Result<TeamAccess, AppError> {
+    let memberships = db::teams::memberships_of(db, actor.user.id).await?;
+    let access = TeamAccess::of(actor.user.role, &memberships, team_id)
+        .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+    if actor.user.role == PlatformRole::PlatformAdmin
+        && db::teams::team_name(db, team_id).await?.is_none()
+    {
+        return Err(AppError::NotFound(format!("team {team_id}")));
+    }
+    Ok(access)
+}
+
+/// Succeeds when the actor manages `team_id`; `Forbidden` for its plain members.
+pub async fn require_manage(
+    db: &impl ConnectionTrait,
+    actor: &Actor,
+    team_id: i64,
+) -> Result<(), AppError> {
+    match access(db, actor, team_id).await? {
+        TeamAccess::Manage => Ok(()),
+        TeamAccess::View => Err(AppError::Forbidden),
+    }
+}
+
+/// The teams the actor belongs to (platform admins: every team), by name.
+pub async fn list(db: &DatabaseConnection, actor: &Actor) -> Result<Vec<TeamSummary>, AppError> {
+    if actor.user.role == PlatformRole::PlatformAdmin {
+        return Ok(db::teams::summaries(db, None).await?);
+    }
+    let ids: Vec<i64> = db::teams::memberships_of(db, actor.user.id)
+        .await?
+        .into_iter()
+        .map(|team| team.team_id)
+        .collect();
+    Ok(db::teams::summaries(db, Some(&ids)).await?)
+}
+
+/// A page of the audit log, newest first: all of it for platform admins; with `team_id`, that
+/// team's part for those who manage it. `filter` is the request's filter as parsed: a problem with
+/// it is answered only once the actor is known to be allowed.
+pub async fn audit_log(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    team_id: Option<i64>,
+    filter: Result<AuditFilter, AppError>,
+) -> Result<Vec<AuditEntry>, AppError> {
+    match team_id {
+        Some(team_id) => require_manage(db, actor, team_id).await?,
+        None => actor.require_platform_admin()?,
+    }
+    let mut filter = filter?;
+    if team_id.is_some() {
+        filter.team_id = team_id;
+    }
+    Ok(db::audit::list(db, &filter).await?)
+}
+
+/// The team's confirmed bookings that overlap `[from, to)`, soonest first (its members and
+/// platform admins).
+pub async fn bookings(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    team_id: i64,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Reservation>, AppError> {
+    access(db, actor, team_id).await?;
+    Ok(db::reservations::team_bookings(db, team_id, from, to, now).await?)
+}
+
+/// The team's members and open invitations, with what the actor may do.
+pub async fn roster(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    team_id: i64,
+) -> Result<(TeamRoster, TeamAccess), AppError> {
+    let access = access(db, actor, team_id).await?;
+    let name = db::teams::team_name(db, team_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+    let members = db::teams::members(db, team_id).await?;
+    // Members see who belongs; only those who manage the team see whom it invited.
+    let invitations = match access {
+        TeamAccess::Manage => db::teams::open_invitations(db, team_id).await?,
+        TeamAccess::View => Vec::new(),
+    };
+    Ok((
+        TeamRoster {
+            id: team_id,
+            name,
+            members,
+            invitations,
+        },
+        access,
+    ))
+}
+
+/// Reads the audit log's action filter as a client sends it (empty: every action).
+pub fn parse_audit_action(
+    raw: Option<&str>,
+) -> Result<Option<crate::domain::audit::AuditAction>, AppError> {
+    match raw.map(str::trim).filter(|raw| !raw.is_empty()) {
+        None => Ok(None),
+        Some(raw) => crate::domain::audit::AuditAction::parse(raw)
+            .map(Some)
+            .ok_or_else(|| {
+                AppError::invalid(
+                    "action",
+                    Problem::Unreadable {
+                        detail: format!("unknown action `{raw}`"),
+                    },
+                )
+            }),
+    }
+}
+
+/// Reads a role sent by a client.
+pub fn parse_role(raw: &str) -> Result<TeamRole, AppError> {
+    TeamRole::parse(raw.trim()).ok_or_else(|| {
+        AppError::invalid(
+            "role",
+            Problem::UnknownTeamRole {
+                raw: raw.to_owned(),
+            },
+        )
+    })
+}
+
+fn parse_email(raw: &str) -> Result<Email, AppError> {
+    Email::parse(raw).map_err(|_| {
+        AppError::invalid(
+            "email",
+            Problem::NotAnEmail {
+                raw: raw.to_owned(),
+            },
+        )
+    })
+}
+
+/// A write transaction holding the team's lock, in which the actor's right to change the team
+/// is checked again: a request that passed the first check while another one removed its
+/// sender changes nothing.
+pub(crate) async fn locked(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    team_id: i64,
+    manage: bool,
+) -> Result<sea_orm::DatabaseTransaction, AppError> {
+    let txn = db::begin_write(db).await?;
+    db::teams::lock_team(&txn, team_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+    if manage {
+        require_manage(&txn, actor, team_id).await?;
+    } else {
+        access(&txn, actor, team_id).await?;
+    }
+    Ok(txn)
+}
+
+#[derive(Serialize)]
+struct InvitationValues<'a> {
+    email: &'a str,
+    role: &'static str,
+}
+
+#[derive(Serialize)]
+struct MemberValues<'a> {
+    user_id: i64,
+    email: &'a str,
+    role: &'static str,
+}
+
+/// Invites `email` into the team as `role`; the invitation is accepted when they sign in.
+pub async fn invite(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    team_id: i64,
+    email: &str,
+    role: &str,
+    now: DateTime<Utc>,
+) -> Result<Invitation, AppError> {
+    require_manage(db, actor, team_id).await?;
+    let email = parse_email(email)?;
+    let role = parse_role(role)?;
+    let txn = locked(db, actor, team_id, true).await?;
+    let members = db::teams::members(&txn, team_id).await?;
+    if members.iter().any(|member| member.email == email.as_str()) {
+        return Err(AppError::Conflict(Problem::AlreadyMember {
+            email: email.as_str().to_owned(),
+        }));
+    }
+    if db::teams::is_invited(&txn, team_id, &email).await? {
+        return Err(AppError::Conflict(Problem::AlreadyInvited {
+            email: email.as_str().to_owned(),
+        }));
+    }
+    let id =
+        db::teams::insert_invitation(&txn, team_id, &email, role, Some(actor.user.id), now).await?;
+    db::audit::append(
+        &txn,
+        NewEntry {
+            at: now,
+            actor_id: Some(actor.user.id),
+            action: AuditAction::TeamInvite,
+            target_kind: "invitation",
+            target_id: id.to_string(),
+            team_id: Some(team_id),
+        },
+        None::<&()>,
+        Some(&InvitationValues {
+            email: email.as_str(),
+            role: role.as_str(),
+        }),
+    )
+    .await?;
+    txn.commit().await?;
+    tracing::info!(team.id = team_id, invitation.id = id, "invitation sent");
+    Ok(Invitation {
+        id,
+        team_id,
+        email: email.as_str().to_owned(),
+        role,
+        invited_by: Some(actor.user.name.clone()),
+        created_at: now,
+    })
+}
+
+/// Withdraws an open invitation.
+pub async fn revoke_invitation(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    team_id: i64,
+    invitation_id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    require_manage(db, actor, team_id).await?;
+    let txn = locked(db, actor, team_id, true).await?;
+    let revoked = db::teams::revoke_invitation(&txn, team_id, invitation_id, actor.user.id, now)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("open invitation {invitation_id}")))?;
+    db::audit::append(
+        &txn,
+        NewEntry {
+            at: now,
+            actor_id: Some(actor.user.id),
+            action: AuditAction::TeamInvitationRevoke,
+            target_kind: "invitation",
+            target_id: invitation_id.to_string(),
+            team_id: Some(team_id),
+        },
+        Some(&InvitationValues {
+            email: &revoked.email,
+            role: revoked.role.as_str(),
+        }),
+        None::<&()>,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Changes a member's role (`Some`) or removes them (`None`). A team keeps at least one admin;
+/// members may leave a team themselves.
+pub async fn change_member(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    team_id: i64,
+    user_id: i64,
+    new_role: Option<TeamRole>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    let leaving = new_role.is_none() && user_id == actor.user.id;
+    if leaving {
+        access(db, actor, team_id).await?;
+    } else {
+        require_manage(db, actor, team_id).await?;
+    }
+    let txn = locked(db, actor, team_id, !leaving).await?;
+    let members = db::teams::members(&txn, team_id).await?;
+    let member = members
+        .iter()
+        .find(|member| member.user_id == user_id)
+        .ok_or_else(|| AppError::NotFound(format!("member {user_id} of team {team_id}")))?;
+    if new_role == Some(member.role) {
+        return Ok(());
+    }
+    if leaves_no_admin(&members, user_id, new_role) {
+        return Err(AppError::Conflict(Problem::LastAdmin));
+    }
+    let before = MemberValues {
+        user_id,
+        email: &member.email,
+        role: member.role.as_str(),
+    };
+    let action = match new_role {
+        Some(role) => {
+            db::teams::set_member(&txn, team_id, user_id, role, now).await?;
+            AuditAction::TeamMemberRole
+        }
+        None => {
+            db::teams::remove_member(&txn, team_id, user_id).await?;
+            AuditAction::TeamMemberRemove
+        }
+    };
+    let after = new_role.map(|role| MemberValues {
+        user_id,
+        email: &member.email,
+        role: role.as_str(),
+    });
+    db::audit::append(
+        &txn,
+        NewEntry {
+            at: now,
+            actor_id: Some(actor.user.id),
+            action,
+            target_kind: "user",
+            target_id: user_id.to_string(),
+            team_id: Some(team_id),
+        },
+        Some(&before),
+        after.as_ref(),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// The team's wallet, what its unpaid bookings hold, its budget and this month's bookings.
+pub async fn money(
+    db: &DatabaseConnection,
+    team_id: i64,
+    now: DateTime<Utc>,
+) -> Result<TeamMoney, AppError> {
+    let budget = db::teams::budget(db, team_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+    let (month, next) = crate::domain::schedule::utc_month_of(now);
+    let (balance, unpaid, month_spent) = tokio::try_join!(
+        db::ledger::account_balance(db, crate::domain::ledger::Account::TeamWallet(team_id)),
+        db::payments::unpaid_of_team(db, team_id),
+        db::teams::month_spend(db, team_id, month, next),
+    )?;
+    let payments_due = unpaid
+        .iter()
+        .filter(|row| row.payment_status == "due")
+        .count();
+    Ok(TeamMoney {
+        balance,
+        on_hold: db::payments::held(&unpaid),
+        payments_due: u32::try_from(payments_due).unwrap_or(u32::MAX),
+        budget,
+        month,
+        month_spent,
+    })
+}
+
+/// Sets the team's monthly budget (its admins, platform admins), with its audit entry.
+pub async fn set_budget(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    team_id: i64,
+    limit_minor: Option<i64>,
+    mode: &str,
+    warn_percent: i64,
+    now: DateTime<Utc>,
+) -> Result<Budget, AppError> {
+    require_manage(db, actor, team_id).await?;
+    let budget = parse_budget(limit_minor, mode, warn_percent)
+        .map_err(|(field, problem)| AppError::invalid(field, problem))?;
+    let txn = locked(db, actor, team_id, true).await?;
+    let before = db::teams::budget(&txn, team_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+    db::teams::set_budget(&txn, team_id, &budget).await?;
+    db::audit::append(
+        &txn,
+        NewEntry {
+            at: now,
+            actor_id: Some(actor.user.id),
+            action: AuditAction::TeamBudget,
+            target_kind: "team",
+            target_id: team_id.to_string(),
+            team_id: Some(team_id),
+        },
+        Some(&before),
+        Some(&budget),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(budget)
+}
+
+/// Creates a team (platform admins) and invites its first admin.
+pub async fn create(
+    db: &DatabaseConnection,
+    actor: &Actor,
+    name: &str,
+    admin_email: &str,
+    now: DateTime<Utc>,
+) -> Result<(i64, Invitation), AppError> {
+    actor.require_platform_admin()?;
+    let name =
+        TeamName::parse(name).map_err(|_| AppError::invalid("name", Problem::Name { max: 100 }))?;
+    let email = parse_email(admin_email)?;
+    let txn = db::begin_write(db).await?;
+    let team_id = db::teams::create_team(&txn, &name, now)
+        .await?
+        .ok_or_else(|| {
+            AppError::Conflict(Problem::TeamNameTaken {
+                name: name.as_str().to_owned(),
+            })
+        })?;
+    let invitation_id = db::teams::insert_invitation(
+        &txn,
+        team_id,
+        &email,
+        TeamRole::Admin,
+        Some(actor.user.id),
+        now,
+    )
+    .await?;
+    #[derive(Serialize)]
+    struct TeamValues<'a> {
+        name: &'a str,
+        admin_email: &'a str,
+    }
+    db::audit::append(
+        &txn,
+        NewEntry {
+            at: now,
+            actor_id: Some(actor.user.id),
+            action: AuditAction::TeamCreate,
+            target_kind: "team",
+            target_id: team_id.to_string(),
+            team_id: Some(team_id),
+        },
+        None::<&()>,
+        Some(&TeamValues {
+            name: name.as_str(),
+            admin_email: email.as_str(),
+        }),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok((
+        team_id,
+        Invitation {
+            id: invitation_id,
+            team_id,
+            email: email.as_str().to_owned(),
+            role: TeamRole::Admin,
+            invited_by: Some(actor.user.name.clone()),
+            created_at: now,
+        },
+    ))
+}
+
+/// Accepts the open invitations of the user who just signed in; answers the teams joined.
+pub async fn accept_invitations(
+    db: &DatabaseConnection,
+    user_id: i64,
+    email: &Email,
+    now: DateTime<Utc>,
+) -> Result<Vec<db::teams::Accepted>, AppError> {
+    if !db::teams::has_open_invitations(db, email).await? {
+        return Ok(Vec::new());
+    }
+    let txn = db::begin_write(db).await?;
+    let accepted = db::teams::accept_invitations(&txn, user_id, email, now).await?;
+    for joined in &accepted {
+        db::audit::append(
+            &txn,
+            NewEntry {
+                at: now,
+                actor_id: Some(user_id),
+                action: AuditAction::TeamInvitationAccept,
+                target_kind: "invitation",
+                target_id: joined.invitation_id.to_string(),
+                team_id: Some(joined.team_id),
+            },
+            None::<&()>,
+            Some(&MemberValues {
+                user_id,
+                email: email.as_str(),
+                role: joined.role.as_str(),
+            }),
+        )
+        .await?;
+    }
+    txn.commit().await?;
+    Ok(accepted)
+}

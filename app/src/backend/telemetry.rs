@@ -1,0 +1,387 @@
+//! The telemetry service: node agents register and report through it (over HTTP with a node
+//! token, or in-process), and the pages, the JSON API and `/metrics` read through it.
+
+use crate::backend::auth::tokens;
+use crate::backend::db::{self, begin_write, telemetry as store};
+use crate::backend::state::TelemetrySettings;
+use crate::domain::problem::Problem;
+use crate::domain::telemetry::{
+    GpuEvent, GpuHistory, LiveFleet, LiveNode, MAX_HISTORY_DAYS, RawPoint, Registration, Report,
+    Series, SourceKind, is_stale, validate_registration, validate_report, wants_raw,
+};
+use crate::error::AppError;
+use chrono::{DateTime, Duration, Utc};
+use sea_orm::DatabaseConnection;
+use std::collections::HashMap;
+
+/// Most raw points one history answer carries.
+const MAX_RAW_POINTS: u64 = 25_000;
+
+/// The node a token reports for. A missing, unknown or revoked token is `Unauthorized`.
+pub async fn authenticate_node(
+    db: &DatabaseConnection,
+    token: Option<&str>,
+) -> Result<i64, AppError> {
+    let token = token.ok_or(AppError::Unauthorized)?;
+    store::node_for_token(db, &tokens::hash(token))
+        .await?
+        .ok_or(AppError::Unauthorized)
+}
+
+/// Creates the node `name` if it does not exist and issues a token for it; returns the node's
+/// id and the token (shown once; only its hash is stored). `accept_new_gpus`, when given, sets
+/// whether the GPUs its agent reports for the first time are accepted at once (otherwise they
+/// wait for a platform admin); a new node's default is to wait.
+pub async fn issue_node_token(
+    db: &DatabaseConnection,
+    name: &str,
+    accept_new_gpus: Option<bool>,
+    actor_id: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<(i64, String), AppError> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 128 {
+        return Err(AppError::invalid("name", Problem::Name { max: 128 }));
+    }
+    let (token, hash) = tokens::generate();
+    let txn = begin_write(db).await?;
+    let node_id = store::find_or_create_node(&txn, name, name, accept_new_gpus, now).await?;
+    let token_id = store::insert_node_token(&txn, node_id, &hash, now).await?;
+    crate::backend::db::audit::append(
+        &txn,
+        crate::backend::db::audit::NewEntry {
+            at: now,
+            actor_id,
+            action: crate::domain::audit::AuditAction::NodeTokenIssue,
+            target_kind: "node",
+            target_id: node_id.to_string(),
+            team_id: None,
+        },
+        None::<&()>,
+        Some(&serde_json::json!({
+            "node": name,
+            "token_id": token_id,
+            "accept_new_gpus": accept_new_gpus,
+        })),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok((node_id, token))
+}
+
+/// Accepts a GPU an agent reported into the inventory (platform admins), with its audit entry:
+/// from then on it is listed and bookable. Accepting it again changes nothing.
+pub async fn accept_gpu(
+    db: &DatabaseConnection,
+    actor: &crate::backend::auth::actor::Actor,
+    gpu_id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    actor.require_platform_admin()?;
+    let txn = begin_write(db).await?;
+    let before = db::inventory::accept_gpu(&txn, gpu_id, now)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("GPU {gpu_id}")))?;
+    if before.pending {
+        crate::backend::db::audit::append(
+            &txn,
+            crate::backend::db::audit::NewEntry {
+                at: now,
+                actor_id: Some(actor.user.id),
+                action: crate::domain::audit::AuditAction::GpuAccept,
+                target_kind: "gpu",
+                target_id: gpu_id.to_string(),
+                team_id: None,
+            },
+            Some(
+                &serde_json::json!({ "pending": true, "uuid": before.uuid, "model": before.model }),
+            ),
+            Some(&serde_json::json!({ "pending": false })),
+        )
+        .await?;
+        tracing::info!(gpu.id = gpu_id, gpu.uuid = %before.uuid, "GPU accepted");
+    }
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Revokes every live token of node `node_id`, with its audit entry; answers how many were live.
+pub async fn revoke_node_tokens(
+    db: &DatabaseConnection,
+    node_id: i64,
+    actor_id: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<u64, AppError> {
+    let txn = begin_write(db).await?;
+    let revoked = store::revoke_node_tokens(&txn, node_id, now).await?;
+    if revoked > 0 {
+        crate::backend::db::audit::append(
+            &txn,
+            crate::backend::db::audit::NewEntry {
+                at: now,
+                actor_id,
+                action: crate::domain::audit::AuditAction::NodeTokenRevoke,
+                target_kind: "node",
+                target_id: node_id.to_string(),
+                team_id: None,
+            },
+            Some(&serde_json::json!({ "live_tokens": revoked })),
+            Some(&serde_json::json!({ "live_tokens": 0 })),
+        )
+        .await?;
+    }
+    txn.commit().await?;
+    Ok(revoked)
+}
+
+/// The UUIDs in a request mapped to their GPUs, all of which must belong to `node_id`: a GPU
+/// of another node is `Forbidden`; with `require_known`, an unknown UUID is a validation error.
+async fn own_gpus<'a>(
+    db: &impl sea_orm::ConnectionTrait,
+    node_id: i64,
+    uuids: impl Iterator<Item = &'a str>,
+    require_known: bool,
+) -> Result<HashMap<String, i64>, AppError> {
+    let mut wanted: Vec<&str> = uuids.collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let found = store::gpus_by_uuid(db, &wanted).await?;
+    let mut own = HashMap::new();
+    for uuid in wanted {
+        match found.get(uuid) {
+            Some(&(gpu_id, owner)) if owner == node_id => {
+                own.insert(uuid.to_owned(), gpu_id);
+            }
+            Some(_) => return Err(AppError::Forbidden),
+            None if require_known => {
+                return Err(AppError::invalid(
+                    "uuid",
+                    Problem::UnregisteredGpu {
+                        uuid: uuid.to_owned(),
+                    },
+                ));
+            }
+            None => {}
+        }
+    }
+    Ok(own)
+}
+
+/// Syncs a node's inventory with what its agent found (one transaction).
+pub async fn register(
+    db: &DatabaseConnection,
+    settings: &TelemetrySettings,
+    node_id: i64,
+    registration: &Registration,
+    now: DateTime<Utc>,
+) -> Result<store::SyncOutcome, AppError> {
+    validate_registration(registration)
+        .map_err(|(field, problem)| AppError::invalid(&field, problem))?;
+    let txn = begin_write(db).await?;
+    own_gpus(
+        &txn,
+        node_id,
+        registration.gpus.iter().map(|g| g.uuid.as_str()),
+        false,
+    )
+    .await?;
+    let outcome = store::sync_inventory(
+        &txn,
+        node_id,
+        registration,
+        settings.new_gpu_price_minor,
+        now,
+    )
+    .await?;
+    txn.commit().await?;
+    if outcome != store::SyncOutcome::default() {
+        tracing::info!(
+            node.id = node_id,
+            gpus.added = outcome.added,
+            gpus.vanished = outcome.vanished,
+            gpus.returned = outcome.returned,
+            gpus.pending = outcome.pending,
+            "node inventory changed"
+        );
+    }
+    Ok(outcome)
+}
+
+/// Records a demo node's simulated agent without touching its GPUs (the demo fleet is the
+/// inventory).
+pub async fn note_agent(
+    db: &DatabaseConnection,
+    node_id: i64,
+    registration: &Registration,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    store::note_agent(db, node_id, registration, now).await?;
+    Ok(())
+}
+
+/// What a report stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReportOutcome {
+    /// New samples (a resent sample is not counted twice).
+    pub samples: u64,
+    /// Events.
+    pub events: usize,
+}
+
+/// Stores a report: all of it, or nothing when any part is invalid (one transaction).
+pub async fn report(
+    db: &DatabaseConnection,
+    settings: &TelemetrySettings,
+    node_id: i64,
+    report: &Report,
+    now: DateTime<Utc>,
+) -> Result<ReportOutcome, AppError> {
+    validate_report(report, now, settings.raw_keep)
+        .map_err(|(field, problem)| AppError::invalid(&field, problem))?;
+    let txn = begin_write(db).await?;
+    let gpus = own_gpus(
+        &txn,
+        node_id,
+        report
+            .samples
+            .iter()
+            .map(|s| s.uuid.as_str())
+            .chain(report.events.iter().map(|e| e.uuid.as_str())),
+        true,
+    )
+    .await?;
+    let samples = store::store_samples(&txn, node_id, &report.samples, &gpus, now).await?;
+    let events = store::store_events(&txn, &report.events, &gpus).await?;
+    txn.commit().await?;
+    Ok(ReportOutcome { samples, events })
+}
+
+/// The latest values of every GPU and the state of every node's agent.
+pub async fn live_fleet(
+    db: &DatabaseConnection,
+    now: DateTime<Utc>,
+) -> Result<LiveFleet, AppError> {
+    let (nodes, gpus, vanished) = tokio::try_join!(
+        store::node_states(db),
+        store::live_gpus(db, None),
+        store::vanished_gpus(db)
+    )?;
+    Ok(LiveFleet {
+        nodes: nodes
+            .into_iter()
+            .map(|node| LiveNode {
+                node_id: node.node_id,
+                source: node.source,
+                stale: node.source.is_some()
+                    && is_stale(node.last_seen, node.interval_seconds, now),
+                last_seen: node.last_seen,
+                driver_version: node.driver_version,
+            })
+            .collect(),
+        gpus,
+        vanished,
+    })
+}
+
+/// Checks a history range: `to` after `from`, at most [`MAX_HISTORY_DAYS`].
+pub fn check_range(from: DateTime<Utc>, to: DateTime<Utc>) -> Result<(), AppError> {
+    if to <= from {
+        return Err(AppError::invalid("to", Problem::ToNotAfterFrom));
+    }
+    if to - from > Duration::days(MAX_HISTORY_DAYS) {
+        return Err(AppError::invalid(
+            "from",
+            Problem::RangeTooLong {
+                days: MAX_HISTORY_DAYS,
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// The source of a GPU's node, or `NotFound` for an unknown GPU.
+async fn gpu_source(db: &DatabaseConnection, gpu_id: i64) -> Result<Option<SourceKind>, AppError> {
+    let listing = db::inventory::gpu_node(db, gpu_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("GPU {gpu_id}")))?;
+    Ok(store::node_states(db)
+        .await?
+        .into_iter()
+        .find(|node| node.node_id == listing)
+        .and_then(|node| node.source))
+}
+
+/// A GPU's history over `[from, to)`.
+pub async fn history(
+    db: &DatabaseConnection,
+    settings: &TelemetrySettings,
+    gpu_id: i64,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<GpuHistory, AppError> {
+    check_range(from, to)?;
+    let source = gpu_source(db, gpu_id).await?;
+    let series = if wants_raw(from, to, now, settings.raw_keep) {
+        Series::Raw(
+            store::samples(db, gpu_id, from, to, MAX_RAW_POINTS)
+                .await?
+                .into_iter()
+                .map(|(at, readings)| RawPoint { at, readings })
+                .collect(),
+        )
+    } else {
+        Series::Minute(store::rollups(db, gpu_id, from, to).await?)
+    };
+    Ok(GpuHistory {
+        gpu_id,
+        from,
+        to,
+        source,
+        simulated: source == Some(SourceKind::Simulated),
+        series,
+    })
+}
+
+/// A GPU's events over `[from, to)`, newest first.
+pub async fn events(
+    db: &DatabaseConnection,
+    gpu_id: i64,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<GpuEvent>, AppError> {
+    check_range(from, to)?;
+    gpu_source(db, gpu_id).await?;
+    Ok(store::events(db, gpu_id, from, to, limit.clamp(1, 1000)).await?)
+}
+
+/// How long after a minute ends its samples are waited for before it is rolled up.
+const ROLLUP_GRACE: Duration = Duration::seconds(30);
+
+/// Key of the PostgreSQL advisory lock that lets one replica at a time run the job.
+const JOB_LOCK_KEY: i64 = 0x6265_7274_6874; // "bertht"
+
+/// One run of the rollup-and-prune job at `now` (one transaction; replicas take turns).
+pub async fn run_maintenance(
+    db: &DatabaseConnection,
+    settings: &TelemetrySettings,
+    now: DateTime<Utc>,
+) -> Result<store::MaintenanceOutcome, AppError> {
+    let txn = begin_write(db).await?;
+    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        use sea_orm::ConnectionTrait;
+        txn.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({JOB_LOCK_KEY})"))
+            .await?;
+    }
+    let outcome = store::roll_up_and_prune(
+        &txn,
+        now - ROLLUP_GRACE,
+        now - settings.raw_keep,
+        now - settings.rollup_keep,
+        settings.idle_util_percent,
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(outcome)
+}

@@ -1,0 +1,55 @@
+//! The language of the request being served, on the server: texts the server puts together for a
+//! page's islands, and refusals put into words before they go out.
+
+use crate::backend::state::AppState;
+use crate::error::AppError;
+use leptos::prelude::*;
+
+/// `error` with its problem in the language of the current request (cookie or
+/// `Accept-Language`); other errors unchanged.
+pub fn explained(error: AppError) -> AppError {
+    let (status, field, problem) = match error {
+        AppError::Validation { field, problem } => (422, Some(field), problem),
+        AppError::Conflict(problem) => (409, None, problem),
+        other => return other,
+    };
+    let message = in_request_language(|i18n| crate::text::problem::problem_text(i18n, &problem));
+    AppError::Explained {
+        status,
+        field,
+        code: problem.code(),
+        message,
+    }
+}
+
+/// [`explained`] outside Leptos' request handling (plain form routes): the language comes from
+/// `headers` (cookie or `Accept-Language`).
+pub fn explained_for(error: AppError, headers: &http::HeaderMap, state: &AppState) -> AppError {
+    for_request(headers, state, || explained(error))
+}
+
+/// Runs `f` as if inside Leptos' handling of a request with `headers` (plain routes that need
+/// [`in_request_language`] or [`explained`]).
+pub fn for_request<R>(headers: &http::HeaderMap, state: &AppState, f: impl FnOnce() -> R) -> R {
+    let (mut parts, ()) = http::Request::new(()).into_parts();
+    parts.headers = headers.clone();
+    Owner::new().with(|| {
+        provide_context(parts);
+        provide_context(state.clone());
+        f()
+    })
+}
+
+/// Runs `f` with the translations of the current request's language (cookie or
+/// `Accept-Language`): for texts the server puts together for a page's islands, so that the
+/// browser's WebAssembly carries no translation code for them.
+pub fn in_request_language<R>(
+    f: impl FnOnce(leptos_i18n::I18nContext<crate::i18n::Locale>) -> R,
+) -> R {
+    Owner::new().with(|| {
+        // The same context `I18nContextProvider` provides.
+        #[allow(deprecated)]
+        let i18n = leptos_i18n::context::provide_i18n_context::<crate::i18n::Locale>();
+        f(i18n)
+    })
+}

@@ -1,0 +1,12 @@
+//! Everything that turns data into words in the reader's language: money, memory, hours and
+//! dates; why a request was refused; and the texts the server puts together for the pages.
+//! Services (`backend`) never build text; pages and server functions call in here.
+
+#[cfg(feature = "ssr")]
+pub mod booking;
+pub mod format;
+#[cfg(feature = "ssr")]
+pub mod language;
+pub mod problem;
+#[cfg(feature = "ssr")]
+pub mod report;

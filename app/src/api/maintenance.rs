@@ -93,8 +93,8 @@ pub async fn set_maintenance(
     release: Option<String>,
 ) -> Result<Vec<MaintenanceWindow>, AppError> {
     use crate::api::context::platform_admin;
-    use crate::backend::booking::local_to_rfc3339;
     use crate::backend::maintenance::{self, MaintenanceForm};
+    use crate::backend::reservations::local_to_rfc3339;
     platform_admin(|call| async move {
         let invalid_target =
             || AppError::invalid("target", crate::domain::problem::Problem::NoTarget);

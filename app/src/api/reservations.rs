@@ -1,5 +1,5 @@
 //! The calendar and reservations: server functions for the pages (the JSON API under
-//! `/api/v1/reservations` uses the same service layer, `backend::booking`).
+//! `/api/v1/reservations` uses the same service layer, `backend::reservations`).
 
 use crate::domain::calendar::CalendarView;
 use crate::domain::reservation::{MyReservations, Reservation, SlotOffer};
@@ -18,7 +18,7 @@ pub async fn get_calendar(
     min_memory_gib: Option<u32>,
 ) -> Result<CalendarView, AppError> {
     use crate::api::context::signed_in;
-    use crate::backend::booking;
+    use crate::backend::reservations;
     use crate::domain::calendar::Span;
     let start = match start.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         Some(raw) => {
@@ -38,14 +38,14 @@ pub async fn get_calendar(
         None => None,
     };
     signed_in(|call| async move {
-        let query = booking::CalendarQuery {
+        let query = reservations::CalendarQuery {
             start: start.transpose()?,
             span: Span::parse(span.as_deref()),
             model: model.filter(|m| !m.trim().is_empty()),
             min_memory_gib: min_memory_gib.filter(|gib| *gib > 0),
             zone: call.zone(),
         };
-        let mut view = booking::calendar(&call.state, &call.actor, &query, call.now).await?;
+        let mut view = reservations::calendar(&call.state, &call.actor, &query, call.now).await?;
         view.texts = crate::text::booking::panel_texts(call.state.portal.charge.lead.num_minutes());
         Ok(view)
     })
@@ -72,7 +72,7 @@ pub async fn book_reservation(
     team_id: Option<i64>,
 ) -> Result<i64, AppError> {
     use crate::api::context::signed_in;
-    use crate::backend::booking::{self, BookingForm, ShareInput};
+    use crate::backend::reservations::{self, BookingForm, ShareInput};
     signed_in(|call| async move {
         let form = BookingForm {
             gpu_ids: Some(gpu_ids),
@@ -86,7 +86,7 @@ pub async fn book_reservation(
             priority: None,
         };
         let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
-        booking::create(&call.state, &call.actor, &form, call.now, key)
+        reservations::create(&call.state, &call.actor, &form, call.now, key)
             .await
             .map(|reservation| reservation.id)
     })
@@ -99,7 +99,7 @@ pub async fn book_reservation(
 pub async fn get_booking_note(id: i64) -> Result<Option<String>, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
-        let note = crate::backend::booking::booking_note(&call.state, &call.actor, id).await?;
+        let note = crate::backend::reservations::booking_note(&call.state, &call.actor, id).await?;
         Ok(note.map(|note| crate::text::booking::booking_note(&note, &call.state.portal.currency)))
     })
     .await
@@ -111,7 +111,7 @@ pub async fn get_booking_note(id: i64) -> Result<Option<String>, AppError> {
 pub async fn cancel_reservation(id: i64) -> Result<Reservation, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
-        crate::backend::booking::cancel(&call.state, &call.actor, id, call.now).await
+        crate::backend::reservations::cancel(&call.state, &call.actor, id, call.now).await
     })
     .await
 }
@@ -122,7 +122,7 @@ pub async fn list_my_reservations() -> Result<MyReservations, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
         let (list, refunds_now) =
-            crate::backend::booking::mine(&call.state, &call.actor, call.now).await?;
+            crate::backend::reservations::mine(&call.state, &call.actor, call.now).await?;
         let from = list
             .iter()
             .map(|r| r.window.start())
@@ -159,7 +159,7 @@ pub async fn find_slots(
     after: Option<String>,
 ) -> Result<Vec<SlotOffer>, AppError> {
     use crate::api::context::signed_in;
-    use crate::backend::booking::{self, ShareInput, SlotForm};
+    use crate::backend::reservations::{self, ShareInput, SlotForm};
     signed_in(|call| async move {
         let form = SlotForm {
             model,
@@ -169,7 +169,7 @@ pub async fn find_slots(
             hours,
             after,
         };
-        booking::find_slots(&call.state, &form, call.now).await
+        reservations::find_slots(&call.state, &form, call.now).await
     })
     .await
 }

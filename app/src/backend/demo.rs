@@ -277,13 +277,13 @@ pub async fn seed_demo_bookings(
                     platform_admin: false,
                 };
                 let created_at = (start - TimeDelta::days(2)).min(now);
-                let terms = db::reservations::BookingTerms {
+                let terms = crate::backend::reservations::place::BookingTerms {
                     latest_start: now + TimeDelta::weeks(8),
                     now: created_at,
                     currency,
                     charge: &ChargePolicy::default(),
                 };
-                if db::reservations::book(conn, &request, &terms, None)
+                if crate::backend::reservations::place::place(conn, &request, &terms, None)
                     .await
                     .is_ok()
                 {

@@ -49,9 +49,6 @@ impl PaymentProvider for ManualProvider {
 /// Most movements a wallet read returns.
 pub const WALLET_ENTRIES: u64 = 500;
 
-/// Attempts at a posting that the database asks to retry.
-const MAX_ATTEMPTS: u32 = 5;
-
 /// A grant or deduction as sent by a platform admin.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CreditForm {
@@ -265,11 +262,9 @@ pub async fn change_credits(
             Err(PostError::InsufficientFunds { missing, .. }) => {
                 return Err(insufficient(missing, currency));
             }
-            Err(PostError::Db(err))
-                if attempt < MAX_ATTEMPTS && db::reservations::is_retryable(&err) =>
-            {
+            Err(PostError::Db(err)) if crate::backend::retry::again(attempt, &err) => {
                 tracing::debug!(attempt, error = %err, "posting retried");
-                tokio::time::sleep(std::time::Duration::from_millis(10 * u64::from(attempt))).await;
+                crate::backend::retry::pause(attempt).await;
             }
             Err(PostError::Db(err)) => return Err(AppError::from(err)),
         }

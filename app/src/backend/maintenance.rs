@@ -3,8 +3,8 @@
 //! `db::maintenance`.
 
 use crate::backend::auth::actor::Actor;
-use crate::backend::booking::parse_time;
 use crate::backend::db;
+use crate::backend::reservations::parse_time;
 use crate::backend::state::AppState;
 use crate::domain::maintenance::{MaintenanceWindow, NewMaintenance};
 use crate::domain::problem::Problem;

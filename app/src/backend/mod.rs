@@ -2,7 +2,6 @@
 //! function takes its connection or transaction explicitly.
 
 pub mod auth;
-pub mod booking;
 pub mod clock;
 pub mod db;
 pub mod demo;
@@ -14,6 +13,8 @@ pub mod maintenance;
 pub mod profile;
 pub mod quotas;
 pub mod reports;
+pub mod reservations;
+pub mod retry;
 pub mod session;
 pub mod state;
 pub mod teams;

@@ -168,7 +168,7 @@ pub async fn decide(
 ) -> Result<Reservation, AppError> {
     require_manage(&state.db, actor, team_id).await?;
     let txn = db::begin_write(&state.db).await?;
-    let before = db::reservations::decide_approval(
+    let before = crate::backend::reservations::decide_approval(
         &txn,
         team_id,
         id,

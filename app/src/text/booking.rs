@@ -2,7 +2,7 @@
 //! WebAssembly carries no translation code for them: the booking panel, the note after a team
 //! booking, and how each reservation is paid.
 
-use crate::backend::booking::BookingNote;
+use crate::backend::reservations::BookingNote;
 use crate::domain::money::{Currency, Money};
 use crate::domain::reservation::Reservation;
 use crate::i18n::*;

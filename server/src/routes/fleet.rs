@@ -124,7 +124,7 @@ pub async fn fleet_form(
             }
             "retire" => {
                 let id = form.gpu_id.ok_or_else(|| missing("gpu_id"))?;
-                berth_app::backend::booking::retire_gpu(&state, &actor, id, now)
+                berth_app::backend::reservations::retire_gpu(&state, &actor, id, now)
                     .await
                     .map(|_| "retired")
             }

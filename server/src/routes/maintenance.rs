@@ -60,7 +60,8 @@ pub async fn retire(
     actor: Actor,
     Path(id): Path<i64>,
 ) -> Result<Json<Retired>, AppError> {
-    let released = berth_app::backend::booking::retire_gpu(&state, &actor, id, state.now()).await?;
+    let released =
+        berth_app::backend::reservations::retire_gpu(&state, &actor, id, state.now()).await?;
     Ok(Json(Retired {
         gpu_id: id,
         released,

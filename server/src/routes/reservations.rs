@@ -7,7 +7,7 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use berth_app::backend::auth::actor::Actor;
-use berth_app::backend::booking::{self, BookingForm, SlotForm};
+use berth_app::backend::reservations::{self, BookingForm, SlotForm};
 use berth_app::backend::state::AppState;
 use berth_app::domain::inventory::GpuListing;
 use berth_app::domain::problem::Problem;
@@ -96,10 +96,10 @@ pub async fn availability(
     query: Result<Query<AvailabilityQuery>, QueryRejection>,
 ) -> Result<Json<Vec<GpuAvailability>>, AppError> {
     let Query(query) = query.map_err(query_error)?;
-    let from = booking::parse_time("from", &query.from)?;
-    let to = booking::parse_time("to", &query.to)?;
+    let from = reservations::parse_time("from", &query.from)?;
+    let to = reservations::parse_time("to", &query.to)?;
     Ok(Json(
-        booking::availability(&state, &actor, from, to, query.model.as_deref()).await?,
+        reservations::availability(&state, &actor, from, to, query.model.as_deref()).await?,
     ))
 }
 
@@ -110,7 +110,9 @@ pub async fn slots(
     query: Result<Query<SlotForm>, QueryRejection>,
 ) -> Result<Json<Vec<SlotOffer>>, AppError> {
     let Query(form) = query.map_err(query_error)?;
-    Ok(Json(booking::find_slots(&state, &form, state.now()).await?))
+    Ok(Json(
+        reservations::find_slots(&state, &form, state.now()).await?,
+    ))
 }
 
 /// The `Idempotency-Key` header, if sent (422 when it is not text).
@@ -122,7 +124,7 @@ pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, 
                 AppError::invalid(
                     "Idempotency-Key",
                     Problem::BadIdempotencyKey {
-                        max: booking::MAX_IDEMPOTENCY_KEY_CHARS,
+                        max: reservations::MAX_IDEMPOTENCY_KEY_CHARS,
                     },
                 )
             })
@@ -140,7 +142,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<Reservation>), AppError> {
     let Json(form) = body.map_err(body_error)?;
     let key = idempotency_key(&headers)?;
-    let reservation = booking::create(&state, &actor, &form, state.now(), key).await?;
+    let reservation = reservations::create(&state, &actor, &form, state.now(), key).await?;
     Ok((StatusCode::CREATED, Json(reservation)))
 }
 
@@ -160,7 +162,7 @@ pub async fn list(
     let Query(query) = query.map_err(query_error)?;
     let everyone = query.mine == Some(false);
     Ok(Json(
-        booking::list(&state, &actor, everyone, state.now()).await?,
+        reservations::list(&state, &actor, everyone, state.now()).await?,
     ))
 }
 
@@ -171,7 +173,7 @@ pub async fn cancel(
     Path(id): Path<i64>,
 ) -> Result<Json<Reservation>, AppError> {
     Ok(Json(
-        booking::cancel(&state, &actor, id, state.now()).await?,
+        reservations::cancel(&state, &actor, id, state.now()).await?,
     ))
 }
 
@@ -216,13 +218,13 @@ pub async fn book_form(
         .unwrap_or_else(|| "/calendar".into());
     let separator = if back.contains('?') { '&' } else { '?' };
     let result = async {
-        let start = booking::local_to_rfc3339(zone.as_deref(), "start", &form.start)?;
-        let end = booking::local_to_rfc3339(zone.as_deref(), "end", &form.end)?;
+        let start = reservations::local_to_rfc3339(zone.as_deref(), "start", &form.start)?;
+        let end = reservations::local_to_rfc3339(zone.as_deref(), "end", &form.end)?;
         let booking_form = BookingForm {
             gpu_ids: Some(vec![form.gpu_id]),
             model: None,
             count: None,
-            share: form.share.clone().map(booking::ShareInput::Text),
+            share: form.share.clone().map(reservations::ShareInput::Text),
             start,
             end,
             charge: form.charge.clone(),
@@ -243,7 +245,7 @@ pub async fn book_form(
             .idempotency_key
             .as_deref()
             .filter(|key| !key.is_empty());
-        booking::create(&state, &actor, &booking_form, state.now(), key).await
+        reservations::create(&state, &actor, &booking_form, state.now(), key).await
     }
     .await;
     let target = match result {

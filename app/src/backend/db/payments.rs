@@ -183,8 +183,8 @@ where
     loop {
         tries += 1;
         match attempt().await {
-            Err(err) if tries < 5 && crate::backend::db::reservations::is_retryable(&err) => {
-                tokio::time::sleep(std::time::Duration::from_millis(10 * tries)).await;
+            Err(err) if crate::backend::retry::again(tries, &err) => {
+                crate::backend::retry::pause(tries).await;
             }
             other => return other,
         }

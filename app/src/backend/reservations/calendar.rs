@@ -1,0 +1,267 @@
+//! What the calendar and the availability view read: each GPU's busy blocks from the viewer's
+//! point of view (their own bookings in detail, others' only as "booked"), in the viewer's days.
+
+use super::input::{invalid, window_error};
+use crate::backend::auth::actor::Actor;
+use crate::backend::db;
+use crate::backend::state::AppState;
+use crate::backend::viewer;
+use crate::domain::problem::Problem;
+use crate::domain::reservation::{BlockKind, BusyBlock, GpuAvailability};
+use crate::domain::schedule::{Window, slot_ceil};
+use crate::error::AppError;
+use chrono::{DateTime, TimeDelta, Utc};
+
+/// Longest range the availability view reads at once.
+pub const MAX_AVAILABILITY_DAYS: i64 = 62;
+
+/// Busy blocks per GPU in `[from, to)` (optionally one model), from the viewer's point of view:
+/// their own bookings in detail, others' only as "booked".
+pub async fn availability(
+    state: &AppState,
+    actor: &Actor,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    model: Option<&str>,
+) -> Result<Vec<GpuAvailability>, AppError> {
+    if to <= from {
+        return Err(invalid("to", Problem::ToNotAfterFrom));
+    }
+    if to - from > TimeDelta::days(MAX_AVAILABILITY_DAYS) {
+        return Err(invalid(
+            "to",
+            Problem::TooLong {
+                days: MAX_AVAILABILITY_DAYS,
+            },
+        ));
+    }
+    let range = Window::new(crate::domain::schedule::slot_floor(from), slot_ceil(to))
+        .map_err(window_error)?;
+    let inventory = db::inventory::list_matching_gpus(&state.db, model, None).await?;
+    let gpus: Vec<i64> = inventory
+        .iter()
+        .flat_map(|node| node.gpus.iter())
+        .map(|gpu| gpu.id)
+        .collect();
+    let mut busy = busy_blocks(state, actor, &range, &gpus).await?;
+    Ok(gpus
+        .into_iter()
+        .map(|gpu_id| GpuAvailability {
+            gpu_id,
+            busy: busy.remove(&gpu_id).unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// What occupies each of `gpus` during `range`, by start, as the viewer may see it.
+async fn busy_blocks(
+    state: &AppState,
+    actor: &Actor,
+    range: &Window,
+    gpus: &[i64],
+) -> Result<std::collections::HashMap<i64, Vec<BusyBlock>>, AppError> {
+    let mut busy: std::collections::HashMap<i64, Vec<BusyBlock>> =
+        gpus.iter().map(|id| (*id, Vec::new())).collect();
+    let (holds, maintenance, teams) = tokio::try_join!(
+        db::reservations::holds_on(&state.db, gpus, range),
+        db::reservations::maintenance_overlapping(&state.db, range),
+        db::teams::memberships_of(&state.db, actor.user.id),
+    )?;
+    // Teammates' bookings for a shared team show who booked them; others stay anonymous.
+    let teammate_of = |hold: &db::reservations::Hold| {
+        hold.team_id.and_then(|team| {
+            teams
+                .iter()
+                .find(|t| t.team_id == team)
+                .map(|t| t.team_name.clone())
+        })
+    };
+    let mut teammates: Vec<i64> = holds
+        .iter()
+        .filter(|hold| hold.owner_id != actor.user.id && teammate_of(hold).is_some())
+        .map(|hold| hold.owner_id)
+        .collect();
+    teammates.sort_unstable();
+    teammates.dedup();
+    let names = db::users::names_of(&state.db, &teammates).await?;
+    for hold in holds {
+        let mine = hold.owner_id == actor.user.id;
+        let team = if mine { None } else { teammate_of(&hold) };
+        if let Some(blocks) = busy.get_mut(&hold.gpu_id) {
+            blocks.push(BusyBlock {
+                start: hold.window.start(),
+                end: hold.window.end(),
+                quarters: hold.quarters,
+                kind: match (mine, &team) {
+                    (true, _) => BlockKind::Mine,
+                    (false, Some(_)) => BlockKind::Team,
+                    (false, None) => BlockKind::Booked,
+                },
+                reservation_id: mine.then_some(hold.reservation_id),
+                who: team.map(|team| {
+                    let name = names.get(&hold.owner_id).cloned().unwrap_or_default();
+                    format!("{name} · {team}")
+                }),
+            });
+        }
+    }
+    for (gpu_id, window, _) in maintenance {
+        if let Some(blocks) = busy.get_mut(&gpu_id) {
+            blocks.push(BusyBlock {
+                start: window.start(),
+                end: window.end(),
+                quarters: crate::domain::schedule::WHOLE_GPU,
+                kind: BlockKind::Maintenance,
+                reservation_id: None,
+                who: None,
+            });
+        }
+    }
+    for blocks in busy.values_mut() {
+        blocks.sort_by_key(|b| (b.start, b.end));
+    }
+    Ok(busy)
+}
+
+/// What the calendar page asks for.
+#[derive(Debug, Clone, Default)]
+pub struct CalendarQuery {
+    /// First local day (default today).
+    pub start: Option<chrono::NaiveDate>,
+    /// Day or week.
+    pub span: crate::domain::calendar::Span,
+    /// Only this model.
+    pub model: Option<String>,
+    /// Only GPUs with at least this much memory.
+    pub min_memory_gib: Option<u32>,
+    /// IANA time zone of the viewer (default UTC).
+    pub zone: Option<String>,
+}
+
+/// The calendar for `actor`.
+#[tracing::instrument(skip_all)]
+pub async fn calendar(
+    state: &AppState,
+    actor: &Actor,
+    query: &CalendarQuery,
+    now: DateTime<Utc>,
+) -> Result<crate::domain::calendar::CalendarView, AppError> {
+    use crate::domain::calendar::{
+        CalendarGpu, CalendarNode, CalendarView, DayColumn, PlacedBlock, assign_lanes,
+    };
+    use chrono::TimeZone;
+    let zone: chrono_tz::Tz = query
+        .zone
+        .as_deref()
+        .and_then(|name| name.parse().ok())
+        .unwrap_or(chrono_tz::UTC);
+    let today = now.with_timezone(&zone).date_naive();
+    let first = query.start.unwrap_or(today);
+    let midnight = |date: chrono::NaiveDate| -> DateTime<Utc> {
+        zone.from_local_datetime(&date.and_hms_opt(0, 0, 0).unwrap_or_default())
+            .earliest()
+            .map_or_else(
+                || date.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc(),
+                |at| at.with_timezone(&Utc),
+            )
+    };
+    let days: Vec<DayColumn> = (0..query.span.days())
+        .map(|offset| {
+            let date = first + TimeDelta::days(offset);
+            DayColumn {
+                date,
+                start: midnight(date),
+                end: midnight(date + TimeDelta::days(1)),
+            }
+        })
+        .collect();
+    let range = Window::new(days[0].start, days[days.len() - 1].end).map_err(window_error)?;
+    let inventory = db::inventory::list_matching_gpus(
+        &state.db,
+        query.model.as_deref(),
+        query.min_memory_gib.map(|gib| i64::from(gib) * 1024),
+    )
+    .await?;
+    let shown_ids: Vec<i64> = inventory
+        .iter()
+        .flat_map(|node| node.gpus.iter())
+        .map(|gpu| gpu.id)
+        .collect();
+    // Two independent reads on two pooled connections at once.
+    let (mut busy, models) =
+        tokio::try_join!(busy_blocks(state, actor, &range, &shown_ids), async {
+            db::inventory::list_models(&state.db)
+                .await
+                .map_err(AppError::from)
+        },)?;
+    let nodes = inventory
+        .into_iter()
+        .map(|node| CalendarNode {
+            id: node.id,
+            name: node.name,
+            is_demo: node.is_demo,
+            gpus: node
+                .gpus
+                .into_iter()
+                .map(|gpu| {
+                    let blocks = busy.remove(&gpu.id).unwrap_or_default();
+                    let lanes = assign_lanes(&blocks);
+                    CalendarGpu {
+                        gpu,
+                        blocks: blocks
+                            .into_iter()
+                            .zip(lanes)
+                            .map(|(block, lane)| PlacedBlock { block, lane })
+                            .collect(),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(CalendarView {
+        span: query.span,
+        zone: viewer::zone_offsets(zone, range.start(), range.end()),
+        previous: first - TimeDelta::days(query.span.days()),
+        next: first + TimeDelta::days(query.span.days()),
+        today,
+        range,
+        days,
+        now,
+        nodes,
+        models,
+        currency: state.portal.currency.clone(),
+        payment: booking_payment(state, actor.user.id).await?,
+        texts: crate::domain::calendar::PanelTexts::default(),
+    })
+}
+
+/// The viewer's balance, what unpaid reservations hold, and the charge modes.
+async fn booking_payment(
+    state: &AppState,
+    user_id: i64,
+) -> Result<crate::domain::calendar::BookingPayment, AppError> {
+    let (balance, unpaid, memberships) = tokio::try_join!(
+        db::ledger::wallet_balance(&state.db, user_id),
+        db::payments::unpaid_of(&state.db, user_id),
+        db::teams::memberships_of(&state.db, user_id),
+    )?;
+    let mut teams = Vec::with_capacity(memberships.len());
+    for team in memberships {
+        let (balance, unpaid) = tokio::try_join!(
+            db::ledger::account_balance(
+                &state.db,
+                crate::domain::ledger::Account::TeamWallet(team.team_id)
+            ),
+            db::payments::unpaid_of_team(&state.db, team.team_id),
+        )?;
+        let available = balance.minor() - db::payments::held(&unpaid).minor();
+        teams.push((team.team_id, team.team_name, available));
+    }
+    Ok(crate::domain::calendar::BookingPayment {
+        balance,
+        on_hold: db::payments::held(&unpaid),
+        modes: state.portal.charge.offered(),
+        form_key: uuid::Uuid::new_v4().to_string(),
+        teams,
+    })
+}

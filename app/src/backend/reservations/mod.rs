@@ -1,0 +1,337 @@
+//! Reservations as a service: book, cancel, list, retire a GPU, decide an approval, each with
+//! its authorization, for the pages, the plain forms and the JSON API alike.
+//!
+//! - [`input`]: forms and JSON parsed into one command type.
+//! - [`place`]: the booking engine, in named steps.
+//! - [`offers`]: finding a free window (slot search, suggestions, offers to displaced bookings).
+//! - [`calendar`]: the calendar and availability read models.
+
+pub mod calendar;
+pub mod input;
+pub mod offers;
+pub mod place;
+
+pub use calendar::{CalendarQuery, MAX_AVAILABILITY_DAYS, availability, calendar};
+pub use input::{
+    BookingForm, MAX_GPUS_PER_RESERVATION, MAX_IDEMPOTENCY_KEY_CHARS, MAX_OFFERS, ShareInput,
+    SlotForm, latest_start, local_to_rfc3339, parse_booking, parse_time,
+};
+pub use offers::find_slots;
+
+use crate::backend::auth::actor::Actor;
+use crate::backend::db::ledger::PostError;
+use crate::backend::db::{self, begin_write};
+use crate::backend::entity::reservation;
+use crate::backend::state::AppState;
+use crate::backend::viewer;
+use crate::domain::ledger::Account;
+use crate::domain::money::{Currency, Money};
+use crate::domain::payment::{ChargeMode, ChargePlan, ChargePolicy};
+use crate::domain::problem::Problem;
+use crate::domain::reservation::{PaymentStatus, ReleaseReason, Reservation};
+use crate::domain::schedule::Window;
+use crate::error::AppError;
+use chrono::{DateTime, TimeDelta, Utc};
+use sea_orm::{DatabaseTransaction, DbErr};
+
+/// Books for `actor`.
+#[tracing::instrument(skip_all, fields(user.id = actor.user.id))]
+pub async fn create(
+    state: &AppState,
+    actor: &Actor,
+    form: &BookingForm,
+    now: DateTime<Utc>,
+    idempotency_key: Option<&str>,
+) -> Result<Reservation, AppError> {
+    let mut request = parse_booking(form, actor.user.id, state, now)?;
+    request.platform_admin = actor.require_platform_admin().is_ok();
+    // Only the team's members book for it (its admins and platform admins too).
+    if let Some(team_id) = request.team_id {
+        crate::backend::teams::access(&state.db, actor, team_id).await?;
+    }
+    let key = idempotency_key
+        .map(|key| db::idempotency::IdempotencyKey::new(actor.user.id, key, "book", form))
+        .transpose()?;
+    let reservation = place::place(
+        &state.db,
+        &request,
+        &place::BookingTerms {
+            latest_start: latest_start(state, now),
+            now,
+            currency: &state.portal.currency,
+            charge: &state.portal.charge,
+        },
+        key.as_ref(),
+    )
+    .await?;
+    tracing::info!(reservation.id = reservation.id, "reservation booked");
+    Ok(reservation)
+}
+
+/// What the viewer should hear right after booking reservation `id` for a team.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BookingNote {
+    /// It waits for a team admin's approval until `until`, shown in `zone`.
+    AwaitingApproval {
+        /// When the request lapses.
+        until: DateTime<Utc>,
+        /// The viewer's zone around `until`.
+        zone: crate::domain::zone::ZoneOffsets,
+    },
+    /// It takes the team's month (`month`, `YYYY-MM`) to the budget's warning share or beyond.
+    BudgetWarning {
+        /// Spent this month with the booking, in minor units.
+        spent_minor: i64,
+        /// The month's budget, in minor units.
+        limit_minor: i64,
+        /// The month.
+        month: String,
+    },
+}
+
+/// For the viewer's reservation `id`, booked for a team: that it waits for approval (until
+/// when), or the budget warning it brought when its month is at the warning share of the budget
+/// or over it.
+pub async fn booking_note(
+    state: &AppState,
+    actor: &Actor,
+    id: i64,
+) -> Result<Option<BookingNote>, AppError> {
+    use crate::domain::team::BudgetCheck;
+    let Some(row) = db::reservations::row(&state.db, id).await? else {
+        return Ok(None);
+    };
+    // Waiting for a team admin: until when.
+    if row.owner_id == actor.user.id
+        && row.status == "confirmed"
+        && row.payment_status
+            == crate::domain::reservation::PaymentStatus::AwaitingApproval.as_str()
+        && let Some(until) = row.approval_expires_at
+    {
+        let zone = viewer::zone_named(viewer::request_zone(actor).as_deref(), until, until);
+        return Ok(Some(BookingNote::AwaitingApproval { until, zone }));
+    }
+    let Some(team_id) = row.team_id.filter(|_| row.owner_id == actor.user.id) else {
+        return Ok(None);
+    };
+    let Some(budget) = db::teams::budget(&state.db, team_id).await? else {
+        return Ok(None);
+    };
+    let (from, to) = crate::domain::schedule::utc_month_of(row.start_at);
+    let spent = db::teams::month_spend(&state.db, team_id, from, to).await?;
+    let price = crate::domain::money::Money::from_minor(row.price_minor);
+    let before = crate::domain::money::Money::from_minor(spent.minor() - price.minor());
+    let BudgetCheck::Warn {
+        spent_minor,
+        limit_minor,
+    } = budget.check(before, price)
+    else {
+        return Ok(None);
+    };
+    Ok(Some(BookingNote::BudgetWarning {
+        spent_minor,
+        limit_minor,
+        month: from.format("%Y-%m").to_string(),
+    }))
+}
+
+/// Cancels reservation `id` before it starts, refunding what the refund policy gives, in one
+/// transaction. Only its owner or a platform admin may; others get `NotFound` (they cannot tell
+/// it exists).
+#[tracing::instrument(skip_all, fields(reservation.id = id, user.id = actor.user.id))]
+pub async fn cancel(
+    state: &AppState,
+    actor: &Actor,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Reservation, AppError> {
+    let is_admin = actor.require_platform_admin().is_ok();
+    let actor_id = actor.user.id;
+    let txn = begin_write(&state.db).await?;
+    let row = db::reservations::row(&txn, id)
+        .await?
+        .filter(|row| is_admin || row.owner_id == actor_id)
+        .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
+    if row.status == "cancelled" {
+        return Err(AppError::Conflict(Problem::AlreadyCancelled { id }));
+    }
+    if now >= row.start_at {
+        return Err(AppError::Conflict(Problem::AlreadyStarted { id }));
+    }
+    if !db::reservations::withdraw(&txn, &row, now, Some(actor_id), None).await? {
+        return Err(AppError::Conflict(Problem::AlreadyCancelled { id }));
+    }
+    // The refund the policy gives, in the same transaction as the cancellation.
+    if let Some((charge_id, paid)) = db::ledger::charge_of(&txn, id).await? {
+        let refund = state.portal.refund.refund(paid, row.start_at, now);
+        if refund.minor() > 0 {
+            db::ledger::refund(&txn, &row, charge_id, refund, Some(actor_id), now).await?;
+        }
+    }
+    let view = db::reservations::view_of(&txn, id, now)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
+    txn.commit().await?;
+    tracing::info!(reservation.id = id, "reservation cancelled");
+    Ok(view)
+}
+
+/// The viewer's reservations, latest first, and what cancelling each paid, not yet started one
+/// would refund now.
+pub async fn mine(
+    state: &AppState,
+    actor: &Actor,
+    now: DateTime<Utc>,
+) -> Result<(Vec<Reservation>, Vec<(i64, i64)>), AppError> {
+    use crate::domain::reservation::{PaymentStatus, ReservationStatus};
+    let list = db::reservations::list_for_owner(&state.db, actor.user.id, now).await?;
+    let refunds_now = list
+        .iter()
+        .filter(|r| {
+            r.status == ReservationStatus::Confirmed && r.payment_status == PaymentStatus::Paid
+        })
+        .map(|r| {
+            let paid = crate::domain::money::Money::from_minor(r.price_minor);
+            (
+                r.id,
+                state
+                    .portal
+                    .refund
+                    .refund(paid, r.window.start(), now)
+                    .minor(),
+            )
+        })
+        .collect();
+    Ok((list, refunds_now))
+}
+
+/// Reservations for the JSON API, latest first: the actor's own, or with `everyone` all of them
+/// (platform admins).
+pub async fn list(
+    state: &AppState,
+    actor: &Actor,
+    everyone: bool,
+    now: DateTime<Utc>,
+) -> Result<Vec<Reservation>, AppError> {
+    if everyone {
+        actor.require_platform_admin()?;
+        return Ok(db::reservations::list_all(&state.db, now).await?);
+    }
+    Ok(db::reservations::list_for_owner(&state.db, actor.user.id, now).await?)
+}
+
+/// Retires GPU `gpu_id` (platform admins): it can no longer be booked, and every reservation
+/// holding it from now on is released with a full refund, in one transaction. Answers the
+/// released reservations.
+pub async fn retire_gpu(
+    state: &AppState,
+    actor: &Actor,
+    gpu_id: i64,
+    now: DateTime<Utc>,
+) -> Result<Vec<i64>, AppError> {
+    actor.require_platform_admin()?;
+    let admin = actor.user.id;
+    let txn = begin_write(&state.db).await?;
+    db::reservations::lock_gpus(&txn, &[gpu_id]).await?;
+    let Some(status_before) = db::reservations::retire(&txn, gpu_id).await? else {
+        return Err(AppError::NotFound(format!("GPU {gpu_id}")));
+    };
+    // Everything ending after now (reservations start at most a booking horizon ahead).
+    let from = crate::domain::schedule::slot_floor(now);
+    let range = Window::new(from, from + TimeDelta::days(366 * 3))
+        .map_err(|err| DbErr::Custom(err.to_string()))?;
+    let mut ids: Vec<i64> = db::reservations::holds_on(&txn, &[gpu_id], &range)
+        .await?
+        .into_iter()
+        .filter(|hold| hold.window.end() > now)
+        .map(|hold| hold.reservation_id)
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in &ids {
+        db::reservations::release(&txn, *id, Some(admin), now, ReleaseReason::Retired).await?;
+    }
+    db::audit::append(
+        &txn,
+        db::audit::NewEntry {
+            at: now,
+            actor_id: Some(admin),
+            action: crate::domain::audit::AuditAction::GpuRetire,
+            target_kind: "gpu",
+            target_id: gpu_id.to_string(),
+            team_id: None,
+        },
+        Some(&serde_json::json!({ "status": Some(status_before) })),
+        Some(&serde_json::json!({ "status": "retired", "released_reservations": ids })),
+    )
+    .await?;
+    txn.commit().await?;
+    tracing::info!(gpu.id = gpu_id, released = ids.len(), "GPU retired");
+    Ok(ids)
+}
+
+/// Approves (charged per the payment rules: now, or before its start) or rejects (its slots
+/// freed) team `team_id`'s reservation `id` that waits for approval, inside the caller's write
+/// transaction; `actor_id` decides. Answers the reservation as it was before.
+pub async fn decide_approval(
+    txn: &DatabaseTransaction,
+    team_id: i64,
+    id: i64,
+    approve: bool,
+    actor_id: i64,
+    now: DateTime<Utc>,
+    terms: (&ChargePolicy, &Currency),
+) -> Result<reservation::Model, AppError> {
+    let (charge, currency) = terms;
+    let row = db::reservations::lock_reservation(txn, id)
+        .await?
+        .filter(|row| row.team_id == Some(team_id))
+        .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
+    // Then the team (GPUs first, as bookings lock them): the caller re-checks the decider's
+    // rights under it, so an admin removed meanwhile decides nothing.
+    db::teams::lock_team(txn, team_id).await?;
+    let waiting = row.status == "confirmed"
+        && row.payment_status == PaymentStatus::AwaitingApproval.as_str()
+        && row.approval_expires_at.is_some_and(|until| now < until);
+    if !waiting {
+        return Err(AppError::Conflict(Problem::NotAwaitingApproval { id }));
+    }
+    if !approve {
+        db::reservations::withdraw(
+            txn,
+            &row,
+            now,
+            Some(actor_id),
+            Some(ReleaseReason::Rejected),
+        )
+        .await?;
+        return Ok(row);
+    }
+    let mode = ChargeMode::parse(&row.charge_mode)
+        .ok_or_else(|| DbErr::Custom(format!("reservations.id={id}: charge_mode")))?;
+    let (status, mode, at) = match charge.plan(mode, row.start_at, now) {
+        _ if row.price_minor == 0 => (PaymentStatus::Free, ChargeMode::AtBooking, None),
+        ChargePlan::Now => (PaymentStatus::Paid, ChargeMode::AtBooking, None),
+        ChargePlan::At(at) => (PaymentStatus::Pending, ChargeMode::BeforeStart, Some(at)),
+    };
+    // Approved, the booking is charged now or held until the payment job charges it: either
+    // way the team wallet's available funds must cover it.
+    if matches!(status, PaymentStatus::Paid | PaymentStatus::Pending)
+        && let Some(missing) = db::ledger::lock_funds(txn, Account::TeamWallet(team_id))
+            .await?
+            .missing_for(Money::from_minor(row.price_minor))
+    {
+        return Err(crate::backend::ledger::insufficient(missing, currency));
+    }
+    if status == PaymentStatus::Paid {
+        match db::ledger::charge(txn, &row, Some(actor_id), now).await {
+            Ok(_) => {}
+            Err(PostError::InsufficientFunds { missing, .. }) => {
+                return Err(crate::backend::ledger::insufficient(missing, currency));
+            }
+            Err(PostError::Db(err)) => return Err(err.into()),
+        }
+    }
+    db::reservations::set_payment(txn, id, status, mode, at).await?;
+    Ok(row)
+}

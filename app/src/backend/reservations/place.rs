@@ -1,0 +1,673 @@
+//! The booking engine: one booking, all its GPUs or none, in one write transaction that no other
+//! writer can interleave, read top to bottom as the steps below.
+//!
+//! 1. [`claim_key`]: a retry with the same idempotency key answers the first booking.
+//! 2. [`priority_of`]: the team's default class unless a lower one is asked for.
+//! 3. [`choose_gpus`]: the GPUs asked for, or `count` of a model on one node; when they are taken,
+//!    preemptible lower-priority bookings may give way (else a clash with the nearest window).
+//! 4. [`lock_displaced`]: the bookings that give way, their GPUs locked in the usual order.
+//! 5. [`team_rules`]: a team booking's budget, quota and approval, under the team's lock.
+//! 6. [`payment_of`] and [`check_funds`]: charged now, before the start, or free; the paying
+//!    wallet's available funds must cover it.
+//! 7. [`record`]: the row, the charge, the GPUs held, offers to those displaced, the answer kept
+//!    for the idempotency key.
+//!
+//! Lock order, in every booking: GPUs (in id order), then the team, then the wallet. Money: a
+//! booking charged at once or held until the payment job charges it locks the wallet that pays it
+//! and must fit in what the wallet has available, its balance less what its unpaid bookings hold
+//! ([`crate::domain::ledger::Funds`]); two bookings paid by one wallet check it one after the
+//! other.
+
+use super::offers::{displace_on_nodes, find_offers, model_clash, offer_instead, suggest_for_gpus};
+use crate::backend::db::idempotency::{Claim, IdempotencyKey, replayed};
+use crate::backend::db::ledger::PostError;
+use crate::backend::db::reservations::{
+    BookableGpu, NewRow, bookable_of_model, gpus_held_by, holders_on, lock_gpus, occupancies,
+};
+use crate::backend::db::{self, begin_write};
+use crate::backend::entity::reservation;
+use crate::backend::retry;
+use crate::domain::ledger::Account;
+use crate::domain::money::{Currency, Money};
+use crate::domain::payment::{ChargeMode, ChargePlan, ChargePolicy};
+use crate::domain::problem::Problem;
+use crate::domain::quota::{
+    Priority, QuotaCheck, TeamSpan, booking_priority, check_quota, gpu_hours_text, gpus_text,
+    plan_displacement,
+};
+use crate::domain::reservation::{
+    Clash, NewReservation, PaymentStatus, ReleaseReason, Reservation, Target,
+};
+use crate::domain::schedule::{Share, first_overflow, fits, price_minor};
+use crate::domain::team::BudgetCheck;
+use crate::error::AppError;
+use chrono::{DateTime, TimeDelta, Utc};
+use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr};
+
+/// What a booking is made under besides the request itself.
+#[derive(Debug, Clone, Copy)]
+pub struct BookingTerms<'a> {
+    /// The latest start allowed (the booking horizon).
+    pub latest_start: DateTime<Utc>,
+    /// The time of booking.
+    pub now: DateTime<Utc>,
+    /// The currency, for the insufficient-funds message.
+    pub currency: &'a Currency,
+    /// When bookings are charged.
+    pub charge: &'a ChargePolicy,
+}
+
+/// Books `request`, all GPUs or none, in one transaction; retried (see [`retry`]) when the
+/// database reports a serialization failure or is busy. A clash answers [`AppError::Clash`] with
+/// the nearest window that fits; bad GPUs answer [`AppError::Validation`] or
+/// [`AppError::Conflict`].
+#[tracing::instrument(skip_all, fields(user.id = request.owner_id))]
+pub async fn place(
+    db: &DatabaseConnection,
+    request: &NewReservation,
+    terms: &BookingTerms<'_>,
+    idempotency: Option<&IdempotencyKey>,
+) -> Result<Reservation, AppError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match attempt_once(db, request, terms, idempotency).await {
+            Err(Refusal::Db(err)) if retry::again(attempt, &err) => {
+                tracing::debug!(attempt, error = %err, "booking retried");
+                retry::pause(attempt).await;
+            }
+            Err(Refusal::Db(err)) => return Err(capacity_or(err)),
+            Err(Refusal::App(err)) => return Err(err),
+            Ok(reservation) => return Ok(reservation),
+        }
+    }
+}
+
+/// Why one attempt ended without a booking: the database (maybe worth retrying), or a rule.
+enum Refusal {
+    Db(DbErr),
+    App(AppError),
+}
+
+impl From<DbErr> for Refusal {
+    fn from(err: DbErr) -> Self {
+        Refusal::Db(err)
+    }
+}
+
+impl From<AppError> for Refusal {
+    fn from(err: AppError) -> Self {
+        Refusal::App(err)
+    }
+}
+
+fn invalid(field: &str, problem: Problem) -> Refusal {
+    Refusal::App(AppError::invalid(field, problem))
+}
+
+/// The safety net fired (a bug elsewhere), or a plain database error.
+fn capacity_or(err: DbErr) -> AppError {
+    if err.to_string().contains("ck_gpu_slot_load_capacity") {
+        tracing::error!(error = %err, "capacity guard refused a booking the check let through");
+        AppError::Conflict(Problem::FullyBooked)
+    } else {
+        AppError::from(err)
+    }
+}
+
+/// One attempt, the steps in order.
+async fn attempt_once(
+    db: &DatabaseConnection,
+    request: &NewReservation,
+    terms: &BookingTerms<'_>,
+    idempotency: Option<&IdempotencyKey>,
+) -> Result<Reservation, Refusal> {
+    let txn = begin_write(db).await?;
+    if let Some(first) = claim_key(&txn, idempotency, terms.now).await? {
+        return Ok(first);
+    }
+    let priority = priority_of(&txn, request).await?;
+    let Chosen { gpus, displaced } =
+        choose_gpus(&txn, request, priority, terms.latest_start).await?;
+    let victims = lock_displaced(&txn, &displaced).await?;
+    let price: i64 = gpus
+        .iter()
+        .map(|g| {
+            price_minor(
+                g.hourly_price_minor,
+                request.share.quarters(),
+                &request.window,
+            )
+        })
+        .sum();
+    let team = team_rules(&txn, request, &gpus, &victims, price, priority, terms).await?;
+    // A booking that waits for approval takes nobody's place: it might never be approved.
+    if team.approval_until.is_some() && !displaced.is_empty() {
+        let model = &gpus[0].model;
+        let candidates = bookable_of_model(&txn, model, request.share).await?;
+        let window = &request.window;
+        let clash = model_clash(
+            &txn,
+            model,
+            &candidates,
+            gpus.len(),
+            request.share,
+            window,
+            terms.latest_start,
+        )
+        .await?;
+        return Err(clash.into());
+    }
+    for victim in &displaced {
+        db::reservations::release(&txn, *victim, None, terms.now, ReleaseReason::Preempted).await?;
+    }
+    let payment = payment_of(request, price, team.approval_until, terms);
+    check_funds(&txn, request, payment.status, price, terms.currency).await?;
+    let new = NewRow {
+        owner_id: request.owner_id,
+        team_id: request.team_id,
+        node_id: gpus[0].node_id,
+        model: gpus[0].model.clone(),
+        quarters: request.share.quarters(),
+        window: request.window,
+        price_minor: price,
+        payment_status: payment.status,
+        charge_mode: payment.mode,
+        charge_at: payment.charge_at,
+        priority,
+        preemptible: team.preemptible,
+        approval_expires_at: team.approval_until,
+        gpu_count: gpus.len(),
+        created_at: terms.now,
+    };
+    record(
+        txn,
+        request,
+        &new,
+        &gpus,
+        &displaced,
+        team.warning,
+        terms,
+        idempotency,
+    )
+    .await
+}
+
+/// Step 1: with an idempotency key, claims it; a key used before answers the first booking.
+async fn claim_key(
+    txn: &DatabaseTransaction,
+    idempotency: Option<&IdempotencyKey>,
+    now: DateTime<Utc>,
+) -> Result<Option<Reservation>, Refusal> {
+    let Some(key) = idempotency else {
+        return Ok(None);
+    };
+    match db::idempotency::claim(txn, key, now).await? {
+        Ok(Claim::Fresh) => Ok(None),
+        Ok(Claim::Replay { body, .. }) => Ok(Some(replayed(&body)?)),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// Step 2: the booking's priority class: the team's default unless a lower one is asked for.
+async fn priority_of(
+    txn: &DatabaseTransaction,
+    request: &NewReservation,
+) -> Result<Priority, Refusal> {
+    let default_priority = match request.team_id {
+        None => None,
+        Some(team_id) => Some(
+            db::quotas::policy(txn, team_id)
+                .await?
+                .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?
+                .default_priority,
+        ),
+    };
+    booking_priority(request.priority, default_priority, request.platform_admin)
+        .map_err(|problem| invalid("priority", problem))
+}
+
+/// The GPUs a booking gets, and the bookings that give way to it.
+struct Chosen {
+    gpus: Vec<BookableGpu>,
+    displaced: Vec<i64>,
+}
+
+/// Step 3: the GPUs for `request`, locked.
+async fn choose_gpus(
+    txn: &DatabaseTransaction,
+    request: &NewReservation,
+    priority: Priority,
+    latest_start: DateTime<Utc>,
+) -> Result<Chosen, Refusal> {
+    match &request.target {
+        Target::Gpus(ids) => choose_listed(txn, request, ids, priority, latest_start).await,
+        Target::Model { model, count } => {
+            let count = usize::try_from(*count).unwrap_or(usize::MAX);
+            choose_of_model(txn, request, model, count, priority, latest_start).await
+        }
+    }
+}
+
+/// The GPUs `ids`, which must exist, be on one node, of one model, active and (for a share)
+/// shareable. When one is taken, other GPUs free at the same time come first (the booking is
+/// refused with a suggestion); only then does it take the place of preemptible bookings of lower
+/// priority on these.
+async fn choose_listed(
+    txn: &DatabaseTransaction,
+    request: &NewReservation,
+    ids: &[i64],
+    priority: Priority,
+    latest_start: DateTime<Utc>,
+) -> Result<Chosen, Refusal> {
+    let window = request.window;
+    // Locked before they are read: a price or sharing changed meanwhile is seen.
+    lock_gpus(txn, ids).await?;
+    let gpus = db::reservations::gpus_by_id(txn, ids).await?;
+    if let Some(missing) = ids.iter().find(|id| !gpus.iter().any(|g| g.id == **id)) {
+        return Err(invalid("gpu_ids", Problem::NoSuchGpu { id: *missing }));
+    }
+    let first = &gpus[0];
+    if gpus
+        .iter()
+        .any(|g| g.node_id != first.node_id || g.model != first.model)
+    {
+        return Err(invalid("gpu_ids", Problem::MixedGpus));
+    }
+    if let Some(g) = gpus.iter().find(|g| g.status != "active") {
+        return Err(AppError::Conflict(Problem::GpuUnavailable {
+            gpu: g.label(),
+            status: g.status.clone(),
+        })
+        .into());
+    }
+    if request.share != Share::Whole
+        && let Some(g) = gpus.iter().find(|g| !g.shareable)
+    {
+        return Err(invalid("share", Problem::NotShareable { gpu: g.label() }));
+    }
+    let quarters = request.share.quarters();
+    let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
+    let busy = occupancies(txn, &ids, &window).await?;
+    let clash = gpus.iter().find_map(|g| {
+        let taken = busy.get(&g.id).map(Vec::as_slice).unwrap_or(&[]);
+        first_overflow(taken, &window, quarters).map(|at| (g.id, g.label(), at))
+    });
+    let Some((gpu_id, what, at)) = clash else {
+        return Ok(Chosen {
+            gpus,
+            displaced: Vec::new(),
+        });
+    };
+    let candidates = bookable_of_model(txn, &first.model, request.share).await?;
+    let elsewhere = find_offers(
+        txn,
+        &candidates,
+        gpus.len(),
+        request.share,
+        window.length(),
+        window.start(),
+        window.start(),
+        1,
+    )
+    .await?
+    .into_iter()
+    .next();
+    let plan = match elsewhere {
+        Some(_) => None,
+        None => {
+            let holders = holders_on(txn, &ids, &window, priority).await?;
+            plan_displacement(&holders, gpus.len(), &window, quarters)
+        }
+    };
+    match plan {
+        Some((_, victims)) => Ok(Chosen {
+            gpus,
+            displaced: victims,
+        }),
+        None => {
+            let suggestion =
+                suggest_for_gpus(txn, &gpus, request.share, &window, latest_start).await?;
+            Err(AppError::Clash(Box::new(Clash {
+                gpu_id: Some(gpu_id),
+                what,
+                at,
+                suggestion,
+            }))
+            .into())
+        }
+    }
+}
+
+/// `count` GPUs of `model` on one node, the first node (by name) where they fit; else where
+/// giving way displaces fewest bookings; else a clash with the nearest window.
+async fn choose_of_model(
+    txn: &DatabaseTransaction,
+    request: &NewReservation,
+    model: &str,
+    count: usize,
+    priority: Priority,
+    latest_start: DateTime<Utc>,
+) -> Result<Chosen, Refusal> {
+    let window = request.window;
+    let quarters = request.share.quarters();
+    let candidates = bookable_of_model(txn, model, request.share).await?;
+    if candidates.is_empty() {
+        return Err(invalid(
+            "model",
+            Problem::NoGpuOfModel {
+                model: model.to_owned(),
+            },
+        ));
+    }
+    let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
+    lock_gpus(txn, &ids).await?;
+    // Read again under the locks: a price or sharing changed meanwhile is seen (GPUs added
+    // meanwhile are left out: they are not locked).
+    let locked: std::collections::HashSet<i64> = ids.iter().copied().collect();
+    let candidates: Vec<BookableGpu> = bookable_of_model(txn, model, request.share)
+        .await?
+        .into_iter()
+        .filter(|g| locked.contains(&g.id))
+        .collect();
+    let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
+    let busy = occupancies(txn, &ids, &window).await?;
+    for (_, node_gpus) in super::offers::by_node(&candidates) {
+        let fitting: Vec<BookableGpu> = node_gpus
+            .into_iter()
+            .filter(|g| {
+                fits(
+                    busy.get(&g.id).map(Vec::as_slice).unwrap_or(&[]),
+                    &window,
+                    quarters,
+                )
+            })
+            .take(count)
+            .collect();
+        if fitting.len() == count {
+            return Ok(Chosen {
+                gpus: fitting,
+                displaced: Vec::new(),
+            });
+        }
+    }
+    if let Some((gpus, displaced)) =
+        displace_on_nodes(txn, &candidates, count, &window, quarters, priority).await?
+    {
+        return Ok(Chosen { gpus, displaced });
+    }
+    let clash = model_clash(
+        txn,
+        model,
+        &candidates,
+        count,
+        request.share,
+        &window,
+        latest_start,
+    )
+    .await?;
+    Err(clash.into())
+}
+
+/// Step 4: the displaced bookings, with their other GPUs (same node and model, but maybe not
+/// among those read) locked now, before the team row, as every booking orders its locks: GPUs,
+/// then team. Outside id order they may meet another booking's locks in a cycle; PostgreSQL then
+/// cancels one of the two, which is retried.
+async fn lock_displaced(
+    txn: &DatabaseTransaction,
+    displaced: &[i64],
+) -> Result<Vec<reservation::Model>, DbErr> {
+    if displaced.is_empty() {
+        return Ok(Vec::new());
+    }
+    let held = gpus_held_by(txn, displaced).await?;
+    lock_gpus(txn, &held).await?;
+    db::reservations::rows(txn, displaced).await
+}
+
+/// What a team's rules made of a booking.
+struct TeamVerdict {
+    /// The budget warning it brings, if any.
+    warning: Option<BudgetCheck>,
+    /// A higher-priority booking may take its place (batch, or a burst beyond a quota).
+    preemptible: bool,
+    /// It waits for a team admin's approval until then.
+    approval_until: Option<DateTime<Utc>>,
+}
+
+/// Step 5: a team booking stays within the team's monthly budget and quota: the team's row is
+/// locked (after the GPUs, in every booking) so that two bookings cannot both take their last
+/// part. Batch bookings, and burst bookings beyond a quota, may be displaced.
+async fn team_rules(
+    txn: &DatabaseTransaction,
+    request: &NewReservation,
+    gpus: &[BookableGpu],
+    victims: &[reservation::Model],
+    price: i64,
+    priority: Priority,
+    terms: &BookingTerms<'_>,
+) -> Result<TeamVerdict, Refusal> {
+    let window = request.window;
+    let mut verdict = TeamVerdict {
+        warning: None,
+        preemptible: priority == Priority::Batch,
+        approval_until: None,
+    };
+    let Some(team_id) = request.team_id else {
+        return Ok(verdict);
+    };
+    let (budget, policy) = db::teams::lock_rules(txn, team_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
+    // Again under the lock: a member removed while this request ran books nothing.
+    let Some(by_admin) =
+        db::quotas::standing(txn, team_id, request.owner_id, request.platform_admin).await?
+    else {
+        return Err(AppError::NotFound(format!("team {team_id}")).into());
+    };
+    let (from, to) = crate::domain::schedule::utc_month_of(window.start());
+    // The team's own bookings this one displaces no longer count.
+    let freed: i64 = victims
+        .iter()
+        .filter(|v| v.team_id == Some(team_id) && from <= v.start_at && v.start_at < to)
+        .map(|v| v.price_minor)
+        .sum();
+    let spent = Money::from_minor(
+        db::teams::month_spend(txn, team_id, from, to)
+            .await?
+            .minor()
+            - freed,
+    );
+    verdict.warning = match budget.check(spent, Money::from_minor(price)) {
+        BudgetCheck::Over {
+            spent_minor,
+            limit_minor,
+            price_minor,
+        } => {
+            let currency = terms.currency;
+            return Err(AppError::Conflict(Problem::OverBudget {
+                spent_minor,
+                limit_minor,
+                price_minor,
+                spent: amount_text(spent_minor, currency),
+                limit: amount_text(limit_minor, currency),
+                price: amount_text(price_minor, currency),
+            })
+            .into());
+        }
+        BudgetCheck::Within => None,
+        warn @ BudgetCheck::Warn { .. } => Some(warn),
+    };
+    let model = &gpus[0].model;
+    let span = TeamSpan {
+        window,
+        quarters: i64::from(request.share.quarters())
+            * i64::try_from(gpus.len()).unwrap_or(i64::MAX),
+    };
+    if !verdict.preemptible
+        && let Some(quota) = db::quotas::quota(txn, team_id, model).await?
+    {
+        let weeks_from = crate::domain::team::utc_week_of(window.start()).0;
+        let weeks_to = crate::domain::team::utc_week_of(window.end() - TimeDelta::minutes(1)).1;
+        let existing: Vec<TeamSpan> = db::quotas::team_spans(
+            txn,
+            team_id,
+            Some(model),
+            Ord::min(weeks_from, window.start()),
+            Ord::max(weeks_to, window.end()),
+            true,
+        )
+        .await?
+        .into_iter()
+        .map(|(_, span, _)| span)
+        .collect();
+        match check_quota(&quota, &existing, &span) {
+            QuotaCheck::Within => {}
+            _ if policy.allow_burst => verdict.preemptible = true,
+            over => return Err(AppError::Conflict(over_quota(model, &over)).into()),
+        }
+    }
+    verdict.approval_until = policy.approval_until(&span, by_admin, terms.now);
+    Ok(verdict)
+}
+
+/// How a booking is paid.
+#[derive(Debug, Clone, Copy)]
+struct Payment {
+    status: PaymentStatus,
+    mode: ChargeMode,
+    charge_at: Option<DateTime<Utc>>,
+}
+
+/// Step 6: waiting for approval, free, charged now or before the start.
+fn payment_of(
+    request: &NewReservation,
+    price: i64,
+    approval_until: Option<DateTime<Utc>>,
+    terms: &BookingTerms<'_>,
+) -> Payment {
+    let plan = terms
+        .charge
+        .plan(request.charge, request.window.start(), terms.now);
+    let (status, mode, charge_at) = match plan {
+        _ if approval_until.is_some() => (PaymentStatus::AwaitingApproval, request.charge, None),
+        _ if price == 0 => (PaymentStatus::Free, ChargeMode::AtBooking, None),
+        ChargePlan::Now => (PaymentStatus::Paid, ChargeMode::AtBooking, None),
+        ChargePlan::At(at) => (PaymentStatus::Pending, ChargeMode::BeforeStart, Some(at)),
+    };
+    Payment {
+        status,
+        mode,
+        charge_at,
+    }
+}
+
+/// Charged now or held until the payment job charges it, a booking spends only what its wallet
+/// has available: the balance less what its unpaid bookings hold. The wallet is locked until the
+/// transaction ends, so the charge or hold is written before any other booking paid by it reads
+/// its funds.
+async fn check_funds(
+    txn: &DatabaseTransaction,
+    request: &NewReservation,
+    status: PaymentStatus,
+    price: i64,
+    currency: &Currency,
+) -> Result<(), Refusal> {
+    if !matches!(status, PaymentStatus::Paid | PaymentStatus::Pending) {
+        return Ok(());
+    }
+    let payer = match request.team_id {
+        Some(team) => Account::TeamWallet(team),
+        None => Account::Wallet(request.owner_id),
+    };
+    let funds = db::ledger::lock_funds(txn, payer).await?;
+    match funds.missing_for(Money::from_minor(price)) {
+        Some(missing) => Err(crate::backend::ledger::insufficient(missing, currency).into()),
+        None => Ok(()),
+    }
+}
+
+/// Step 7: the reservation row, its charge when paid now (a short wallet refuses the booking and
+/// nothing is kept), its GPUs held, offers to those it displaced, and the answer kept for the
+/// idempotency key; then commit.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts of one booking, each decided by an earlier step"
+)]
+async fn record(
+    txn: DatabaseTransaction,
+    request: &NewReservation,
+    new: &NewRow,
+    gpus: &[BookableGpu],
+    displaced: &[i64],
+    warning: Option<BudgetCheck>,
+    terms: &BookingTerms<'_>,
+    idempotency: Option<&IdempotencyKey>,
+) -> Result<Reservation, Refusal> {
+    let row = db::reservations::insert(&txn, new).await?;
+    if new.payment_status == PaymentStatus::Paid {
+        match db::ledger::charge(&txn, &row, Some(request.owner_id), terms.now).await {
+            Ok(_) => {}
+            Err(PostError::InsufficientFunds { missing, .. }) => {
+                return Err(crate::backend::ledger::insufficient(missing, terms.currency).into());
+            }
+            Err(PostError::Db(err)) => return Err(Refusal::Db(err)),
+        }
+    }
+    let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
+    db::reservations::hold_gpus(&txn, &row, &ids).await?;
+    // Each displaced owner is offered the nearest window that is free now.
+    for victim in displaced {
+        offer_instead(&txn, *victim, terms.now, terms.latest_start).await?;
+    }
+    let mut reservation = db::reservations::reservation_view(&txn, row, terms.now).await?;
+    reservation.budget = warning;
+    if let Some(key) = idempotency {
+        db::idempotency::record(&txn, key, 201, &reservation).await?;
+    }
+    txn.commit().await?;
+    Ok(reservation)
+}
+
+/// A quota refusal with its numbers.
+fn over_quota(model: &str, over: &QuotaCheck) -> Problem {
+    match *over {
+        QuotaCheck::Weekly {
+            used_quarter_minutes,
+            asked_quarter_minutes,
+            limit_gpu_hours,
+            ..
+        } => Problem::OverQuotaHours {
+            model: model.to_owned(),
+            used: gpu_hours_text(used_quarter_minutes),
+            asked: gpu_hours_text(asked_quarter_minutes),
+            limit: limit_gpu_hours,
+        },
+        QuotaCheck::Concurrent {
+            used_quarters,
+            asked_quarters,
+            limit_gpus,
+        } => Problem::OverQuotaGpus {
+            model: model.to_owned(),
+            used: gpus_text(used_quarters),
+            asked: gpus_text(asked_quarters),
+            limit: limit_gpus,
+        },
+        // Not a refusal: never asked for.
+        QuotaCheck::Within => Problem::OverQuotaGpus {
+            model: model.to_owned(),
+            used: String::new(),
+            asked: String::new(),
+            limit: 0,
+        },
+    }
+}
+
+/// `minor` units as `12.50 USD`, for messages the API writes.
+fn amount_text(minor: i64, currency: &Currency) -> String {
+    format!(
+        "{} {}",
+        Money::from_minor(minor).to_decimal_string(currency),
+        currency.code()
+    )
+}

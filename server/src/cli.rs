@@ -19,6 +19,11 @@ pub struct Cli {
     #[arg(long, global = true, env = "BERTH_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
+    /// Log at the configured level (`BERTH_LOG`, default `info`) in commands other than `serve`
+    /// and `agent`, which otherwise print their answer and only warnings and errors besides.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -168,10 +173,16 @@ pub enum TokenCommand {
 /// Parses the command line, runs the command, and turns any failure into one error line.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    let config = match Config::load(cli.config.as_deref()) {
+    let mut config = match Config::load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(err) => return fail(&err),
     };
+    // A one-shot command answers on stdout; its start-up (migrations and the like) is news only
+    // with --verbose.
+    let long_running = matches!(cli.command, None | Some(Command::Serve | Command::Agent(_)));
+    if !long_running && !cli.verbose {
+        config.log.filter = "warn".to_owned();
+    }
     if let Err(err) = crate::logging::init(&config.log) {
         return fail(&err);
     }

@@ -224,9 +224,22 @@ fn migrate_creates_the_embedded_database_and_is_idempotent() {
         first_out.contains("migration(s) applied") && !first_out.contains(" 0 migration"),
         "{first_out}"
     );
+    // The answer only: no start-up log lines unless asked for.
+    assert!(!stderr_of(&first).contains("INFO"), "{}", stderr_of(&first));
     let second = berth(dir.path()).arg("migrate").output().unwrap();
     assert!(second.status.success());
     assert!(String::from_utf8_lossy(&second.stdout).contains("0 migration(s) applied"));
+    let verbose = berth(dir.path())
+        .args(["migrate", "--verbose"])
+        .env("BERTH_LOG", "debug")
+        .output()
+        .unwrap();
+    assert!(verbose.status.success());
+    assert!(
+        stderr_of(&verbose).contains("DEBUG") || stderr_of(&verbose).contains("INFO"),
+        "{}",
+        stderr_of(&verbose)
+    );
 }
 
 /// A `berth serve` child whose JSON log lines arrive on a channel.

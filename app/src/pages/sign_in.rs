@@ -14,14 +14,9 @@ use leptos_router::hooks::use_query_map;
 pub fn SignInPage() -> impl IntoView {
     let i18n = use_i18n();
     let query = use_query_map();
+    let requested = StoredValue::new(requested_return_to());
     let return_to = move || {
-        // The router hands the value over decoded once more than it was sent (`%20` in the page's
-        // own query arrives as a space); a space in a query is what `%20` stands for.
-        let raw = query
-            .read()
-            .get("return_to")
-            .map(|raw| raw.replace(' ', "%20"));
-        crate::domain::return_to::local_path_or_home(raw.as_deref())
+        requested.with_value(|raw| crate::domain::return_to::local_path_or_home(raw.as_deref()))
     };
     let failure = move || {
         query
@@ -159,5 +154,23 @@ mod tests {
             encode_query_value("/a?b=1&c=é"),
             "%2Fa%3Fb%3D1%26c%3D%C3%A9"
         );
+    }
+}
+
+/// The `return_to` this page was asked for, decoded once from the request's own query. (The
+/// router's query map decodes a value twice: a `%20` or `%26` inside the nested address would come
+/// back as a space or an `&` and change where the visitor lands.) The page renders on the server
+/// only; in the browser there is no request and no value.
+fn requested_return_to() -> Option<String> {
+    #[cfg(feature = "ssr")]
+    {
+        let parts = use_context::<http::request::Parts>()?;
+        form_urlencoded::parse(parts.uri.query()?.as_bytes())
+            .find(|(key, _)| key == "return_to")
+            .map(|(_, value)| value.into_owned())
+    }
+    #[cfg(not(feature = "ssr"))]
+    {
+        None
     }
 }

@@ -248,6 +248,14 @@ async fn return_to_never_leads_to_another_site(backend: Backend) {
     assert!(html.contains("name=\"return_to\" value=\"/\""));
     let (_, html) = app.get_text("/signin?return_to=%2Fprofile").await;
     assert!(html.contains("value=\"/profile\""), "a local one is kept");
+    // Encoded characters inside the nested address survive as they were sent.
+    let (_, html) = app
+        .get_text("/signin?return_to=%2Fcalendar%3Fmodel%3DNVIDIA%2520L40S%2526x")
+        .await;
+    assert!(
+        html.contains("value=\"/calendar?model=NVIDIA%20L40S%26x\""),
+        "the nested query is kept as it was encoded"
+    );
     app.stop().await;
 }
 

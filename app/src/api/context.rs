@@ -62,21 +62,18 @@ where
 }
 
 /// Runs `f` with the caller if one is signed in, else `None`.
-pub async fn maybe_signed_in<T, Fut>(
-    f: impl FnOnce(Option<Call>, AppState) -> Fut,
-) -> Result<T, AppError>
+pub async fn maybe_signed_in<T, Fut>(f: impl FnOnce(Option<Call>) -> Fut) -> Result<T, AppError>
 where
     Fut: Future<Output = Result<T, AppError>>,
 {
     answer(
         async {
             let state = app_state()?;
-            let call = current_actor().await?.map(|actor| Call {
-                actor,
-                state: state.clone(),
-                now: state.now(),
-            });
-            f(call, state).await
+            let now = state.now();
+            let call = current_actor()
+                .await?
+                .map(|actor| Call { actor, state, now });
+            f(call).await
         }
         .await,
     )

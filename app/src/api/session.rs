@@ -8,7 +8,7 @@ use leptos::prelude::*;
 #[server(endpoint = "current_user")]
 pub async fn current_user() -> Result<Option<SignedInUser>, AppError> {
     use crate::api::context::maybe_signed_in;
-    maybe_signed_in(|call, _| async move {
+    maybe_signed_in(|call| async move {
         match call {
             Some(call) => Ok(Some(
                 crate::backend::session::signed_in_user(&call.state.db, call.actor, call.now)

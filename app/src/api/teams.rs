@@ -68,64 +68,41 @@ pub struct TeamPage {
 #[server(endpoint = "get_team_page")]
 pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
     use crate::api::context::signed_in;
-    use crate::backend::teams;
-    use crate::domain::audit::AuditFilter;
+    use crate::domain::user::PlatformRole;
     signed_in(|call| async move {
-        let (db, actor, now) = (&call.state.db, &call.actor, call.now);
-        let (roster, access) = teams::roster(db, actor, id).await?;
-        let audit = match access {
-            TeamAccess::Manage => {
-                let filter = AuditFilter {
-                    team_id: Some(id),
-                    ..AuditFilter::default()
-                };
-                let mut entries = teams::audit_log(db, actor, Some(id), Ok(filter)).await?;
-                entries.truncate(20);
-                entries
-            }
-            TeamAccess::View => Vec::new(),
-        };
-        let money = teams::money(db, id, now).await?;
+        let now = call.now;
+        let team = crate::backend::teams::overview(&call.state.db, &call.actor, id, now).await?;
         let (week_start, _) = crate::domain::team::utc_week_of(now);
-        let horizon = now + chrono::TimeDelta::days(14);
-        let bookings = teams::bookings(db, actor, id, now, horizon, now).await?;
-        let mut rules = crate::backend::quotas::rules(db, id, now).await?;
-        if access == TeamAccess::View {
-            rules.pending.clear();
-            rules.idle.clear();
-        }
-        let upcoming: Vec<_> = bookings
-            .into_iter()
-            .filter(|r| r.window.end() > now && r.window.start() < horizon)
-            .collect();
-        let times = roster
+        let times = team
+            .roster
             .members
             .iter()
             .map(|m| m.since)
-            .chain(roster.invitations.iter().map(|i| i.created_at))
-            .chain(audit.iter().map(|e| e.at))
-            .chain(rules.pending.iter().map(|r| r.created_at));
+            .chain(team.roster.invitations.iter().map(|i| i.created_at))
+            .chain(team.audit.iter().map(|e| e.at))
+            .chain(team.rules.pending.iter().map(|r| r.created_at));
         let from = times.min().unwrap_or(now).min(now);
-        let to = upcoming
+        let to = team
+            .upcoming
             .iter()
-            .chain(rules.pending.iter())
+            .chain(team.rules.pending.iter())
             .map(|r| r.window.end())
             .max()
             .unwrap_or(now)
             .max(now);
         Ok(TeamPage {
             zone: call.zone_over(from, to),
-            roster,
-            access,
-            viewer_id: actor.user.id,
-            audit,
-            money,
+            roster: team.roster,
+            access: team.access,
+            viewer_id: call.actor.user.id,
+            audit: team.audit,
+            money: team.money,
             currency: call.state.portal.currency.clone(),
-            can_grant: actor.user.role == crate::domain::user::PlatformRole::PlatformAdmin,
+            can_grant: call.actor.user.role == PlatformRole::PlatformAdmin,
             form_key: uuid::Uuid::new_v4().to_string(),
-            upcoming,
+            upcoming: team.upcoming,
             week_start,
-            rules,
+            rules: team.rules,
         })
     })
     .await

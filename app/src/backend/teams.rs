@@ -81,18 +81,65 @@ pub async fn audit_log(
     Ok(db::audit::list(db, &filter).await?)
 }
 
-/// The team's confirmed bookings that overlap `[from, to)`, soonest first (its members and
-/// platform admins).
-pub async fn bookings(
+/// How far ahead a team's page lists its bookings.
+pub const UPCOMING: chrono::TimeDelta = chrono::TimeDelta::days(14);
+
+/// How many of its latest audit entries a team's page shows.
+pub const RECENT_AUDIT: usize = 20;
+
+/// Everything a team's page shows about it.
+#[derive(Debug, Clone)]
+pub struct TeamOverview {
+    /// Members (and, for those who manage it, open invitations).
+    pub roster: TeamRoster,
+    /// What the actor may do.
+    pub access: TeamAccess,
+    /// Its latest audit entries (for those who manage it).
+    pub audit: Vec<AuditEntry>,
+    /// Wallet, budget and this month's spending.
+    pub money: TeamMoney,
+    /// Its bookings from now to [`UPCOMING`] ahead (and those under way), soonest first.
+    pub upcoming: Vec<Reservation>,
+    /// Booking rules and this week's use (approvals waiting and idle bookings for those who
+    /// manage it).
+    pub rules: crate::domain::quota::TeamRules,
+}
+
+/// Team `team_id` as its page shows it to the actor (a member, or a platform admin); `NotFound`
+/// for anyone else. What only those who manage the team see is left out for plain members.
+pub async fn overview(
     db: &DatabaseConnection,
     actor: &Actor,
     team_id: i64,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
     now: DateTime<Utc>,
-) -> Result<Vec<Reservation>, AppError> {
-    access(db, actor, team_id).await?;
-    Ok(db::reservations::team_bookings(db, team_id, from, to, now).await?)
+) -> Result<TeamOverview, AppError> {
+    let (roster, access) = roster(db, actor, team_id).await?;
+    let audit = match access {
+        TeamAccess::Manage => {
+            let filter = AuditFilter {
+                team_id: Some(team_id),
+                ..AuditFilter::default()
+            };
+            let mut entries = db::audit::list(db, &filter).await?;
+            entries.truncate(RECENT_AUDIT);
+            entries
+        }
+        TeamAccess::View => Vec::new(),
+    };
+    let upcoming = db::reservations::team_bookings(db, team_id, now, now + UPCOMING, now).await?;
+    let mut rules = crate::backend::quotas::rules(db, team_id, now).await?;
+    if access == TeamAccess::View {
+        rules.pending.clear();
+        rules.idle.clear();
+    }
+    Ok(TeamOverview {
+        money: money(db, team_id, now).await?,
+        roster,
+        access,
+        audit,
+        upcoming,
+        rules,
+    })
 }
 
 /// The team's members and open invitations, with what the actor may do.

@@ -31,11 +31,29 @@ pub fn explained_for(error: AppError, headers: &http::HeaderMap, state: &AppStat
 /// Runs `f` as if inside Leptos' handling of a request with `headers` (plain routes that need
 /// [`in_request_language`] or [`explained`]).
 pub fn for_request<R>(headers: &http::HeaderMap, state: &AppState, f: impl FnOnce() -> R) -> R {
+    with_request_headers(headers, || {
+        provide_context(state.clone());
+        f()
+    })
+}
+
+/// Runs `f` with the translations of the language a request with `headers` asks for (cookie,
+/// else `Accept-Language`), where no Leptos request handling and no state are at hand (the panic
+/// layer's error page).
+pub fn in_language_of<R>(
+    headers: &http::HeaderMap,
+    f: impl FnOnce(leptos_i18n::I18nContext<crate::i18n::Locale>) -> R,
+) -> R {
+    with_request_headers(headers, || in_request_language(f))
+}
+
+/// Runs `f` in a reactive owner that holds a request with `headers`, where the i18n context
+/// looks for the language.
+fn with_request_headers<R>(headers: &http::HeaderMap, f: impl FnOnce() -> R) -> R {
     let (mut parts, ()) = http::Request::new(()).into_parts();
     parts.headers = headers.clone();
     Owner::new().with(|| {
         provide_context(parts);
-        provide_context(state.clone());
         f()
     })
 }

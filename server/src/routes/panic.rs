@@ -7,7 +7,8 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use berth_app::error::AppError;
-use berth_app::i18n::{Locale, td_string};
+use berth_app::i18n::t_string;
+use berth_app::text::language::in_language_of;
 use futures_util::FutureExt;
 use leptos_i18n::Locale as _;
 use std::any::Any;
@@ -17,8 +18,8 @@ use std::panic::AssertUnwindSafe;
 pub async fn catch_panic(request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let page = wants_page(&method, &path, request.headers());
-    let locale = page.then(|| locale(request.headers()));
+    // A page request keeps its headers for the error page's language.
+    let page = wants_page(&method, &path, request.headers()).then(|| request.headers().clone());
     match AssertUnwindSafe(next.run(request)).catch_unwind().await {
         Ok(response) => response,
         Err(payload) => {
@@ -28,8 +29,8 @@ pub async fn catch_panic(request: Request, next: Next) -> Response {
                 panic.message = %message(payload.as_ref()),
                 "a handler panicked"
             );
-            match locale {
-                Some(locale) => error_page(locale),
+            match page {
+                Some(headers) => error_page(&headers),
                 None => AppError::Internal.into_response(),
             }
         }
@@ -55,54 +56,22 @@ fn wants_page(method: &Method, path: &str, headers: &HeaderMap) -> bool {
             .is_some_and(|accept| accept.contains("text/html"))
 }
 
-/// The reader's language: the language cookie, else `Accept-Language`, else English.
-fn locale(headers: &HeaderMap) -> Locale {
-    let cookie = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == crate::routes::locale::LOCALE_COOKIE)
-        .map(|(_, value)| value.to_owned());
-    let accept = headers
-        .get(header::ACCEPT_LANGUAGE)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.split(',').next())
-        .map(|first| first.trim().to_owned());
-    cookie
-        .into_iter()
-        .chain(accept)
-        .find_map(|wanted| {
-            Locale::get_all().iter().copied().find(|locale| {
-                let name = locale.as_str();
-                let primary = |tag: &str| tag.split('-').next().unwrap_or_default().to_owned();
-                wanted.eq_ignore_ascii_case(name)
-                    || primary(&wanted).eq_ignore_ascii_case(&primary(name))
-            })
-        })
-        .unwrap_or(Locale::en)
-}
-
-/// The 500 page: plain HTML with the site's style sheet.
-fn error_page(locale: Locale) -> Response {
-    let (title, text) = match locale {
-        Locale::en => (
-            td_string!(Locale::en, error_title),
-            td_string!(Locale::en, error_internal),
-        ),
-        Locale::pt_BR => (
-            td_string!(Locale::pt_BR, error_title),
-            td_string!(Locale::pt_BR, error_internal),
-        ),
-    };
+/// The 500 page in the reader's language (cookie, else `Accept-Language`): plain HTML with the
+/// site's style sheet.
+fn error_page(headers: &HeaderMap) -> Response {
+    let (lang, title, text) = in_language_of(headers, |i18n| {
+        (
+            i18n.get_locale().as_str(),
+            t_string!(i18n, error_title).to_string(),
+            t_string!(i18n, error_internal).to_string(),
+        )
+    });
     let html = format!(
         "<!DOCTYPE html><html lang=\"{lang}\"><head><meta charset=\"utf-8\"/>\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\
          <title>{title} · Berth</title><link rel=\"stylesheet\" href=\"/pkg/berth.css\"/></head>\
          <body><main id=\"main\"><h1>{title}</h1><p class=\"error\" role=\"alert\">{text}</p>\
-         <p><a href=\"/\">Berth</a></p></main></body></html>",
-        lang = locale.as_str(),
+         <p><a href=\"/\">Berth</a></p></main></body></html>"
     );
     (StatusCode::INTERNAL_SERVER_ERROR, Html(html)).into_response()
 }
@@ -119,15 +88,5 @@ mod tests {
         assert_eq!(message(owned.as_ref()), "owned boom");
         let other: Box<dyn Any + Send> = Box::new(7_u8);
         assert_eq!(message(other.as_ref()), "(no message)");
-    }
-
-    #[test]
-    fn the_language_comes_from_the_cookie_then_the_browser() {
-        let mut headers = HeaderMap::new();
-        assert_eq!(locale(&headers), Locale::en);
-        headers.insert(header::ACCEPT_LANGUAGE, "pt-BR,pt;q=0.9".parse().unwrap());
-        assert_eq!(locale(&headers), Locale::pt_BR);
-        headers.insert(header::COOKIE, "a=b; i18n_pref_locale=en".parse().unwrap());
-        assert_eq!(locale(&headers), Locale::en);
     }
 }

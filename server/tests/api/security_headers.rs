@@ -248,7 +248,39 @@ async fn a_panicking_handler_answers_500_and_the_server_goes_on(backend: Backend
     assert_eq!(response.status(), 500);
     let html = response.text().await.unwrap();
     assert!(html.contains("Algo deu errado"), "{html}");
+    assert!(html.contains("lang=\"pt-BR\""), "{html}");
     assert!(!html.contains("on purpose"), "{html}");
+    // Without a language cookie or Accept-Language: English.
+    let page = |language: &'static str| {
+        let request = app
+            .client
+            .get(app.url("/test/panic"))
+            .header("accept", "text/html");
+        let request = match language {
+            "" => request,
+            language => request.header("accept-language", language),
+        };
+        async move { request.send().await.unwrap().text().await.unwrap() }
+    };
+    let html = page("").await;
+    assert!(
+        html.contains("Something went wrong") && html.contains("lang=\"en\""),
+        "{html}"
+    );
+    // The language cookie (the switch in the header) wins over the browser's languages.
+    let switched = app
+        .client
+        .post(app.url("/locale"))
+        .form(&[("locale", "en"), ("return_to", "/")])
+        .send()
+        .await
+        .unwrap();
+    assert!(switched.status().is_success() || switched.status().is_redirection());
+    let html = page("pt-BR").await;
+    assert!(
+        html.contains("Something went wrong") && html.contains("lang=\"en\""),
+        "{html}"
+    );
 
     // The server still answers.
     let response = app.client.get(app.url("/api/v1/me")).send().await.unwrap();

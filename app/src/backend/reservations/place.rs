@@ -182,7 +182,6 @@ async fn attempt_once(
     };
     record(
         txn,
-        request,
         &new,
         &gpus,
         &displaced,
@@ -590,13 +589,8 @@ async fn check_funds(
 /// Step 7: the reservation row, its charge when paid now (a short wallet refuses the booking and
 /// nothing is kept), its GPUs held, offers to those it displaced, and the answer kept for the
 /// idempotency key; then commit.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the parts of one booking, each decided by an earlier step"
-)]
 async fn record(
     txn: DatabaseTransaction,
-    request: &NewReservation,
     new: &NewRow,
     gpus: &[BookableGpu],
     displaced: &[i64],
@@ -606,7 +600,7 @@ async fn record(
 ) -> Result<Reservation, Refusal> {
     let row = db::reservations::insert(&txn, new).await?;
     if new.payment_status == PaymentStatus::Paid {
-        match db::ledger::charge(&txn, &row, Some(request.owner_id), terms.now).await {
+        match db::ledger::charge(&txn, &row, Some(new.owner_id), terms.now).await {
             Ok(_) => {}
             Err(PostError::InsufficientFunds { missing, .. }) => {
                 return Err(crate::backend::ledger::insufficient(missing, terms.currency).into());

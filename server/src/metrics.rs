@@ -190,7 +190,7 @@ pub async fn metrics(
     {
         return Err(AppError::Unauthorized);
     }
-    let now = chrono::Utc::now();
+    let now = state.now();
     let fleet = berth_app::backend::telemetry::live_fleet(&state.db, now).await?;
     let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
     let xids = db::telemetry::last_xids(&state.db).await?;

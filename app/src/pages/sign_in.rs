@@ -144,19 +144,6 @@ fn encode_query_value(value: &str) -> String {
     form_urlencoded::byte_serialize(value.as_bytes()).collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::encode_query_value;
-
-    #[test]
-    fn query_values_are_encoded() {
-        assert_eq!(
-            encode_query_value("/a?b=1&c=é"),
-            "%2Fa%3Fb%3D1%26c%3D%C3%A9"
-        );
-    }
-}
-
 /// The `return_to` this page was asked for, decoded once from the request's own query. (The
 /// router's query map decodes a value twice: a `%20` or `%26` inside the nested address would come
 /// back as a space or an `&` and change where the visitor lands.) The page renders on the server
@@ -172,5 +159,18 @@ fn requested_return_to() -> Option<String> {
     #[cfg(not(feature = "ssr"))]
     {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encode_query_value;
+
+    #[test]
+    fn query_values_are_encoded() {
+        assert_eq!(
+            encode_query_value("/a?b=1&c=é"),
+            "%2Fa%3Fb%3D1%26c%3D%C3%A9"
+        );
     }
 }

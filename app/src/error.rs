@@ -11,7 +11,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum AppError {
     /// Input failed validation; `field` names the input.
-    #[error("{field}: {problem}")]
+    ///
+    /// This and [`AppError::Conflict`] reach the browser only as [`AppError::Explained`]: the
+    /// browser build neither reads them nor carries the English problem texts, which would weigh
+    /// on every island's WebAssembly.
+    #[cfg_attr(not(feature = "hydrate"), error("{field}: {problem}"))]
+    #[cfg_attr(feature = "hydrate", error("{field}: invalid"), serde(skip_deserializing))]
     Validation {
         /// The offending input.
         field: String,
@@ -33,7 +38,8 @@ pub enum AppError {
     #[error("not found: {0}")]
     NotFound(String),
     /// The request clashes with the current state.
-    #[error("conflict: {0}")]
+    #[cfg_attr(not(feature = "hydrate"), error("conflict: {0}"))]
+    #[cfg_attr(feature = "hydrate", error("conflict"), serde(skip_deserializing))]
     Conflict(crate::domain::problem::Problem),
     /// A booking lost: what is taken when, and the nearest window that fits instead.
     #[error("conflict: {0}")]

@@ -16,7 +16,11 @@ pub enum AppError {
     /// browser build neither reads them nor carries the English problem texts, which would weigh
     /// on every island's WebAssembly.
     #[cfg_attr(not(feature = "hydrate"), error("{field}: {problem}"))]
-    #[cfg_attr(feature = "hydrate", error("{field}: invalid"), serde(skip_deserializing))]
+    #[cfg_attr(
+        feature = "hydrate",
+        error("{field}: invalid"),
+        serde(skip_deserializing)
+    )]
     Validation {
         /// The offending input.
         field: String,

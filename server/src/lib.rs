@@ -1,16 +1,22 @@
 //! Berth's server: command line, settings, logging and the axum application.
 //!
-//! `startup` builds the router and state; `routes` holds the plain (non-Leptos) HTTP endpoints.
+//! `startup` builds the state and the application, `router` the routes: `ops` (health, metrics),
+//! `auth` (sign-in), `api::v1` (the JSON API), `forms` (plain forms) and the Leptos pages, inside
+//! `middleware`.
 
 // Leptos view types nest deeply; the default limit (128) is too small for whole pages.
 #![recursion_limit = "256"]
 
 pub mod admin;
 pub mod agent;
+pub mod api;
+pub mod auth;
 pub mod cli;
 pub mod configuration;
+pub mod forms;
 pub mod logging;
-pub mod metrics;
+pub mod middleware;
+pub mod ops;
 pub mod payments;
-pub mod routes;
+pub mod router;
 pub mod startup;

@@ -23,7 +23,11 @@ pub fn spawn_job(
             ticker.tick().await;
             let started = std::time::Instant::now();
             let result = payments::run(&db, &policy, clock.now(), None).await;
-            crate::metrics::job_run("payments", result.is_ok(), started.elapsed().as_secs_f64());
+            crate::ops::metrics::job_run(
+                "payments",
+                result.is_ok(),
+                started.elapsed().as_secs_f64(),
+            );
             match result {
                 Ok(outcome) if outcome == payments::Outcome::default() => {}
                 Ok(outcome) => tracing::info!(?outcome, "payment job"),

@@ -1,33 +1,22 @@
-//! Builds the application: opens the database, migrates, seeds the demo fleet, assembles the
-//! router and binds the listener. Tests call [`Application::build`] with port 0.
+//! Builds the application: opens the database, migrates, seeds the demo fleet, builds the state
+//! and the router (`router.rs`) and binds the listener. Tests call [`Application::build`] with port 0.
 
-use crate::configuration::{Config, SessionSettings};
-use crate::routes::rate_limit::SignInLimiter;
-use crate::routes::security_headers::SecurityHeaders;
-use crate::routes::{
-    agent, api, auth, csrf, fleet, guard, health, ledger, locale, maintenance, panic, quotas,
-    rate_limit, reports, request_log, reservations, security_headers, teams, telemetry,
-};
+use crate::configuration::Config;
+use crate::middleware::rate_limit::SignInLimiter;
+use crate::router::router;
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
 use berth_app::backend::auth::oidc::OidcProviders;
 use berth_app::backend::db::sessions::DbSessionStore;
 use berth_app::backend::state::AppState;
 use berth_app::backend::{db, demo};
-use berth_app::{App, shell};
 use leptos::prelude::*;
-use leptos_axum::{LeptosRoutes, generate_route_list};
 use sea_orm::{DatabaseConnection, DbErr};
 use secrecy::ExposeSecret;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tower_http::compression::CompressionLayer;
-use tower_sessions::cookie::SameSite;
 use tower_sessions::session_store::ExpiredDeletion;
-use tower_sessions::{Expiry, SessionManagerLayer};
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "berth_session";
@@ -204,7 +193,7 @@ impl Application {
             state.clone(),
             config.sessions,
             limiter.clone(),
-            crate::metrics::MetricsToken(config.metrics_token.clone()),
+            crate::ops::metrics::MetricsToken(config.metrics_token.clone()),
             extra,
         );
         tracing::info!(
@@ -318,166 +307,6 @@ pub async fn open_and_migrate(
         .await
         .map_err(|source| StartupError::Migrate { url, source })?;
     Ok((db, applied))
-}
-
-/// The page routes, worked out once per process.
-///
-/// Generating the list renders the app with resource loading suppressed through a flag that is
-/// global to the process (leptos_server's `SuppressResourceLoad`): a page whose resource first
-/// polls while another application in the same process generates its list waits forever
-/// (leptos-rs/leptos#4773). One portal per process never meets this, but the test suite starts
-/// many in one process, and it hung about once in eight runs. The routes never change, so they
-/// are generated once, before any application serves.
-fn route_list() -> Vec<leptos_axum::AxumRouteListing> {
-    static ROUTES: std::sync::LazyLock<Vec<leptos_axum::AxumRouteListing>> =
-        std::sync::LazyLock::new(|| generate_route_list(App));
-    ROUTES.clone()
-}
-
-/// The whole HTTP surface: ops endpoints, the language form, the JSON API, server functions, pages
-/// and static files, with cross-site protection, compression and request logging.
-pub fn router(
-    state: AppState,
-    sessions: SessionSettings,
-    limiter: SignInLimiter,
-    metrics_token: crate::metrics::MetricsToken,
-    extra: Router<AppState>,
-) -> Router {
-    let routes = route_list();
-    // `public_url` is https exactly when session cookies are `Secure` (see configuration).
-    let headers_settings = SecurityHeaders {
-        hsts: sessions.secure_cookie,
-    };
-    let shell_options = state.leptos_options.clone();
-    let session_layer = SessionManagerLayer::new(DbSessionStore::new(state.db.clone()))
-        .with_name(SESSION_COOKIE)
-        .with_http_only(true)
-        // Strict would drop the cookie on the identity provider's redirect back.
-        .with_same_site(SameSite::Lax)
-        .with_secure(sessions.secure_cookie)
-        .with_expiry(Expiry::OnInactivity(time::Duration::days(i64::from(
-            sessions.idle_days,
-        ))));
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/locale", post(locale::set_locale))
-        .route("/api/v1/me", get(api::me))
-        .route("/api/v1/users", get(api::list_users))
-        .route("/api/v1/gpus", get(reservations::list_gpus))
-        .route("/api/v1/availability", get(reservations::availability))
-        .route("/api/v1/slots", get(reservations::slots))
-        .route(
-            "/api/v1/reservations",
-            get(reservations::list).post(reservations::create),
-        )
-        .route(
-            "/api/v1/reservations/{id}",
-            axum::routing::delete(reservations::cancel),
-        )
-        .route(
-            "/api/v1/maintenance",
-            get(maintenance::list).post(maintenance::create),
-        )
-        .route(
-            "/api/v1/maintenance/{id}",
-            axum::routing::delete(maintenance::end),
-        )
-        .route("/api/v1/wallet", get(ledger::wallet))
-        .route("/api/v1/reports/usage", get(reports::usage))
-        .route("/api/v1/reports/fleet", get(reports::fleet))
-        .route("/api/v1/admin/credits", post(ledger::change_credits))
-        .route("/api/v1/admin/payments-due", get(ledger::payments_due))
-        .route("/api/v1/admin/gpus/{id}/retire", post(maintenance::retire))
-        .route("/api/v1/admin/gpus/pending", get(fleet::pending_gpus))
-        .route("/api/v1/admin/gpus/{id}/accept", post(fleet::accept_gpu))
-        .route(
-            "/api/v1/admin/gpus/{id}",
-            axum::routing::patch(fleet::update_gpu),
-        )
-        .route(
-            "/api/v1/admin/models/{model}/price",
-            axum::routing::put(fleet::set_model_price),
-        )
-        .route("/admin/fleet", post(fleet::fleet_form))
-        .route("/admin/credits", post(ledger::credits_form))
-        .route("/api/v1/teams", get(teams::list))
-        .route("/api/v1/teams/{id}", get(teams::show))
-        .route("/api/v1/teams/{id}/invitations", post(teams::invite))
-        .route(
-            "/api/v1/teams/{id}/invitations/{invitation}",
-            axum::routing::delete(teams::revoke),
-        )
-        .route(
-            "/api/v1/teams/{id}/members/{user}",
-            axum::routing::patch(teams::set_role).delete(teams::remove),
-        )
-        .route("/api/v1/teams/{id}/audit", get(teams::team_audit))
-        .route(
-            "/api/v1/teams/{id}/budget",
-            axum::routing::put(teams::set_budget),
-        )
-        .route(
-            "/api/v1/teams/{id}/rules",
-            get(quotas::show).put(quotas::set_rules),
-        )
-        .route(
-            "/api/v1/teams/{id}/quotas/{model}",
-            axum::routing::put(quotas::set_quota).delete(quotas::remove_quota),
-        )
-        .route(
-            "/api/v1/teams/{id}/approvals/{reservation}",
-            post(quotas::decide),
-        )
-        .route("/api/v1/admin/teams", post(teams::create))
-        .route("/api/v1/admin/audit", get(teams::audit))
-        .route("/teams", post(teams::create_form))
-        .route("/teams/{id}", post(teams::team_form))
-        .route("/api/v1/gpus/{id}/telemetry", get(telemetry::history))
-        .route("/api/v1/gpus/{id}/events", get(telemetry::events))
-        .route(
-            "/api/v1/agent/register",
-            post(agent::register).layer(DefaultBodyLimit::max(agent::MAX_BODY_BYTES)),
-        )
-        .route(
-            "/api/v1/agent/report",
-            post(agent::report).layer(DefaultBodyLimit::max(agent::MAX_BODY_BYTES)),
-        )
-        .route(
-            "/metrics",
-            get(crate::metrics::metrics).layer(axum::Extension(metrics_token)),
-        )
-        .route("/auth/oidc/{provider}/start", get(auth::oidc_start))
-        .route("/auth/oidc/{provider}/callback", get(auth::oidc_callback))
-        .route("/calendar/book", post(reservations::book_form))
-        .route("/auth/dev", post(auth::dev_sign_in))
-        .route("/auth/signout", post(auth::sign_out))
-        .merge(extra)
-        // Also registers the server functions, with `AppState` in their context.
-        .leptos_routes(&state, routes, move || shell(shell_options.clone()))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        // Layers run outside-in from the bottom: set the security headers (and the page's script
-        // nonce), count, log, turn a panic into a 500, compress, refuse cross-site writes, limit
-        // sign-in attempts, load the session, then require sign-in for pages.
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            guard::require_sign_in,
-        ))
-        .layer(session_layer)
-        .layer(axum::middleware::from_fn_with_state(
-            limiter,
-            rate_limit::limit_sign_in,
-        ))
-        .layer(axum::middleware::from_fn(csrf::reject_cross_site))
-        .layer(CompressionLayer::new())
-        .layer(axum::middleware::from_fn(panic::catch_panic))
-        .layer(axum::middleware::from_fn(request_log::log_request))
-        .layer(axum::middleware::from_fn(crate::metrics::track_requests))
-        .layer(axum::middleware::from_fn_with_state(
-            headers_settings,
-            security_headers::add_security_headers,
-        ))
-        .with_state(state)
 }
 
 /// Completes on Ctrl-C or SIGTERM.

@@ -113,7 +113,7 @@ pub fn spawn_job(
             ticker.tick().await;
             let started = std::time::Instant::now();
             let result = telemetry::run_maintenance(&db, &settings, clock.now()).await;
-            crate::metrics::job_run(
+            crate::ops::metrics::job_run(
                 "telemetry_rollup",
                 result.is_ok(),
                 started.elapsed().as_secs_f64(),

@@ -2,6 +2,7 @@
 //! Authenticated like the rest of `/api/v1` (bearer token or session cookie); errors are
 //! `{"error", "message", "code"?, "field"?, "clash"?}` with 401/403/404/409/422.
 
+use super::{body_error, idempotency_key, query_error};
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
@@ -10,7 +11,6 @@ use berth_app::backend::auth::actor::Actor;
 use berth_app::backend::reservations::{self, BookingForm, SlotForm};
 use berth_app::backend::state::AppState;
 use berth_app::domain::inventory::GpuListing;
-use berth_app::domain::problem::Problem;
 use berth_app::domain::reservation::{GpuAvailability, Reservation, SlotOffer};
 use berth_app::error::AppError;
 use serde::{Deserialize, Serialize};
@@ -62,25 +62,6 @@ pub async fn list_gpus(
     ))
 }
 
-fn query_error(rejection: QueryRejection) -> AppError {
-    AppError::invalid(
-        "query",
-        Problem::Unreadable {
-            detail: rejection.body_text(),
-        },
-    )
-}
-
-/// A JSON body that could not be read, as a 422 on `body`.
-pub fn body_error(rejection: JsonRejection) -> AppError {
-    AppError::invalid(
-        "body",
-        Problem::Unreadable {
-            detail: rejection.body_text(),
-        },
-    )
-}
-
 /// `?from=&to=&model=`
 #[derive(Debug, Deserialize)]
 pub struct AvailabilityQuery {
@@ -113,23 +94,6 @@ pub async fn slots(
     Ok(Json(
         reservations::find_slots(&state, &form, state.now()).await?,
     ))
-}
-
-/// The `Idempotency-Key` header, if sent (422 when it is not text).
-pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, AppError> {
-    headers
-        .get("idempotency-key")
-        .map(|value| {
-            value.to_str().map_err(|_| {
-                AppError::invalid(
-                    "Idempotency-Key",
-                    Problem::BadIdempotencyKey {
-                        max: reservations::MAX_IDEMPOTENCY_KEY_CHARS,
-                    },
-                )
-            })
-        })
-        .transpose()
 }
 
 /// `POST /api/v1/reservations`: 201 with the reservation; 409 with the clash and a suggestion.
@@ -175,88 +139,4 @@ pub async fn cancel(
     Ok(Json(
         reservations::cancel(&state, &actor, id, state.now()).await?,
     ))
-}
-
-/// The calendar's booking form without JavaScript: local times in the viewer's zone (profile
-/// setting, else the browser's cookie).
-#[derive(Debug, Deserialize)]
-pub struct BookFormPost {
-    gpu_id: i64,
-    #[serde(default)]
-    share: Option<String>,
-    start: String,
-    end: String,
-    #[serde(default)]
-    return_to: Option<String>,
-    #[serde(default)]
-    charge: Option<String>,
-    #[serde(default)]
-    idempotency_key: Option<String>,
-    /// A team's id, or empty for a personal booking.
-    #[serde(default)]
-    team_id: Option<String>,
-    /// A priority class, or empty for the default.
-    #[serde(default)]
-    priority: Option<String>,
-}
-
-/// `POST /calendar/book`: books, then back to the calendar with `booked=ID` or `error=message`.
-pub async fn book_form(
-    State(state): State<AppState>,
-    actor: Actor,
-    headers: axum::http::HeaderMap,
-    axum::Form(form): axum::Form<BookFormPost>,
-) -> axum::response::Redirect {
-    let zone = berth_app::backend::viewer::viewer_zone(&actor, &headers);
-    let back = form
-        .return_to
-        .clone()
-        .filter(|path| {
-            berth_app::domain::return_to::local_path(path).is_some()
-                && path.starts_with("/calendar")
-        })
-        .unwrap_or_else(|| "/calendar".into());
-    let separator = if back.contains('?') { '&' } else { '?' };
-    let result = async {
-        let start = reservations::local_to_rfc3339(zone.as_deref(), "start", &form.start)?;
-        let end = reservations::local_to_rfc3339(zone.as_deref(), "end", &form.end)?;
-        let booking_form = BookingForm {
-            gpu_ids: Some(vec![form.gpu_id]),
-            model: None,
-            count: None,
-            share: form.share.clone().map(reservations::ShareInput::Text),
-            start,
-            end,
-            charge: form.charge.clone(),
-            priority: form.priority.clone(),
-            team_id: match form.team_id.as_deref().map(str::trim) {
-                None | Some("") => None,
-                Some(raw) => Some(raw.parse::<i64>().map_err(|_| {
-                    berth_app::error::AppError::invalid(
-                        "team_id",
-                        berth_app::domain::problem::Problem::Unreadable {
-                            detail: format!("`{raw}` is not a team id"),
-                        },
-                    )
-                })?),
-            },
-        };
-        let key = form
-            .idempotency_key
-            .as_deref()
-            .filter(|key| !key.is_empty());
-        reservations::create(&state, &actor, &booking_form, state.now(), key).await
-    }
-    .await;
-    let target = match result {
-        Ok(reservation) => format!("{back}{separator}booked={}", reservation.id),
-        Err(error) => {
-            // The error as data, already in the reader's language.
-            let error = berth_app::text::language::explained_for(error, &headers, &state);
-            let data = serde_json::to_string(&error).unwrap_or_else(|_| error.to_string());
-            let message: String = url::form_urlencoded::byte_serialize(data.as_bytes()).collect();
-            format!("{back}{separator}error={message}")
-        }
-    };
-    axum::response::Redirect::to(&target)
 }

@@ -6,7 +6,7 @@
 //! decimal GPU-hours, dates ISO 8601. CSV is RFC 4180 (comma, CRLF, quotes doubled), UTF-8; a
 //! name a spreadsheet would run as a formula starts with `'` (see `csv_export`).
 
-use crate::routes::csv_export;
+use crate::api::v1::csv_export;
 use axum::Json;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};

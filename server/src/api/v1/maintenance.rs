@@ -28,7 +28,7 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<Vec<MaintenanceWindow>>), AppError> {
     // The role first: a user without it learns nothing from validation messages.
     actor.require_platform_admin()?;
-    let Json(form) = body.map_err(crate::routes::reservations::body_error)?;
+    let Json(form) = body.map_err(crate::api::v1::body_error)?;
     let created = maintenance::create(&state, &actor, &form, state.now()).await?;
     Ok((StatusCode::CREATED, Json(created)))
 }

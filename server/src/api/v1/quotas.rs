@@ -16,7 +16,7 @@ use berth_app::domain::team::TeamAccess;
 use berth_app::error::AppError;
 use serde::Deserialize;
 
-use crate::routes::reservations::body_error;
+use crate::api::v1::body_error;
 
 /// `GET /api/v1/teams/{id}/rules`: booking rules, this week's use against the quotas per model
 /// and, for those who manage the team, bookings waiting for approval and idle bookings.

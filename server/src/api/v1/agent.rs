@@ -38,7 +38,7 @@ impl From<JsonRejection> for AgentRejection {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Self::TooLarge
         } else {
-            Self::App(crate::routes::reservations::body_error(rejection))
+            Self::App(crate::api::v1::body_error(rejection))
         }
     }
 }
@@ -125,6 +125,6 @@ pub async fn report(
         state.now(),
     )
     .await?;
-    crate::metrics::samples_ingested(outcome.samples);
+    crate::ops::metrics::samples_ingested(outcome.samples);
     Ok(Json(outcome))
 }

@@ -1,0 +1,126 @@
+//! The JSON API under `/api/v1`, authenticated with `Authorization: Bearer <token>` (or the
+//! session cookie), one file per resource. Errors are `{"error", "message", "code"?, "field"?,
+//! "clash"?}` with 401 / 403 / 404 / 409 / 422. The rules live in `berth_app::backend`; these
+//! handlers only read requests and write answers. What every resource reads the same way is here:
+//! a query or body that cannot be read, and the `Idempotency-Key` header.
+
+pub mod agent;
+pub mod csv_export;
+pub mod fleet;
+pub mod ledger;
+pub mod maintenance;
+pub mod quotas;
+pub mod reports;
+pub mod reservations;
+pub mod teams;
+pub mod telemetry;
+pub mod users;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::routing::{delete, get, patch, post, put};
+use berth_app::backend::reservations::MAX_IDEMPOTENCY_KEY_CHARS;
+use berth_app::backend::state::AppState;
+use berth_app::domain::problem::Problem;
+use berth_app::error::AppError;
+
+fn query_error(rejection: QueryRejection) -> AppError {
+    AppError::invalid(
+        "query",
+        Problem::Unreadable {
+            detail: rejection.body_text(),
+        },
+    )
+}
+
+/// A JSON body that could not be read, as a 422 on `body`.
+pub fn body_error(rejection: JsonRejection) -> AppError {
+    AppError::invalid(
+        "body",
+        Problem::Unreadable {
+            detail: rejection.body_text(),
+        },
+    )
+}
+
+/// The `Idempotency-Key` header, if sent (422 when it is not text).
+pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, AppError> {
+    headers
+        .get("idempotency-key")
+        .map(|value| {
+            value.to_str().map_err(|_| {
+                AppError::invalid(
+                    "Idempotency-Key",
+                    Problem::BadIdempotencyKey {
+                        max: MAX_IDEMPOTENCY_KEY_CHARS,
+                    },
+                )
+            })
+        })
+        .transpose()
+}
+
+/// The JSON API's routes, relative to `/api/v1`.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/me", get(users::me))
+        .route("/users", get(users::list_users))
+        .route("/gpus", get(reservations::list_gpus))
+        .route("/availability", get(reservations::availability))
+        .route("/slots", get(reservations::slots))
+        .route(
+            "/reservations",
+            get(reservations::list).post(reservations::create),
+        )
+        .route("/reservations/{id}", delete(reservations::cancel))
+        .route(
+            "/maintenance",
+            get(maintenance::list).post(maintenance::create),
+        )
+        .route("/maintenance/{id}", delete(maintenance::end))
+        .route("/wallet", get(ledger::wallet))
+        .route("/reports/usage", get(reports::usage))
+        .route("/reports/fleet", get(reports::fleet))
+        .route("/admin/credits", post(ledger::change_credits))
+        .route("/admin/payments-due", get(ledger::payments_due))
+        .route("/admin/gpus/{id}/retire", post(maintenance::retire))
+        .route("/admin/gpus/pending", get(fleet::pending_gpus))
+        .route("/admin/gpus/{id}/accept", post(fleet::accept_gpu))
+        .route("/admin/gpus/{id}", patch(fleet::update_gpu))
+        .route("/admin/models/{model}/price", put(fleet::set_model_price))
+        .route("/admin/teams", post(teams::create))
+        .route("/admin/audit", get(teams::audit))
+        .route("/teams", get(teams::list))
+        .route("/teams/{id}", get(teams::show))
+        .route("/teams/{id}/invitations", post(teams::invite))
+        .route(
+            "/teams/{id}/invitations/{invitation}",
+            delete(teams::revoke),
+        )
+        .route(
+            "/teams/{id}/members/{user}",
+            patch(teams::set_role).delete(teams::remove),
+        )
+        .route("/teams/{id}/audit", get(teams::team_audit))
+        .route("/teams/{id}/budget", put(teams::set_budget))
+        .route(
+            "/teams/{id}/rules",
+            get(quotas::show).put(quotas::set_rules),
+        )
+        .route(
+            "/teams/{id}/quotas/{model}",
+            put(quotas::set_quota).delete(quotas::remove_quota),
+        )
+        .route("/teams/{id}/approvals/{reservation}", post(quotas::decide))
+        .route("/gpus/{id}/telemetry", get(telemetry::history))
+        .route("/gpus/{id}/events", get(telemetry::events))
+        .route(
+            "/agent/register",
+            post(agent::register).layer(DefaultBodyLimit::max(agent::MAX_BODY_BYTES)),
+        )
+        .route(
+            "/agent/report",
+            post(agent::report).layer(DefaultBodyLimit::max(agent::MAX_BODY_BYTES)),
+        )
+}

@@ -6,9 +6,8 @@ use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use berth_app::backend::auth::actor::SESSION_USER_ID;
 use berth_app::backend::auth::oidc::{CallbackParams, PendingSignIn, SESSION_PENDING_SIGN_IN};
-use berth_app::backend::db;
-use berth_app::backend::db::users::IdentitySignIn;
 use berth_app::backend::demo::{self, DemoAccount};
+use berth_app::backend::session::{self, IdentitySignIn};
 use berth_app::backend::state::AppState;
 use berth_app::domain::return_to::local_path_or_home;
 use berth_app::domain::sign_in::{SignInFailure, vouched_address};
@@ -90,8 +89,7 @@ pub async fn oidc_callback(
             return Ok(failed(failure));
         }
     };
-    match db::users::sign_in_identity(&state.db, &identity, &state.portal.admin_emails, now).await?
-    {
+    match session::sign_in_identity(&state.db, &identity, &state.portal.admin_emails, now).await? {
         IdentitySignIn::User(user) => {
             // Invitations go to an address: they are accepted only when the provider verifies,
             // at this sign-in, the very address stored on the account.

@@ -188,6 +188,22 @@ impl SignInFailure {
     }
 }
 
+/// A person as an identity provider vouched for them in a verified ID token.
+#[derive(Debug, Clone)]
+pub struct ExternalIdentity {
+    /// Provider id from the settings.
+    pub provider: String,
+    /// The provider's `sub` claim.
+    pub subject: String,
+    /// Their e-mail address.
+    pub email: crate::domain::user::Email,
+    /// Whether the provider vouches for the address at this sign-in: its `email_verified` is
+    /// `true`, or the provider is trusted to give only verified addresses (`trust_email`).
+    pub email_verified: bool,
+    /// Their display name.
+    pub name: crate::domain::user::UserName,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@
 //! must bring back (state, PKCE verifier, nonce) is kept in its server-side session, never in the
 //! URL or a cookie.
 
-use crate::backend::db::users::ExternalIdentity;
+use crate::domain::sign_in::ExternalIdentity;
 use crate::domain::sign_in::{ProviderButton, SignInFailure};
 use crate::domain::user::{Email, UserName};
 use crate::error::error_chain;

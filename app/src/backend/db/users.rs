@@ -1,15 +1,13 @@
-//! Users: adding them (by e-mail address), binding them to identity-provider accounts, finding
-//! and listing them.
+//! Users: adding them (by e-mail address), the queries a sign-in through an identity provider
+//! runs (`backend::session` decides), finding and listing them.
 
-use crate::backend::db::begin_write;
 use crate::backend::entity::{identity, user};
-use crate::domain::sign_in::promotes_to_admin;
-use crate::domain::user::{Email, NewUser, PlatformRole, UserName, UserSummary};
+use crate::domain::user::{Email, NewUser, PlatformRole, UserSummary};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, QueryFilter, QueryOrder, SqlErr,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    QueryFilter, QueryOrder,
 };
 
 /// Adds the user, or updates the name and role of the user with that e-mail address; returns it.
@@ -126,148 +124,106 @@ pub(crate) fn summary(row: user::Model) -> Result<UserSummary, DbErr> {
     })
 }
 
-/// A person as an identity provider vouched for them in a verified ID token.
-#[derive(Debug, Clone)]
-pub struct ExternalIdentity {
-    /// Provider id from the settings.
-    pub provider: String,
-    /// The provider's `sub` claim.
-    pub subject: String,
-    /// Their e-mail address.
-    pub email: Email,
-    /// Whether the provider vouches for the address at this sign-in: its `email_verified` is
-    /// `true`, or the provider is trusted to give only verified addresses (`trust_email`).
-    pub email_verified: bool,
-    /// Their display name.
-    pub name: UserName,
-}
-
-/// What [`sign_in_identity`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IdentitySignIn {
-    /// The user bound to the identity (created now if it is their first sign-in).
-    User(UserSummary),
-    /// The e-mail address belongs to an account bound to another identity (or to an account
-    /// added with `berth user add` while the provider does not vouch for the address); nothing
-    /// was written.
-    EmailTaken,
-}
-
-/// Finds or creates the user bound to `identity`, in one transaction.
-///
-/// Users are bound to (provider, subject), never to an e-mail address alone: a first sign-in
-/// creates a user, or binds to an existing account with the same address only when that account
-/// has no identity yet (added with `berth user add`) and the provider verifies the address.
-/// A user becomes a platform admin when the address stored on their account is one of
-/// `admin_emails` and the provider verifies that very address at this sign-in (a linked user
-/// whose provider address changed to a listed one is not promoted).
-#[tracing::instrument(skip_all, fields(identity.provider = %identity.provider))]
-pub async fn sign_in_identity(
-    db: &DatabaseConnection,
-    identity: &ExternalIdentity,
-    admin_emails: &[Email],
-    now: DateTime<Utc>,
-) -> Result<IdentitySignIn, DbErr> {
-    // Two first sign-ins of one person at once: the loser of the unique index tries again and
-    // finds the winner's row.
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        match try_sign_in_identity(db, identity, admin_emails, now).await {
-            Err(err)
-                if attempts < 3
-                    && matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) =>
-            {
-                tracing::debug!(error = %err, "concurrent first sign-in, retrying");
-            }
-            other => return other,
-        }
-    }
-}
-
-async fn try_sign_in_identity(
-    db: &DatabaseConnection,
-    identity: &ExternalIdentity,
-    admin_emails: &[Email],
-    now: DateTime<Utc>,
-) -> Result<IdentitySignIn, DbErr> {
-    let make_admin = |stored: &str| {
-        Email::parse(stored).is_ok_and(|stored| {
-            promotes_to_admin(
-                admin_emails,
-                &stored,
-                &identity.email,
-                identity.email_verified,
-            )
-        })
-    };
-    let txn = begin_write(db).await?;
-    let bound = identity::Entity::find()
-        .filter(identity::Column::Provider.eq(&identity.provider))
-        .filter(identity::Column::Subject.eq(&identity.subject))
-        .one(&txn)
-        .await?;
-    let user_id = if let Some(bound) = bound {
-        bound.user_id
-    } else {
-        let existing = user::Entity::find()
-            .filter(user::Column::Email.eq(identity.email.as_str()))
-            .one(&txn)
-            .await?;
-        let user_id = match existing {
-            Some(existing) => {
-                let has_identity = identity::Entity::find()
-                    .filter(identity::Column::UserId.eq(existing.id))
-                    .one(&txn)
-                    .await?
-                    .is_some();
-                if has_identity || !identity.email_verified {
-                    return Ok(IdentitySignIn::EmailTaken);
-                }
-                existing.id
-            }
-            None => {
-                user::ActiveModel {
-                    email: Set(identity.email.as_str().to_owned()),
-                    name: Set(identity.name.as_str().to_owned()),
-                    is_platform_admin: Set(make_admin(identity.email.as_str())),
-                    created_at: Set(now),
-                    updated_at: Set(now),
-                    ..Default::default()
-                }
-                .insert(&txn)
-                .await?
-                .id
-            }
-        };
-        identity::ActiveModel {
-            user_id: Set(user_id),
-            provider: Set(identity.provider.clone()),
-            subject: Set(identity.subject.clone()),
-            created_at: Set(now),
-            ..Default::default()
-        }
-        .insert(&txn)
-        .await?;
-        user_id
-    };
-    // The provider's name is the current one; the admin bootstrap only ever adds the role, for
-    // the address stored on the account.
-    let stored = user::Entity::find_by_id(user_id)
-        .one(&txn)
+/// The user bound to the identity (`provider`, `subject`), if any.
+pub async fn identity_user(
+    db: &impl ConnectionTrait,
+    provider: &str,
+    subject: &str,
+) -> Result<Option<i64>, DbErr> {
+    Ok(identity::Entity::find()
+        .filter(identity::Column::Provider.eq(provider))
+        .filter(identity::Column::Subject.eq(subject))
+        .one(db)
         .await?
-        .ok_or_else(|| DbErr::RecordNotFound(format!("user {user_id}")))?;
+        .map(|bound| bound.user_id))
+}
+
+/// The id and stored address of the user with `email`, if any.
+pub async fn user_with_email(
+    db: &impl ConnectionTrait,
+    email: &str,
+) -> Result<Option<(i64, String)>, DbErr> {
+    Ok(user::Entity::find()
+        .filter(user::Column::Email.eq(email))
+        .one(db)
+        .await?
+        .map(|found| (found.id, found.email)))
+}
+
+/// Whether the user is bound to any identity.
+pub async fn has_identity(db: &impl ConnectionTrait, user_id: i64) -> Result<bool, DbErr> {
+    Ok(identity::Entity::find()
+        .filter(identity::Column::UserId.eq(user_id))
+        .one(db)
+        .await?
+        .is_some())
+}
+
+/// Inserts a user; answers the new id.
+pub async fn insert_user(
+    db: &impl ConnectionTrait,
+    email: &str,
+    name: &str,
+    platform_admin: bool,
+    now: DateTime<Utc>,
+) -> Result<i64, DbErr> {
+    Ok(user::ActiveModel {
+        email: Set(email.to_owned()),
+        name: Set(name.to_owned()),
+        is_platform_admin: Set(platform_admin),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ..Default::default()
+    }
+    .insert(db)
+    .await?
+    .id)
+}
+
+/// Binds the identity (`provider`, `subject`) to the user.
+pub async fn bind_identity(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    provider: &str,
+    subject: &str,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    identity::ActiveModel {
+        user_id: Set(user_id),
+        provider: Set(provider.to_owned()),
+        subject: Set(subject.to_owned()),
+        created_at: Set(now),
+        ..Default::default()
+    }
+    .insert(db)
+    .await?;
+    Ok(())
+}
+
+/// The address stored on the user's account.
+pub async fn stored_email(db: &impl ConnectionTrait, user_id: i64) -> Result<String, DbErr> {
+    user::Entity::find_by_id(user_id)
+        .one(db)
+        .await?
+        .map(|found| found.email)
+        .ok_or_else(|| DbErr::RecordNotFound(format!("user {user_id}")))
+}
+
+/// Sets the user's name, and makes them a platform admin when `promote`.
+pub async fn refresh_user(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    name: &str,
+    promote: bool,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
     let mut update = user::Entity::update_many()
-        .col_expr(user::Column::Name, Expr::value(identity.name.as_str()))
+        .col_expr(user::Column::Name, Expr::value(name))
         .col_expr(user::Column::UpdatedAt, Expr::value(now))
         .filter(user::Column::Id.eq(user_id));
-    if make_admin(&stored.email) {
+    if promote {
         update = update.col_expr(user::Column::IsPlatformAdmin, Expr::value(true));
     }
-    update.exec(&txn).await?;
-    let user = find_user(&txn, user_id)
-        .await?
-        .ok_or_else(|| DbErr::RecordNotFound(format!("user {user_id}")))?;
-    txn.commit().await?;
-    Ok(IdentitySignIn::User(user))
+    update.exec(db).await?;
+    Ok(())
 }

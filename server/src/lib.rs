@@ -1,7 +1,7 @@
 //! Berth's server: command line, settings, logging and the axum application.
 //!
 //! `startup` builds the state and the application, `router` the routes: `ops` (health, metrics),
-//! `auth` (sign-in), `api::v1` (the JSON API), `forms` (plain forms) and the Leptos pages, inside
+//! `auth` (sign-in), `api::v1` (the JSON API) and the Leptos pages and server functions, inside
 //! `middleware`.
 
 // Leptos view types nest deeply; the default limit (128) is too small for whole pages.
@@ -13,7 +13,6 @@ pub mod api;
 pub mod auth;
 pub mod cli;
 pub mod configuration;
-pub mod forms;
 pub mod logging;
 pub mod middleware;
 pub mod ops;

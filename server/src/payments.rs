@@ -14,6 +14,7 @@ pub fn spawn_job(
     policy: ChargePolicy,
     every: std::time::Duration,
     clock: Arc<dyn Clock>,
+    metrics: Arc<berth_app::backend::metrics::PortalMetrics>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         // The first run at once: charges that fell due while the portal was down are made now.
@@ -23,11 +24,7 @@ pub fn spawn_job(
             ticker.tick().await;
             let started = std::time::Instant::now();
             let result = payments::run(&db, &policy, clock.now(), None).await;
-            crate::ops::metrics::job_run(
-                "payments",
-                result.is_ok(),
-                started.elapsed().as_secs_f64(),
-            );
+            metrics.job_run("payments", result.is_ok(), started.elapsed().as_secs_f64());
             match result {
                 Ok(outcome) if outcome == payments::Outcome::default() => {}
                 Ok(outcome) => tracing::info!(?outcome, "payment job"),

@@ -1,7 +1,8 @@
 //! Every route, in groups: ops (health, metrics), auth (sign-in, the language switch), the JSON
-//! API nested under `/api/v1`, the plain forms, and the Leptos pages and server functions; all
-//! inside the middleware (see [`router`] for their order).
+//! API nested under `/api/v1`, and the Leptos pages and server functions (the pages' plain forms
+//! among them); all inside the middleware (see [`router`] for their order).
 
+use crate::auth;
 use crate::configuration::SessionSettings;
 use crate::middleware::rate_limit::SignInLimiter;
 use crate::middleware::security_headers::SecurityHeaders;
@@ -9,7 +10,6 @@ use crate::middleware::{csrf, guard, locale, panic, rate_limit, request_log, sec
 use crate::ops::health;
 use crate::ops::metrics::{self, MetricsToken};
 use crate::startup::SESSION_COOKIE;
-use crate::{auth, forms};
 use axum::Router;
 use axum::routing::{get, post};
 use berth_app::backend::db::sessions::DbSessionStore;
@@ -62,7 +62,6 @@ pub fn router(
         .merge(ops_routes(metrics_token))
         .merge(auth_routes())
         .nest("/api/v1", crate::api::v1::routes())
-        .merge(form_routes())
         .merge(extra)
         // Also registers the server functions, with `AppState` in their context.
         .leptos_routes(&state, routes, move || shell(shell_options.clone()))
@@ -83,7 +82,10 @@ pub fn router(
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn(panic::catch_panic))
         .layer(axum::middleware::from_fn(request_log::log_request))
-        .layer(axum::middleware::from_fn(metrics::track_requests))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track_requests,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             headers_settings,
             security_headers::add_security_headers,
@@ -110,14 +112,4 @@ fn auth_routes() -> Router<AppState> {
         .route("/auth/dev", post(auth::dev_sign_in))
         .route("/auth/signout", post(auth::sign_out))
         .route("/locale", post(locale::set_locale))
-}
-
-/// The plain forms some pages post to.
-fn form_routes() -> Router<AppState> {
-    Router::new()
-        .route("/admin/fleet", post(forms::fleet::fleet_form))
-        .route("/admin/credits", post(forms::ledger::credits_form))
-        .route("/teams", post(forms::teams::create_form))
-        .route("/teams/{id}", post(forms::teams::team_form))
-        .route("/calendar/book", post(forms::reservations::book_form))
 }

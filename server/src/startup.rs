@@ -85,6 +85,7 @@ pub struct Application {
     charge: berth_app::domain::payment::ChargePolicy,
     payment_job_every: std::time::Duration,
     clock: Arc<dyn berth_app::backend::clock::Clock>,
+    metrics: Arc<berth_app::backend::metrics::PortalMetrics>,
 }
 
 impl std::fmt::Debug for Application {
@@ -185,6 +186,7 @@ impl Application {
             portal: Arc::new(config.portal.clone()),
             oidc: Arc::new(oidc),
             clock: config.clock.clone(),
+            metrics: Arc::default(),
         };
         let per_minute = std::num::NonZeroU32::new(config.rate_limit.per_minute)
             .unwrap_or(std::num::NonZeroU32::MIN);
@@ -212,6 +214,7 @@ impl Application {
             charge: config.portal.charge,
             payment_job_every: config.payment_job_every,
             clock: config.clock.clone(),
+            metrics: state.metrics.clone(),
         })
     }
 
@@ -249,12 +252,14 @@ impl Application {
             self.telemetry.clone(),
             self.local_agent.job_every,
             self.clock.clone(),
+            self.metrics.clone(),
         );
         let payments = crate::payments::spawn_job(
             self.db.clone(),
             self.charge,
             self.payment_job_every,
             self.clock.clone(),
+            self.metrics.clone(),
         );
         // The peer address feeds the sign-in rate limit.
         let service = self

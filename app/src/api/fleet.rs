@@ -53,3 +53,68 @@ pub async fn get_fleet_page() -> Result<FleetPage, AppError> {
     })
     .await
 }
+
+/// The fleet page's forms (platform admins): each posts to its own function below and comes
+/// back to the page with a [`FleetDone`](crate::api::forms::FleetDone) or the refusal.
+#[cfg(feature = "ssr")]
+async fn fleet_form<Fut>(
+    done: crate::api::forms::FleetDone,
+    command: impl FnOnce(crate::api::context::Call) -> Fut,
+) -> Result<(), AppError>
+where
+    Fut: Future<Output = Result<(), AppError>>,
+{
+    use crate::api::forms::{Outcome, back_to};
+    let call = crate::api::context::platform_admin(|call| async move { Ok(call) }).await?;
+    let result = command(call).await;
+    back_to("/admin/fleet", result.map(|()| ("done", done.query_word())))
+}
+
+/// Sets the hourly price (in the currency as typed) of every GPU of `model`.
+#[server(endpoint = "forms/fleet/model_price")]
+pub async fn set_model_price(model: String, price: String) -> Result<(), AppError> {
+    use crate::api::forms::FleetDone;
+    use crate::backend::fleet;
+    fleet_form(FleetDone::Price, |call| async move {
+        let price = fleet::parse_price("price", &price, &call.state.portal.currency)?;
+        fleet::set_model_price(&call.state.db, &call.actor, &model, price, call.now)
+            .await
+            .map(drop)
+    })
+    .await
+}
+
+/// Sets one GPU's hourly price and whether it may be shared (a checkbox: present when ticked).
+#[server(endpoint = "forms/fleet/gpu")]
+pub async fn change_gpu(
+    gpu_id: i64,
+    price: String,
+    #[server(default)] shareable: Option<String>,
+) -> Result<(), AppError> {
+    use crate::api::forms::FleetDone;
+    use crate::backend::fleet;
+    fleet_form(FleetDone::Gpu, |call| async move {
+        let change = fleet::GpuChange {
+            hourly_price_minor: Some(fleet::parse_price(
+                "price",
+                &price,
+                &call.state.portal.currency,
+            )?),
+            shareable: Some(shareable.is_some()),
+        };
+        fleet::update_gpu(&call.state.db, &call.actor, gpu_id, &change, call.now).await
+    })
+    .await
+}
+
+/// Retires a GPU: its bookings are released with a full refund.
+#[server(endpoint = "forms/fleet/retire")]
+pub async fn retire_gpu(gpu_id: i64) -> Result<(), AppError> {
+    use crate::api::forms::FleetDone;
+    fleet_form(FleetDone::Retired, |call| async move {
+        crate::backend::reservations::retire_gpu(&call.state, &call.actor, gpu_id, call.now)
+            .await
+            .map(drop)
+    })
+    .await
+}

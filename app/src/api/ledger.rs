@@ -114,3 +114,56 @@ pub async fn get_payments_page() -> Result<PaymentsPage, AppError> {
     })
     .await
 }
+
+/// The credits page's form (platform admins): grants (`direction` `grant`) or deducts
+/// (`deduct`) `amount`, typed in the currency, for the user with `email`; back to the page with
+/// `done=` the ledger transaction, or the refusal. The same `idempotency_key` again (a double
+/// click, a reload) records once.
+#[server(endpoint = "forms/credits")]
+pub async fn change_credits(
+    email: String,
+    direction: String,
+    amount: String,
+    reason: String,
+    #[server(default)] idempotency_key: Option<String>,
+) -> Result<(), AppError> {
+    use crate::api::forms::back_to;
+    use crate::backend::ledger;
+    use crate::domain::problem::Problem;
+    let call = crate::api::context::platform_admin(|call| async move { Ok(call) }).await?;
+    let currency = &call.state.portal.currency;
+    let result = async {
+        let amount = crate::backend::input::amount("amount", &amount, currency, |minor| minor > 0)?;
+        let amount_minor = match direction.as_str() {
+            "grant" => amount,
+            "deduct" => -amount,
+            other => {
+                return Err(AppError::invalid(
+                    "direction",
+                    Problem::Unreadable {
+                        detail: format!("`{other}`: use grant or deduct"),
+                    },
+                ));
+            }
+        };
+        ledger::change_credits(
+            &call.state.db,
+            currency,
+            ledger::CreditRequest {
+                actor_id: Some(call.actor.user.id),
+                wallet: ledger::CreditWallet::User(&email),
+                amount_minor,
+                reason: &reason,
+                idempotency_key: idempotency_key.as_deref().filter(|key| !key.is_empty()),
+                provider: &ledger::ManualProvider,
+            },
+            call.now,
+        )
+        .await
+    }
+    .await;
+    back_to(
+        "/admin/credits",
+        result.map(|done| ("done", done.transaction_id.to_string())),
+    )
+}

@@ -5,6 +5,7 @@
 #[cfg(feature = "ssr")]
 pub mod context;
 pub mod fleet;
+pub mod forms;
 pub mod inventory;
 pub mod ledger;
 pub mod maintenance;

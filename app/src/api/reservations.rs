@@ -173,3 +173,59 @@ pub async fn find_slots(
     })
     .await
 }
+
+/// The calendar's booking form without JavaScript: `share` of GPU `gpu_id` from `start` to
+/// `end`, local times in the viewer's zone (profile setting, else the browser's cookie); back to
+/// the calendar view it came from (`return_to`, a calendar address) with `booked=` the new
+/// reservation's id, or the refusal.
+#[server(endpoint = "forms/book")]
+pub async fn book_form(
+    gpu_id: i64,
+    #[server(default)] share: Option<String>,
+    start: String,
+    end: String,
+    #[server(default)] return_to: Option<String>,
+    #[server(default)] charge: Option<String>,
+    #[server(default)] idempotency_key: Option<String>,
+    /// A team's id, or empty for a personal booking.
+    #[server(default)]
+    team_id: Option<String>,
+    /// A priority class, or empty for the default.
+    #[server(default)]
+    priority: Option<String>,
+) -> Result<(), AppError> {
+    use crate::api::forms::{back_with_error, go_to};
+    use crate::backend::input::whole_number;
+    use crate::backend::reservations::{self, BookingForm, ShareInput};
+    let call = crate::api::context::signed_in(|call| async move { Ok(call) }).await?;
+    let back = return_to
+        .filter(|path| {
+            crate::domain::return_to::local_path(path).is_some() && path.starts_with("/calendar")
+        })
+        .unwrap_or_else(|| "/calendar".into());
+    let zone = call.zone();
+    let result = async {
+        let form = BookingForm {
+            gpu_ids: Some(vec![gpu_id]),
+            model: None,
+            count: None,
+            share: share.map(ShareInput::Text),
+            start: reservations::local_to_rfc3339(zone.as_deref(), "start", &start)?,
+            end: reservations::local_to_rfc3339(zone.as_deref(), "end", &end)?,
+            charge,
+            priority,
+            team_id: whole_number("team_id", team_id.as_deref())?,
+        };
+        let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
+        reservations::create(&call.state, &call.actor, &form, call.now, key).await
+    }
+    .await;
+    match result {
+        Ok(reservation) => {
+            let separator = if back.contains('?') { '&' } else { '?' };
+            go_to(&format!("{back}{separator}booked={}", reservation.id));
+        }
+        Err(error) => back_with_error(&back, error),
+    }
+    Ok(())
+}

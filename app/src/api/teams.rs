@@ -155,3 +155,306 @@ pub async fn get_audit_page(
     })
     .await
 }
+
+/// The team page's forms: each of them posts to its own function below and comes back to the
+/// page with a [`TeamDone`](crate::api::forms::TeamDone) or the refusal. Outsiders learn
+/// nothing: the same 404 as the page itself.
+#[cfg(feature = "ssr")]
+async fn team_form<Fut>(
+    team_id: i64,
+    done: crate::api::forms::TeamDone,
+    command: impl FnOnce(crate::api::context::Call) -> Fut,
+) -> Result<(), AppError>
+where
+    Fut: Future<Output = Result<(), AppError>>,
+{
+    use crate::api::forms::{Outcome, back_to};
+    let call = crate::api::context::signed_in(|call| async move {
+        crate::backend::teams::access(&call.state.db, &call.actor, team_id).await?;
+        Ok(call)
+    })
+    .await?;
+    let result = command(call).await;
+    back_to(
+        &format!("/teams/{team_id}"),
+        result.map(|()| ("done", done.query_word())),
+    )
+}
+
+/// Invites `email` to the team as `role` (default member).
+#[server(endpoint = "forms/team/invite")]
+pub async fn invite_member(
+    team_id: i64,
+    email: String,
+    #[server(default)] role: Option<String>,
+) -> Result<(), AppError> {
+    use crate::api::forms::TeamDone;
+    team_form(team_id, TeamDone::Invited, |call| async move {
+        let role = role.as_deref().unwrap_or("member");
+        crate::backend::teams::invite(&call.state.db, &call.actor, team_id, &email, role, call.now)
+            .await
+            .map(drop)
+    })
+    .await
+}
+
+/// Withdraws an open invitation.
+#[server(endpoint = "forms/team/revoke")]
+pub async fn revoke_invitation(team_id: i64, invitation_id: i64) -> Result<(), AppError> {
+    use crate::api::forms::TeamDone;
+    team_form(team_id, TeamDone::Revoked, |call| async move {
+        crate::backend::teams::revoke_invitation(
+            &call.state.db,
+            &call.actor,
+            team_id,
+            invitation_id,
+            call.now,
+        )
+        .await
+    })
+    .await
+}
+
+/// Gives a member another role.
+#[server(endpoint = "forms/team/role")]
+pub async fn set_member_role(team_id: i64, user_id: i64, role: String) -> Result<(), AppError> {
+    use crate::api::forms::TeamDone;
+    use crate::backend::teams;
+    team_form(team_id, TeamDone::Role, |call| async move {
+        let role = teams::parse_role(&role)?;
+        teams::change_member(
+            &call.state.db,
+            &call.actor,
+            team_id,
+            user_id,
+            Some(role),
+            call.now,
+        )
+        .await
+    })
+    .await
+}
+
+/// Removes a member; who removes themselves has left, and goes to the teams page.
+#[server(endpoint = "forms/team/remove")]
+pub async fn remove_member(team_id: i64, user_id: i64) -> Result<(), AppError> {
+    use crate::api::forms::{TeamDone, go_to};
+    use crate::backend::teams;
+    let call = crate::api::context::signed_in(|call| async move {
+        teams::access(&call.state.db, &call.actor, team_id).await?;
+        Ok(call)
+    })
+    .await?;
+    if user_id == call.actor.user.id {
+        // Who leaves a team can no longer see its page.
+        return match teams::change_member(
+            &call.state.db,
+            &call.actor,
+            team_id,
+            user_id,
+            None,
+            call.now,
+        )
+        .await
+        {
+            Ok(()) | Err(AppError::NotFound(_)) => {
+                go_to("/teams");
+                Ok(())
+            }
+            Err(error) => crate::api::forms::back_to(&format!("/teams/{team_id}"), Err(error)),
+        };
+    }
+    team_form(team_id, TeamDone::Removed, |call| async move {
+        teams::change_member(
+            &call.state.db,
+            &call.actor,
+            team_id,
+            user_id,
+            None,
+            call.now,
+        )
+        .await
+    })
+    .await
+}
+
+/// Sets the team's monthly budget: `budget` in the currency as typed (empty: none), `mode`
+/// `refuse` or `warn`, the warning at `warn_percent` of it.
+#[server(endpoint = "forms/team/budget")]
+pub async fn set_team_budget(
+    team_id: i64,
+    #[server(default)] budget: Option<String>,
+    #[server(default)] mode: Option<String>,
+    #[server(default)] warn_percent: Option<String>,
+) -> Result<(), AppError> {
+    use crate::api::forms::TeamDone;
+    use crate::backend::input;
+    team_form(team_id, TeamDone::Budget, |call| async move {
+        let currency = &call.state.portal.currency;
+        let limit = match budget.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(raw) => Some(input::amount("budget", raw, currency, |minor| minor >= 0)?),
+        };
+        let warn_percent = input::whole_number("warn_percent", warn_percent.as_deref())?;
+        crate::backend::teams::set_budget(
+            &call.state.db,
+            &call.actor,
+            team_id,
+            limit,
+            mode.as_deref().unwrap_or("refuse"),
+            warn_percent,
+            call.now,
+        )
+        .await
+        .map(drop)
+    })
+    .await
+}
+
+/// Adds credits to the team wallet (platform admins): `amount` in the currency as typed.
+#[server(endpoint = "forms/team/credits")]
+pub async fn add_team_credits(
+    team_id: i64,
+    amount: String,
+    reason: String,
+    #[server(default)] idempotency_key: Option<String>,
+) -> Result<(), AppError> {
+    use crate::api::forms::TeamDone;
+    use crate::backend::ledger;
+    team_form(team_id, TeamDone::Credits, |call| async move {
+        call.actor.require_platform_admin()?;
+        let currency = &call.state.portal.currency;
+        let amount_minor =
+            crate::backend::input::amount("amount", &amount, currency, |minor| minor != 0)?;
+        ledger::change_credits(
+            &call.state.db,
+            currency,
+            ledger::CreditRequest {
+                actor_id: Some(call.actor.user.id),
+                wallet: ledger::CreditWallet::Team(team_id),
+                amount_minor,
+                reason: &reason,
+                idempotency_key: idempotency_key.as_deref().filter(|key| !key.is_empty()),
+                provider: &ledger::ManualProvider,
+            },
+            call.now,
+        )
+        .await
+        .map(drop)
+    })
+    .await
+}
+
+/// Sets (or, with both numbers empty, removes) the team's quota on a GPU model (platform admins).
+#[server(endpoint = "forms/team/quota")]
+pub async fn set_team_quota(
+    team_id: i64,
+    #[server(default)] model: Option<String>,
+    #[server(default)] guaranteed_gpus: Option<String>,
+    #[server(default)] weekly_gpu_hours: Option<String>,
+) -> Result<(), AppError> {
+    use crate::api::forms::TeamDone;
+    use crate::backend::input;
+    team_form(team_id, TeamDone::Quota, |call| async move {
+        let model = input::required("model", model.as_deref())?;
+        let guaranteed = input::whole_number("guaranteed_gpus", guaranteed_gpus.as_deref())?;
+        let weekly = input::whole_number("weekly_gpu_hours", weekly_gpu_hours.as_deref())?;
+        crate::backend::quotas::set_quota(
+            &call.state.db,
+            &call.actor,
+            team_id,
+            model,
+            guaranteed,
+            weekly,
+            call.now,
+        )
+        .await
+        .map(drop)
+    })
+    .await
+}
+
+/// Sets the team's booking rules (`allow_burst` is a checkbox: present when ticked).
+#[server(endpoint = "forms/team/rules")]
+pub async fn set_team_rules(
+    team_id: i64,
+    #[server(default)] allow_burst: Option<String>,
+    #[server(default)] default_priority: Option<String>,
+    #[server(default)] approval_over_gpu_hours: Option<String>,
+    #[server(default)] approval_expiry_hours: Option<String>,
+) -> Result<(), AppError> {
+    use crate::api::forms::TeamDone;
+    use crate::backend::input::whole_number;
+    team_form(team_id, TeamDone::Rules, |call| async move {
+        let policy = crate::backend::quotas::PolicyForm {
+            allow_burst: allow_burst.is_some(),
+            default_priority: default_priority.unwrap_or_default(),
+            approval_over_gpu_hours: whole_number(
+                "approval_over_gpu_hours",
+                approval_over_gpu_hours.as_deref(),
+            )?,
+            approval_expiry_hours: whole_number(
+                "approval_expiry_hours",
+                approval_expiry_hours.as_deref(),
+            )?,
+        };
+        crate::backend::quotas::set_policy(&call.state.db, &call.actor, team_id, &policy, call.now)
+            .await
+            .map(drop)
+    })
+    .await
+}
+
+/// Approves a team booking that waits for approval.
+#[server(endpoint = "forms/team/approve")]
+pub async fn approve_booking(team_id: i64, reservation_id: i64) -> Result<(), AppError> {
+    use crate::api::forms::TeamDone;
+    team_form(team_id, TeamDone::Approved, |call| async move {
+        crate::backend::quotas::decide(
+            &call.state,
+            &call.actor,
+            team_id,
+            reservation_id,
+            true,
+            call.now,
+        )
+        .await
+        .map(drop)
+    })
+    .await
+}
+
+/// Rejects a team booking that waits for approval.
+#[server(endpoint = "forms/team/reject")]
+pub async fn reject_booking(team_id: i64, reservation_id: i64) -> Result<(), AppError> {
+    use crate::api::forms::TeamDone;
+    team_form(team_id, TeamDone::Rejected, |call| async move {
+        crate::backend::quotas::decide(
+            &call.state,
+            &call.actor,
+            team_id,
+            reservation_id,
+            false,
+            call.now,
+        )
+        .await
+        .map(drop)
+    })
+    .await
+}
+
+/// Creates a team with its first admin invited (platform admins), then opens its page.
+#[server(endpoint = "forms/teams/create")]
+pub async fn create_team(name: String, admin_email: String) -> Result<(), AppError> {
+    use crate::api::forms::{Outcome, TeamDone, back_to};
+    let call = crate::api::context::platform_admin(|call| async move { Ok(call) }).await?;
+    match crate::backend::teams::create(&call.state.db, &call.actor, &name, &admin_email, call.now)
+        .await
+    {
+        Ok((id, _)) => back_to(
+            &format!("/teams/{id}"),
+            Ok(("done", TeamDone::Created.query_word())),
+        ),
+        Err(error) => back_to("/teams", Err(error)),
+    }
+}

@@ -70,6 +70,8 @@ pub struct AppState {
     pub oidc: Arc<OidcProviders>,
     /// The time: the system clock, or one a test moves. Services never read `Utc::now()`.
     pub clock: Arc<dyn Clock>,
+    /// The portal's own metrics (requests, jobs, samples), counted per application.
+    pub metrics: Arc<crate::backend::metrics::PortalMetrics>,
 }
 
 impl AppState {

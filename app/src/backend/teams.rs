@@ -436,7 +436,7 @@ pub async fn set_budget(
     team_id: i64,
     limit_minor: Option<i64>,
     mode: &str,
-    warn_percent: i64,
+    warn_percent: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<Budget, AppError> {
     require_manage(db, actor, team_id).await?;

@@ -280,14 +280,18 @@ pub fn utc_week_of(
     (start, start + chrono::TimeDelta::days(7))
 }
 
+/// The warning threshold of a budget set without one, in percent of the limit.
+pub const DEFAULT_WARN_PERCENT: i64 = 80;
+
 /// Validates a budget as a team admin sends it: a limit of 0 or more (None: no limit) and a
-/// warning share of 1–100 %.
+/// warning share of 1–100 % (none given: [`DEFAULT_WARN_PERCENT`]).
 pub fn parse_budget(
     limit_minor: Option<i64>,
     mode: &str,
-    warn_percent: i64,
+    warn_percent: Option<i64>,
 ) -> Result<Budget, (&'static str, crate::domain::problem::Problem)> {
     use crate::domain::problem::Problem;
+    let warn_percent = warn_percent.unwrap_or(DEFAULT_WARN_PERCENT);
     if let Some(limit) = limit_minor
         && !(0..=1_000_000_000_000).contains(&limit)
     {
@@ -419,19 +423,27 @@ mod tests {
 
     #[test]
     fn budgets_are_validated() {
-        assert!(parse_budget(Some(100), "refuse", 80).is_ok());
-        assert!(parse_budget(None, "warn", 100).is_ok());
+        assert!(parse_budget(Some(100), "refuse", Some(80)).is_ok());
+        assert!(parse_budget(None, "warn", Some(100)).is_ok());
+        // The page's form and the JSON API leave it out alike: one default.
         assert_eq!(
-            parse_budget(Some(-1), "refuse", 80).unwrap_err().0,
+            parse_budget(Some(1), "warn", None).unwrap().warn_percent,
+            DEFAULT_WARN_PERCENT as u8
+        );
+        assert_eq!(
+            parse_budget(Some(-1), "refuse", Some(80)).unwrap_err().0,
             "budget_minor"
         );
-        assert_eq!(parse_budget(Some(1), "block", 80).unwrap_err().0, "mode");
         assert_eq!(
-            parse_budget(Some(1), "warn", 0).unwrap_err().0,
+            parse_budget(Some(1), "block", Some(80)).unwrap_err().0,
+            "mode"
+        );
+        assert_eq!(
+            parse_budget(Some(1), "warn", Some(0)).unwrap_err().0,
             "warn_percent"
         );
         assert_eq!(
-            parse_budget(Some(1), "warn", 101).unwrap_err().0,
+            parse_budget(Some(1), "warn", Some(101)).unwrap_err().0,
             "warn_percent"
         );
     }

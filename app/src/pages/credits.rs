@@ -1,12 +1,15 @@
 //! `/admin/credits`: platform admins grant or deduct a user's credits with a reason, and see
-//! every user's balance. A plain form (`POST /admin/credits`), rendered on the server only.
+//! every user's balance. A plain form (the
+//! `change_credits` server function), rendered on the server only.
 
+use crate::api::ledger::ChangeCredits;
 use crate::api::ledger::{CreditsPage as CreditsData, get_credits_page};
 use crate::components::error::{ErrorPanel, form_outcome};
 use crate::i18n::*;
 use crate::text::format::MoneyText;
 use leptos::either::Either;
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
@@ -63,7 +66,7 @@ fn CreditsView(data: CreditsData) -> impl IntoView {
         format!("100.{}", "0".repeat(decimals))
     };
     view! {
-        <form class="credits-form" method="post" action="/admin/credits">
+        <form class="credits-form" method="post" action=ChangeCredits::PATH>
             <input type="hidden" name="idempotency_key" value=form_key />
             <label class="field">{t!(i18n, credits_user)}
                 <select name="email" required>{options}</select>

@@ -2,9 +2,13 @@
 //! each GPU's price, sharing and retirement, and every team with its quotas and rules. Nodes
 //! join through their agent's token (the nodes page) and maintenance windows are set on the
 //! maintenance page; both are linked. Rendered on the server only (no island); every form posts
-//! to `POST /admin/fleet`, which comes back here with `done=` or `error=`.
+//! to its own server function (`api::fleet`), which comes back here with `done=` (a
+//! [`FleetDone`]) or `error=`.
 
-use crate::api::fleet::{FleetPage as FleetData, get_fleet_page};
+use crate::api::fleet::{
+    ChangeGpu, FleetPage as FleetData, RetireGpu, SetModelPrice, get_fleet_page,
+};
+use crate::api::forms::{FleetDone, Outcome};
 use crate::components::error::{ErrorPanel, form_outcome};
 use crate::domain::gpu::GpuStatus;
 use crate::domain::money::{Currency, Money};
@@ -13,6 +17,7 @@ use crate::pages::team_rules::priority_text;
 use crate::text::format::MoneyText;
 use leptos::either::Either;
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
@@ -23,11 +28,11 @@ pub fn FleetPage() -> impl IntoView {
     let (done, error) = use_query_map().with_untracked(|q| (q.get("done"), q.get("error")));
     let data = Resource::new(|| (), |()| get_fleet_page());
     let done = done.map(|done| {
-        match done.as_str() {
-            "price" => t_string!(i18n, fleet_done_price),
-            "gpu" => t_string!(i18n, fleet_done_gpu),
-            "retired" => t_string!(i18n, fleet_done_retired),
-            _ => t_string!(i18n, team_done_saved),
+        match FleetDone::from_query(&done) {
+            Some(FleetDone::Price) => t_string!(i18n, fleet_done_price),
+            Some(FleetDone::Gpu) => t_string!(i18n, fleet_done_gpu),
+            Some(FleetDone::Retired) => t_string!(i18n, fleet_done_retired),
+            None => t_string!(i18n, team_done_saved),
         }
         .to_string()
     });
@@ -93,8 +98,7 @@ fn FleetView(data: FleetData) -> impl IntoView {
                     <td class="num">{count}</td>
                     <td class="num">{current}</td>
                     <td>
-                        <form method="post" action="/admin/fleet" class="inline-form">
-                            <input type="hidden" name="action" value="model_price" />
+                        <form method="post" action=SetModelPrice::PATH class="inline-form">
                             <input type="hidden" name="model" value=model />
                             <label class="sr-only" for=field.clone()>{t!(i18n, fleet_new_price, currency = code.clone())}</label>
                             <input type="text" id=field name="price" inputmode="decimal" value=value size="8" required />
@@ -122,8 +126,7 @@ fn FleetView(data: FleetData) -> impl IntoView {
             let price_field = format!("gpu-price-{}", gpu.id);
             let controls = (!retired).then(|| {
                 view! {
-                    <form method="post" action="/admin/fleet" class="inline-form">
-                        <input type="hidden" name="action" value="gpu" />
+                    <form method="post" action=ChangeGpu::PATH class="inline-form">
                         <input type="hidden" name="gpu_id" value=gpu.id />
                         <label class="sr-only" for=price_field.clone()>{t!(i18n, fleet_new_price, currency = code.clone())}</label>
                         <input type="text" id=price_field name="price" inputmode="decimal" value=value size="8" required />
@@ -137,8 +140,7 @@ fn FleetView(data: FleetData) -> impl IntoView {
                     // Policy allows no inline handlers such as `onsubmit="return confirm(…)"`).
                     <details class="confirm">
                         <summary class="button-danger">{t!(i18n, fleet_retire)}</summary>
-                        <form method="post" action="/admin/fleet" class="inline-form">
-                            <input type="hidden" name="action" value="retire" />
+                        <form method="post" action=RetireGpu::PATH class="inline-form">
                             <input type="hidden" name="gpu_id" value=gpu.id />
                             <p>{t!(i18n, fleet_retire_confirm)}</p>
                             <button type="submit" class="button-danger">{t!(i18n, fleet_retire)}</button>

@@ -1,9 +1,14 @@
 //! `/teams/{id}`: a team's page. Members see who belongs; team admins (and platform admins) run
 //! the team from it: invite by e-mail, withdraw invitations, change roles, remove members, and
 //! read the team's recent audit entries. Rendered on the server only (no island); every form
-//! posts to `POST /teams/{id}`, which comes back here with `done=` or `error=`.
+//! posts to its own server function (`api::teams`), which comes back here with `done=` (a
+//! [`TeamDone`]) or `error=`.
 
-use crate::api::teams::{TeamPage as TeamData, get_team_page};
+use crate::api::forms::{Outcome, TeamDone};
+use crate::api::teams::{
+    AddTeamCredits, InviteMember, RemoveMember, RevokeInvitation, SetMemberRole, SetTeamBudget,
+    TeamPage as TeamData, get_team_page,
+};
 use crate::components::error::{ErrorPanel, form_outcome};
 use crate::domain::team::{TeamAccess, TeamRole};
 use crate::domain::time_text::date_minute;
@@ -14,6 +19,7 @@ use crate::pages::audit::AuditTable;
 use crate::pages::team_rules::TeamRulesView;
 use leptos::either::Either;
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
@@ -34,19 +40,19 @@ pub fn TeamPage() -> impl IntoView {
         },
     );
     let done = done.map(|done| {
-        match done.as_str() {
-            "invited" => t_string!(i18n, team_done_invited),
-            "revoked" => t_string!(i18n, team_done_revoked),
-            "role" => t_string!(i18n, team_done_role),
-            "removed" => t_string!(i18n, team_done_removed),
-            "created" => t_string!(i18n, team_done_created),
-            "budget" => t_string!(i18n, team_done_budget),
-            "credits" => t_string!(i18n, team_done_credits),
-            "quota" => t_string!(i18n, team_done_quota),
-            "rules" => t_string!(i18n, team_done_rules),
-            "approved" => t_string!(i18n, team_done_approved),
-            "rejected" => t_string!(i18n, team_done_rejected),
-            _ => t_string!(i18n, team_done_saved),
+        match TeamDone::from_query(&done) {
+            Some(TeamDone::Invited) => t_string!(i18n, team_done_invited),
+            Some(TeamDone::Revoked) => t_string!(i18n, team_done_revoked),
+            Some(TeamDone::Role) => t_string!(i18n, team_done_role),
+            Some(TeamDone::Removed) => t_string!(i18n, team_done_removed),
+            Some(TeamDone::Created) => t_string!(i18n, team_done_created),
+            Some(TeamDone::Budget) => t_string!(i18n, team_done_budget),
+            Some(TeamDone::Credits) => t_string!(i18n, team_done_credits),
+            Some(TeamDone::Quota) => t_string!(i18n, team_done_quota),
+            Some(TeamDone::Rules) => t_string!(i18n, team_done_rules),
+            Some(TeamDone::Approved) => t_string!(i18n, team_done_approved),
+            Some(TeamDone::Rejected) => t_string!(i18n, team_done_rejected),
+            None => t_string!(i18n, team_done_saved),
         }
         .to_string()
     });
@@ -111,25 +117,24 @@ fn TeamView(data: TeamData) -> impl IntoView {
         rules,
     } = data;
     let manage = access == TeamAccess::Manage;
-    let action = format!("/teams/{}", roster.id);
+    let team_id = roster.id;
     let zone_name = zone.name.clone();
     let members = roster
         .members
         .into_iter()
         .map(|member| {
             let controls = if manage {
-                let action = action.clone();
                 let select_id = format!("role-{}", member.user_id);
                 Some(Either::Left(view! {
-                        <form method="post" action=action.clone() class="inline-form">
-                            <input type="hidden" name="action" value="role" />
+                        <form method="post" action=SetMemberRole::PATH class="inline-form">
+                            <input type="hidden" name="team_id" value=team_id />
                             <input type="hidden" name="user_id" value=member.user_id />
                             <label class="sr-only" for=select_id.clone()>{t!(i18n, team_col_role)}</label>
                             {role_select(i18n, select_id, member.role)}
                             <button type="submit">{t!(i18n, team_change_role)}</button>
                         </form>
-                        <form method="post" action=action class="inline-form">
-                            <input type="hidden" name="action" value="remove" />
+                        <form method="post" action=RemoveMember::PATH class="inline-form">
+                            <input type="hidden" name="team_id" value=team_id />
                             <input type="hidden" name="user_id" value=member.user_id />
                             <button type="submit" class="button-danger">
                                 {if member.user_id == viewer_id { t_string!(i18n, team_leave) } else { t_string!(i18n, team_remove) }}
@@ -137,10 +142,9 @@ fn TeamView(data: TeamData) -> impl IntoView {
                         </form>
                 }))
             } else if member.user_id == viewer_id {
-                let action = action.clone();
                 Some(Either::Right(view! {
-                        <form method="post" action=action class="inline-form">
-                            <input type="hidden" name="action" value="remove" />
+                        <form method="post" action=RemoveMember::PATH class="inline-form">
+                            <input type="hidden" name="team_id" value=team_id />
                             <input type="hidden" name="user_id" value=member.user_id />
                             <button type="submit" class="button-danger">{t!(i18n, team_leave)}</button>
                         </form>
@@ -161,7 +165,7 @@ fn TeamView(data: TeamData) -> impl IntoView {
         .collect_view();
     let management = manage.then(|| {
         view! {
-            <Invitations invitations=roster.invitations action=action.clone() zone=zone.clone() />
+            <Invitations invitations=roster.invitations team_id zone=zone.clone() />
             <h2>{t!(i18n, team_activity)}</h2>
             {if audit.is_empty() {
                 Either::Left(view! { <p class="empty">{t!(i18n, audit_none)}</p> })
@@ -171,10 +175,10 @@ fn TeamView(data: TeamData) -> impl IntoView {
         }
     });
     let rules_view = view! {
-        <TeamRulesView rules manage action=action.clone() zone=zone.clone() week_start currency=currency.clone() platform_admin=can_grant />
+        <TeamRulesView rules manage team_id zone=zone.clone() week_start currency=currency.clone() platform_admin=can_grant />
     };
     let money_view = view! {
-        <TeamMoneyView money currency manage can_grant action=action.clone() form_key />
+        <TeamMoneyView money currency manage can_grant team_id form_key />
     };
     let activity_view = view! { <TeamUse upcoming zone=zone.clone() /> };
     view! {
@@ -211,7 +215,7 @@ fn TeamView(data: TeamData) -> impl IntoView {
 #[component]
 fn Invitations(
     invitations: Vec<crate::domain::team::Invitation>,
-    action: String,
+    team_id: i64,
     zone: ZoneOffsets,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -221,7 +225,6 @@ fn Invitations(
         let rows = invitations
             .into_iter()
             .map(|invitation| {
-                let action = action.clone();
                 view! {
                     <tr data-invitation=invitation.id>
                         <td>{invitation.email}</td>
@@ -229,8 +232,8 @@ fn Invitations(
                         <td>{invitation.invited_by.unwrap_or_default()}</td>
                         <td><time datetime=invitation.created_at.to_rfc3339()>{date_minute(zone.local(invitation.created_at))}</time></td>
                         <td class="team-controls">
-                            <form method="post" action=action class="inline-form">
-                                <input type="hidden" name="action" value="revoke" />
+                            <form method="post" action=RevokeInvitation::PATH class="inline-form">
+                                <input type="hidden" name="team_id" value=team_id />
                                 <input type="hidden" name="invitation_id" value=invitation.id />
                                 <button type="submit">{t!(i18n, team_revoke)}</button>
                             </form>
@@ -260,8 +263,8 @@ fn Invitations(
         <h2>{t!(i18n, team_invitations)}</h2>
         <p class="hint">{t!(i18n, team_invite_hint)}</p>
         {list}
-        <form class="team-form" method="post" action=action>
-            <input type="hidden" name="action" value="invite" />
+        <form class="team-form" method="post" action=InviteMember::PATH>
+            <input type="hidden" name="team_id" value=team_id />
             <label class="field">{t!(i18n, credits_email)}
                 <input type="email" name="email" required maxlength="320" />
             </label>
@@ -281,7 +284,7 @@ fn TeamMoneyView(
     currency: crate::domain::money::Currency,
     manage: bool,
     can_grant: bool,
-    action: String,
+    team_id: i64,
     form_key: String,
 ) -> impl IntoView {
     use crate::domain::team::BudgetMode;
@@ -335,10 +338,9 @@ fn TeamMoneyView(
     };
     let mode = money.budget.mode;
     let budget_form = manage.then(|| {
-        let action = action.clone();
         view! {
-            <form class="team-form budget-form" method="post" action=action>
-                <input type="hidden" name="action" value="budget" />
+            <form class="team-form budget-form" method="post" action=SetTeamBudget::PATH>
+                <input type="hidden" name="team_id" value=team_id />
                 <label class="field">{t!(i18n, team_budget_amount, currency = currency.code().to_owned())}
                     <input type="text" name="budget" inputmode="decimal" value=limit_input placeholder=example />
                 </label>
@@ -358,8 +360,8 @@ fn TeamMoneyView(
     });
     let credits_form = can_grant.then(|| {
         view! {
-            <form class="team-form" method="post" action=action>
-                <input type="hidden" name="action" value="credits" />
+            <form class="team-form" method="post" action=AddTeamCredits::PATH>
+                <input type="hidden" name="team_id" value=team_id />
                 <input type="hidden" name="idempotency_key" value=form_key />
                 <label class="field">{t!(i18n, credits_amount, currency = currency.code().to_owned())}
                     <input type="text" name="amount" inputmode="decimal" required />

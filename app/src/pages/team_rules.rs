@@ -3,6 +3,7 @@
 //! with its plain form for those who manage the team; the quota form for platform admins only,
 //! since quotas are theirs to set (server-rendered, no island).
 
+use crate::api::teams::{ApproveBooking, RejectBooking, SetTeamQuota, SetTeamRules};
 use crate::domain::quota::{
     IDLE_UTIL_PERCENT, IdleBooking, Priority, QuotaUse, TeamPolicy, TeamRules, gpus_text,
 };
@@ -13,6 +14,7 @@ use crate::i18n::*;
 use crate::text::format::{MoneyText, hours_text};
 use leptos::either::Either;
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 
 /// A priority class's name in the current language.
 pub fn priority_text(i18n: leptos_i18n::I18nContext<Locale>, priority: Priority) -> &'static str {
@@ -44,7 +46,7 @@ fn gpu_time(i18n: leptos_i18n::I18nContext<Locale>, quarter_minutes: i64) -> Str
 pub fn TeamRulesView(
     rules: TeamRules,
     manage: bool,
-    action: String,
+    team_id: i64,
     zone: ZoneOffsets,
     week_start: chrono::DateTime<chrono::Utc>,
     currency: crate::domain::money::Currency,
@@ -63,7 +65,7 @@ pub fn TeamRulesView(
     // Quotas are set by platform admins only; a team admin sees them and is told who sets them.
     let quota_view = manage.then(|| {
         if platform_admin {
-            Either::Left(view! { <QuotaForm models action=action.clone() /> })
+            Either::Left(view! { <QuotaForm models team_id /> })
         } else {
             Either::Right(view! {
                 <p class="hint team-quota-note">{t!(i18n, team_quota_platform_only)}</p>
@@ -73,8 +75,8 @@ pub fn TeamRulesView(
     let manage_view = manage.then(|| {
         view! {
             {quota_view}
-            <PolicyForm policy action=action.clone() platform_admin />
-            <Pending pending action zone=zone.clone() currency />
+            <PolicyForm policy team_id platform_admin />
+            <Pending pending team_id zone=zone.clone() currency />
             <Idle idle zone />
         }
     });
@@ -166,7 +168,7 @@ fn QuotaTable(quotas: Vec<QuotaUse>) -> impl IntoView {
 
 /// Sets or removes a quota.
 #[component]
-fn QuotaForm(models: Vec<String>, action: String) -> impl IntoView {
+fn QuotaForm(models: Vec<String>, team_id: i64) -> impl IntoView {
     let i18n = use_i18n();
     let options = models
         .into_iter()
@@ -176,8 +178,8 @@ fn QuotaForm(models: Vec<String>, action: String) -> impl IntoView {
         })
         .collect_view();
     view! {
-        <form class="team-form quota-form" method="post" action=action>
-            <input type="hidden" name="action" value="quota" />
+        <form class="team-form quota-form" method="post" action=SetTeamQuota::PATH>
+            <input type="hidden" name="team_id" value=team_id />
             <label class="field">{t!(i18n, team_col_model)}
                 <select name="model" required>{options}</select>
             </label>
@@ -195,7 +197,7 @@ fn QuotaForm(models: Vec<String>, action: String) -> impl IntoView {
 
 /// The team's booking rules.
 #[component]
-fn PolicyForm(policy: TeamPolicy, action: String, platform_admin: bool) -> impl IntoView {
+fn PolicyForm(policy: TeamPolicy, team_id: i64, platform_admin: bool) -> impl IntoView {
     let i18n = use_i18n();
     let options = Priority::ALL
         .into_iter()
@@ -208,8 +210,8 @@ fn PolicyForm(policy: TeamPolicy, action: String, platform_admin: bool) -> impl 
         .collect_view();
     view! {
         <h2>{t!(i18n, team_rules)}</h2>
-        <form class="team-form rules-form" method="post" action=action>
-            <input type="hidden" name="action" value="rules" />
+        <form class="team-form rules-form" method="post" action=SetTeamRules::PATH>
+            <input type="hidden" name="team_id" value=team_id />
             <label class="field checkbox">
                 <input type="checkbox" name="allow_burst" value="on" checked=policy.allow_burst />
                 {t!(i18n, team_rules_allow_burst)}
@@ -235,7 +237,7 @@ fn PolicyForm(policy: TeamPolicy, action: String, platform_admin: bool) -> impl 
 #[component]
 fn Pending(
     pending: Vec<Reservation>,
-    action: String,
+    team_id: i64,
     zone: ZoneOffsets,
     currency: crate::domain::money::Currency,
 ) -> impl IntoView {
@@ -258,7 +260,6 @@ fn Pending(
                     / 4;
                 let what = holding(&r);
                 let price = crate::domain::money::Money::from_minor(r.price_minor);
-                let action2 = action.clone();
                 view! {
                     <tr data-reservation=r.id>
                         <td>{r.owner_name}</td>
@@ -268,13 +269,13 @@ fn Pending(
                         <td class="num"><MoneyText amount=price currency=currency.clone() /></td>
                         <td>{until}</td>
                         <td class="team-controls">
-                            <form method="post" action=action.clone() class="inline-form">
-                                <input type="hidden" name="action" value="approve" />
+                            <form method="post" action=ApproveBooking::PATH class="inline-form">
+                                <input type="hidden" name="team_id" value=team_id />
                                 <input type="hidden" name="reservation_id" value=r.id />
                                 <button type="submit">{t!(i18n, team_approve)}</button>
                             </form>
-                            <form method="post" action=action2 class="inline-form">
-                                <input type="hidden" name="action" value="reject" />
+                            <form method="post" action=RejectBooking::PATH class="inline-form">
+                                <input type="hidden" name="team_id" value=team_id />
                                 <input type="hidden" name="reservation_id" value=r.id />
                                 <button type="submit" class="button-danger">{t!(i18n, team_reject)}</button>
                             </form>

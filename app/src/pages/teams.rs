@@ -1,11 +1,14 @@
 //! `/teams`: the viewer's teams (platform admins: every team, and a form to create one).
-//! Rendered on the server only (no island); the form posts to `POST /teams`.
+//! Rendered on the server only (no island); the form posts to the
+//! `create_team` server function.
 
+use crate::api::teams::CreateTeam;
 use crate::api::teams::{TeamsPage as TeamsData, get_teams_page};
 use crate::components::error::{ErrorPanel, form_outcome};
 use crate::i18n::*;
 use leptos::either::Either;
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
@@ -75,7 +78,7 @@ fn TeamsView(data: TeamsData) -> impl IntoView {
     let create = can_create.then(|| {
         view! {
             <h2>{t!(i18n, teams_create_title)}</h2>
-            <form class="team-form" method="post" action="/teams">
+            <form class="team-form" method="post" action=CreateTeam::PATH>
                 <label class="field">{t!(i18n, teams_col_name)}
                     <input type="text" name="name" required maxlength="100" />
                 </label>

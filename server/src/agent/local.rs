@@ -104,6 +104,7 @@ pub fn spawn_job(
     settings: TelemetrySettings,
     every: std::time::Duration,
     clock: Arc<dyn Clock>,
+    metrics: Arc<berth_app::backend::metrics::PortalMetrics>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         // The first run after one interval: a portal that just started has nothing to roll up.
@@ -113,7 +114,7 @@ pub fn spawn_job(
             ticker.tick().await;
             let started = std::time::Instant::now();
             let result = telemetry::run_maintenance(&db, &settings, clock.now()).await;
-            crate::ops::metrics::job_run(
+            metrics.job_run(
                 "telemetry_rollup",
                 result.is_ok(),
                 started.elapsed().as_secs_f64(),

@@ -1,7 +1,8 @@
 //! `GET /metrics`: Prometheus (OpenMetrics text) exposition of GPU telemetry under
 //! dcgm-exporter's names, plus the portal's own request and job metrics.
 //!
-//! GPU values come from the database at each scrape, so every replica answers alike. GPUs of a
+//! GPU values come from the database at each scrape, so every replica answers alike; the
+//! portal's own counters live in the state (`backend::metrics`). GPUs of a
 //! node whose agent is silent are left out (their series go absent, which alerts can watch);
 //! `berth_node_up` says which nodes report.
 
@@ -16,85 +17,13 @@ use berth_app::domain::telemetry::SourceKind;
 use berth_app::error::AppError;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
-use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use std::collections::HashMap;
-use std::sync::LazyLock;
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 use subtle::ConstantTimeEq;
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RequestLabels {
-    method: String,
-    route: String,
-    status: u16,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RouteLabels {
-    method: String,
-    route: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct JobLabels {
-    job: String,
-    outcome: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct JobName {
-    job: String,
-}
-
-type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
-
-fn latency_histogram() -> Histogram {
-    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
-}
-
-/// The portal's own metrics (process-wide).
-struct PortalMetrics {
-    requests: Family<RequestLabels, Counter>,
-    request_seconds: HistogramFamily<RouteLabels>,
-    job_runs: Family<JobLabels, Counter>,
-    job_seconds: HistogramFamily<JobName>,
-    samples: Counter,
-}
-
-static METRICS: LazyLock<PortalMetrics> = LazyLock::new(|| PortalMetrics {
-    requests: Family::default(),
-    request_seconds: Family::new_with_constructor(latency_histogram),
-    job_runs: Family::default(),
-    job_seconds: Family::new_with_constructor(latency_histogram),
-    samples: Counter::default(),
-});
-
-/// Counts samples stored from agents.
-pub fn samples_ingested(count: u64) {
-    METRICS.samples.inc_by(count);
-}
-
-/// Records one run of a background job.
-pub fn job_run(job: &str, ok: bool, seconds: f64) {
-    METRICS
-        .job_runs
-        .get_or_create(&JobLabels {
-            job: job.to_owned(),
-            outcome: if ok { "ok" } else { "error" }.to_owned(),
-        })
-        .inc();
-    METRICS
-        .job_seconds
-        .get_or_create(&JobName {
-            job: job.to_owned(),
-        })
-        .observe(seconds);
-}
 
 /// The `method` label: one of the standard methods, or `other`, so that clients cannot add
 /// series by inventing methods.
@@ -126,26 +55,24 @@ fn bearer_matches(headers: &axum::http::HeaderMap, required: &str) -> bool {
 }
 
 /// Middleware: counts requests by method, route and status, and times them.
-pub async fn track_requests(request: Request, next: Next) -> Response {
+pub async fn track_requests(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
-    let method = method_label(request.method()).to_owned();
+    let method = method_label(request.method());
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
     let response = next.run(request).await;
-    METRICS
-        .requests
-        .get_or_create(&RequestLabels {
-            method: method.clone(),
-            route: route.clone(),
-            status: response.status().as_u16(),
-        })
-        .inc();
-    METRICS
-        .request_seconds
-        .get_or_create(&RouteLabels { method, route })
-        .observe(started.elapsed().as_secs_f64());
+    state.metrics.request(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
     response
 }
 
@@ -306,31 +233,7 @@ pub async fn metrics(
         "Seconds since the node's agent last reported.",
         node_age,
     );
-    registry.register(
-        "berth_http_requests",
-        "HTTP requests by method, route and status.",
-        METRICS.requests.clone(),
-    );
-    registry.register(
-        "berth_http_request_duration_seconds",
-        "HTTP request latency by method and route.",
-        METRICS.request_seconds.clone(),
-    );
-    registry.register(
-        "berth_job_runs",
-        "Background job runs by job and outcome.",
-        METRICS.job_runs.clone(),
-    );
-    registry.register(
-        "berth_job_duration_seconds",
-        "Background job run time.",
-        METRICS.job_seconds.clone(),
-    );
-    registry.register(
-        "berth_telemetry_samples_ingested",
-        "GPU samples stored from node agents.",
-        METRICS.samples.clone(),
-    );
+    state.metrics.register(&mut registry);
 
     let mut text = String::new();
     encode(&mut text, &registry).map_err(|_| AppError::Internal)?;

@@ -78,7 +78,7 @@ async fn the_plain_form_books_and_reports_conflicts(backend: Backend) {
     ];
     let response = app
         .client
-        .post(app.url("/calendar/book"))
+        .post(app.url("/api/forms/book"))
         .form(&form)
         .send()
         .await
@@ -92,7 +92,7 @@ async fn the_plain_form_books_and_reports_conflicts(backend: Backend) {
 
     let again = app
         .client
-        .post(app.url("/calendar/book"))
+        .post(app.url("/api/forms/book"))
         .form(&form)
         .send()
         .await
@@ -201,7 +201,7 @@ async fn a_time_zone_chosen_on_the_profile_wins_over_the_browsers(backend: Backe
     let gpu = crate::reservations::first_gpu(&app, "NVIDIA H100 80GB HBM3").await;
     let day = (Utc::now() + Duration::days(2)).date_naive();
     let booked = client
-        .post(app.url("/calendar/book"))
+        .post(app.url("/api/forms/book"))
         .header("cookie", cookies.clone())
         .form(&[
             ("gpu_id", gpu.to_string()),

@@ -524,7 +524,7 @@ async fn a_retried_request_with_one_key_is_done_once(backend: Backend) {
 async fn post_credits_form(app: &TestApp, form: &[(&str, &str)]) -> (u16, String) {
     let response = app
         .client
-        .post(app.url("/admin/credits"))
+        .post(app.url("/api/forms/credits"))
         .form(form)
         .send()
         .await

@@ -827,9 +827,9 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
 
     // The page's retire form releases the GPU's bookings with a full refund.
     let response = crate::helpers::client()
-        .post(app.url("/admin/fleet"))
+        .post(app.url("/api/forms/fleet/retire"))
         .bearer_auth(&platform)
-        .form(&[("action", "retire"), ("gpu_id", &gpus[0].to_string())])
+        .form(&[("gpu_id", &gpus[0].to_string())])
         .send()
         .await
         .unwrap();
@@ -847,9 +847,9 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
     );
     // A typed price that is not an amount comes back as an error on the page.
     let response = crate::helpers::client()
-        .post(app.url("/admin/fleet"))
+        .post(app.url("/api/forms/fleet/model_price"))
         .bearer_auth(&platform)
-        .form(&[("action", "model_price"), ("model", a100), ("price", "abc")])
+        .form(&[("model", a100), ("price", "abc")])
         .send()
         .await
         .unwrap();
@@ -951,11 +951,12 @@ async fn team_admins_see_the_quotas_that_platform_admins_set(backend: Backend) {
     let admin = crate::teams::user_id(&app, "demo-team-admin@berth.invalid").await;
     let team = db::teams::memberships_of(&app.db, admin).await.unwrap()[0].team_id;
     let page = format!("/teams/{team}");
+    let team_id = team.to_string();
     let post_quota = |gpus: &'static str| {
         app.client
-            .post(app.url(&page))
+            .post(app.url("/api/forms/team/quota"))
             .form(&[
-                ("action", "quota"),
+                ("team_id", team_id.as_str()),
                 ("model", H100),
                 ("guaranteed_gpus", gpus),
                 ("weekly_gpu_hours", ""),
@@ -965,7 +966,10 @@ async fn team_admins_see_the_quotas_that_platform_admins_set(backend: Backend) {
     // The team admin sees the quota table and who sets quotas, but no quota form.
     let (status, html) = app.get_text(&page).await;
     assert_eq!(status, 200);
-    assert!(!html.contains("value=\"quota\""), "no quota form: {html}");
+    assert!(
+        !html.contains("/api/forms/team/quota"),
+        "no quota form: {html}"
+    );
     assert!(html.contains("Quotas are set by platform admins"), "{html}");
     // Posting the form anyway is refused and changes nothing.
     let response = post_quota("2").await.unwrap();
@@ -981,7 +985,7 @@ async fn team_admins_see_the_quotas_that_platform_admins_set(backend: Backend) {
     // A platform admin gets the form, and the quota they set shows to the team admin.
     app.sign_in("platform_admin").await;
     let (_, html) = app.get_text(&page).await;
-    assert!(html.contains("value=\"quota\""), "{html}");
+    assert!(html.contains("/api/forms/team/quota"), "{html}");
     let response = post_quota("2").await.unwrap();
     let location = response.headers()["location"].to_str().unwrap().to_owned();
     assert_eq!(location, format!("{page}?done=quota"));

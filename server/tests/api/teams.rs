@@ -414,20 +414,19 @@ async fn the_team_page_forms_work_without_javascript(backend: Backend) {
     .unwrap()[0]
         .team_id;
     let page = format!("/teams/{team}");
+    let team_id = team.to_string();
     let form = |fields: &[(&str, &str)]| {
+        let mut fields = fields.to_vec();
+        fields.push(("team_id", &team_id));
         app.client
-            .post(app.url(&page))
+            .post(app.url("/api/forms/team/invite"))
             .header("accept-language", "pt-BR")
-            .form(fields)
+            .form(&fields)
             .send()
     };
-    let response = form(&[
-        ("action", "invite"),
-        ("email", "leo@example.com"),
-        ("role", "admin"),
-    ])
-    .await
-    .unwrap();
+    let response = form(&[("email", "leo@example.com"), ("role", "admin")])
+        .await
+        .unwrap();
     assert_eq!(response.status().as_u16(), 303);
     let location = response.headers()["location"].to_str().unwrap().to_owned();
     assert_eq!(location, format!("{page}?done=invited"));
@@ -436,9 +435,7 @@ async fn the_team_page_forms_work_without_javascript(backend: Backend) {
     assert!(html.contains("leo@example.com"));
 
     // The same address again: back with the reason, in Portuguese.
-    let response = form(&[("action", "invite"), ("email", "leo@example.com")])
-        .await
-        .unwrap();
+    let response = form(&[("email", "leo@example.com")]).await.unwrap();
     let location = response.headers()["location"].to_str().unwrap().to_owned();
     assert!(location.contains("error="), "{location}");
     let html = app.get_in_language(&location, "pt-BR").await;
@@ -826,9 +823,12 @@ async fn authorization_matrix(backend: Backend) {
     for (token, want) in [(&admin_b, 404), (&member_a, 403)] {
         let before = snapshot(&app).await;
         let response = crate::helpers::client()
-            .post(app.url(&format!("/teams/{team_a}")))
+            .post(app.url("/api/forms/team/invite"))
             .bearer_auth(token)
-            .form(&[("action", "invite"), ("email", "x@example.com")])
+            .form(&[
+                ("team_id", team_a.to_string().as_str()),
+                ("email", "x@example.com"),
+            ])
             .send()
             .await
             .unwrap();

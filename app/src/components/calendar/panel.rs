@@ -1,9 +1,9 @@
 //! The side panel: the selected window with GPU, share and price before booking; the conflict
-//! and its suggestion when a booking loses; and "find a slot". Its booking form posts to
-//! `/calendar/book` without JavaScript and calls the server function with it.
+//! and its suggestion when a booking loses; and "find a slot". Without JavaScript its booking
+//! form posts to the `book_form` server function; with it, the panel calls `book_reservation`.
 
 use super::{Selection, local_date_time};
-use crate::api::reservations::{BookReservation, FindSlots};
+use crate::api::reservations::{BookForm, BookReservation, FindSlots};
 use crate::components::error::ErrorPanel;
 use crate::domain::calendar::{CalendarView, PanelText};
 use crate::domain::money::Money;
@@ -16,6 +16,7 @@ use crate::text::format::{MoneyText, money_string};
 use chrono::{DateTime, TimeDelta, Utc};
 use leptos::either::{Either, EitherOf3, EitherOf4};
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 
 /// The page's idempotency key: a booking sent twice books once, and the page reloads (with a new
 /// key) after a booking succeeds. A refused booking records nothing, so the key stays usable.
@@ -153,7 +154,7 @@ pub fn BookingPanel(
                 view! { <p class="notice notice-ok" role="status">{text(view, PanelText::BookedId).replace("{id}", &id)}</p> },
             ))
         } else {
-            // From the plain form (`POST /calendar/book`): the error as JSON data.
+            // From the plain form (the `book_form` server function): the error as JSON data.
             error
                 .clone()
                 .map(|raw| match serde_json::from_str::<AppError>(&raw) {
@@ -181,7 +182,7 @@ pub fn BookingPanel(
             <section class="panel" aria-labelledby="panel-title">
                 <h2 id="panel-title">{text(view, PanelText::Title)}</h2>
                 {flash}
-                <form class="booking-form" method="post" action="/calendar/book" on:submit=on_submit>
+                <form class="booking-form" method="post" action=BookForm::PATH on:submit=on_submit>
                     <input type="hidden" name="return_to" value=return_to />
                     <input type="hidden" name="idempotency_key" value=key />
                     {move || match chosen() {

@@ -125,6 +125,6 @@ pub async fn report(
         state.now(),
     )
     .await?;
-    crate::ops::metrics::samples_ingested(outcome.samples);
+    state.metrics.samples_ingested(outcome.samples);
     Ok(Json(outcome))
 }

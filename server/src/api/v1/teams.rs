@@ -92,16 +92,13 @@ pub struct BudgetBody {
     budget_minor: Option<serde_json::Value>,
     #[serde(default = "default_mode")]
     mode: String,
-    #[serde(default = "default_warn_percent")]
-    warn_percent: i64,
+    /// Absent: the default ([`berth_app::domain::team::DEFAULT_WARN_PERCENT`]).
+    #[serde(default)]
+    warn_percent: Option<i64>,
 }
 
 fn default_mode() -> String {
     "refuse".into()
-}
-
-fn default_warn_percent() -> i64 {
-    80
 }
 
 /// `PUT /api/v1/teams/{id}/budget` (team admins): sets the monthly budget; 200 with it.

@@ -1,7 +1,7 @@
 //! The calendar page rendered on the server, the demo bookings, and booking with the plain form
 //! (no JavaScript).
 
-use crate::helpers::{Backend, TestDatabase, spawn_with, test_settings};
+use crate::helpers::*;
 use berth_app::backend::entity::reservation;
 use berth_server::configuration::RawSettings;
 use chrono::{Duration, Utc};
@@ -21,7 +21,7 @@ async fn the_calendar_shows_every_gpu_with_demo_bookings_and_no_strangers_detail
         booked >= 20,
         "a plausible fortnight of demo bookings, got {booked}"
     );
-    crate::reservations::assert_capacity_kept(&app).await;
+    crate::helpers::assert_capacity_kept(&app).await;
 
     app.sign_in("platform_admin").await;
     let (status, html) = app.get_text("/calendar").await;
@@ -65,7 +65,7 @@ async fn the_plain_form_books_and_reports_conflicts(backend: Backend) {
     let db = TestDatabase::create(backend).await;
     let app = spawn_with(test_settings(&db)).await;
     app.sign_in("user").await;
-    let gpu = crate::reservations::first_gpu(&app, "NVIDIA H100 80GB HBM3").await;
+    let gpu = crate::helpers::first_gpu(&app, "NVIDIA H100 80GB HBM3").await;
     let day = (Utc::now() + Duration::days(2))
         .format("%Y-%m-%d")
         .to_string();
@@ -198,7 +198,7 @@ async fn a_time_zone_chosen_on_the_profile_wins_over_the_browsers(backend: Backe
     assert!(profile.contains("<option value=\"America/Sao_Paulo\" selected"));
 
     // The form without JavaScript reads local times in that zone (UTC-3, no summer time).
-    let gpu = crate::reservations::first_gpu(&app, "NVIDIA H100 80GB HBM3").await;
+    let gpu = crate::helpers::first_gpu(&app, "NVIDIA H100 80GB HBM3").await;
     let day = (Utc::now() + Duration::days(2)).date_naive();
     let booked = client
         .post(app.url("/api/forms/book"))

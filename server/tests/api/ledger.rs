@@ -1,10 +1,7 @@
 //! Prepaid credits: platform admins grant and deduct, users read their wallet, bad requests
 //! write nothing, and concurrent postings keep the books balanced.
 
-use crate::helpers::{Backend, TestApp, spawn_app};
-use crate::reservations::{
-    TEST_CREDITS_MINOR, get, gpus_of, post_json, unfunded_user_token as user_token,
-};
+use crate::helpers::*;
 use berth_app::backend::db;
 use berth_app::backend::entity::{ledger_entry, ledger_transaction, reservation};
 use berth_app::domain::user::PlatformRole;
@@ -24,16 +21,10 @@ async fn counts(app: &TestApp) -> (u64, u64) {
     )
 }
 
-async fn assert_books_balance(app: &TestApp) -> db::ledger::Audit {
-    let audit = db::ledger::audit(&app.db).await.unwrap();
-    assert!(audit.is_clean(), "{audit:?}");
-    audit
-}
-
 async fn admins_grant_and_deduct_credits_and_users_see_their_wallet(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
-    let user = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let admin = unfunded_user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let user = unfunded_user_token(&app, "ana@example.org", PlatformRole::User).await;
 
     let (status, empty) = get(&app, &user, "/api/v1/wallet").await;
     assert_eq!(status, 200, "{empty}");
@@ -191,8 +182,8 @@ async fn admins_grant_and_deduct_credits_and_users_see_their_wallet(backend: Bac
 
 async fn bad_credit_requests_are_refused_and_write_nothing(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
-    let user = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let admin = unfunded_user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let user = unfunded_user_token(&app, "ana@example.org", PlatformRole::User).await;
     let ok = json!({"email": "ana@example.org", "amount_minor": 500, "reason": "r"});
 
     let cases: Vec<(Value, u16, &str)> = vec![
@@ -262,10 +253,10 @@ async fn bad_credit_requests_are_refused_and_write_nothing(backend: Backend) {
 
 async fn concurrent_grants_and_deductions_keep_the_books_balanced(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let admin = unfunded_user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
     let users = ["a@example.org", "b@example.org", "c@example.org"];
     for email in users {
-        user_token(&app, email, PlatformRole::User).await;
+        unfunded_user_token(&app, email, PlatformRole::User).await;
     }
     // 150 requests at once over three wallets that start empty: grants of 300 and deductions
     // of 500. Deductions succeed only while a wallet holds enough.
@@ -327,12 +318,7 @@ async fn concurrent_grants_and_deductions_keep_the_books_balanced(backend: Backe
     app.stop().await;
 }
 
-/// `minutes` after the next quarter hour.
-fn on_grid_in(minutes: i64) -> DateTime<Utc> {
-    berth_app::domain::schedule::slot_ceil(Utc::now()) + TimeDelta::minutes(minutes)
-}
-
-async fn book(
+async fn book_hours(
     app: &TestApp,
     token: &str,
     gpu: i64,
@@ -348,30 +334,20 @@ async fn book(
     .await
 }
 
-async fn cancel(app: &TestApp, token: &str, id: &Value) -> Value {
-    let response = crate::helpers::client()
-        .delete(app.url(&format!("/api/v1/reservations/{id}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 200);
-    response.json().await.unwrap()
-}
-
-async fn balance(app: &TestApp, token: &str) -> i64 {
-    get(app, token, "/api/v1/wallet").await.1["balance_minor"]
-        .as_i64()
-        .unwrap()
-}
-
 async fn bookings_are_paid_from_the_wallet_and_refunded_by_the_policy(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let ana = crate::reservations::user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
     let h100 = gpus_of(&app, "NVIDIA H100 80GB HBM3").await;
 
     // Two days ahead: charged when booked, refunded in full when cancelled.
-    let (status, booked) = book(&app, &ana, h100[0], on_grid_in(48 * 60), 2).await;
+    let (status, booked) = book_hours(
+        &app,
+        &ana,
+        h100[0],
+        on_grid_in(TimeDelta::minutes(48 * 60)),
+        2,
+    )
+    .await;
     assert_eq!(status, 201, "{booked}");
     assert_eq!(
         (
@@ -386,29 +362,46 @@ async fn bookings_are_paid_from_the_wallet_and_refunded_by_the_policy(backend: B
     assert_eq!(wallet["entries"][0]["kind"], "charge");
     assert_eq!(wallet["entries"][0]["amount_minor"], -698);
     assert_eq!(wallet["entries"][0]["reservation_id"], booked["id"]);
-    let cancelled = cancel(&app, &ana, &booked["id"]).await;
+    let (status, cancelled) = cancel(&app, &ana, &booked["id"]).await;
+    assert_eq!(status, 200, "{cancelled}");
     assert_eq!(cancelled["refunded_minor"], 698, "{cancelled}");
     assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR);
 
     // Three hours ahead: half back (3 h × $3.49 = $10.47, half rounded down).
-    let (_, soon) = book(&app, &ana, h100[1], on_grid_in(3 * 60), 3).await;
+    let (_, soon) = book_hours(
+        &app,
+        &ana,
+        h100[1],
+        on_grid_in(TimeDelta::minutes(3 * 60)),
+        3,
+    )
+    .await;
     assert_eq!(soon["price_minor"], 1047);
-    assert_eq!(cancel(&app, &ana, &soon["id"]).await["refunded_minor"], 523);
+    let (status, cancelled) = cancel(&app, &ana, &soon["id"]).await;
+    assert_eq!((status, &cancelled["refunded_minor"]), (200, &json!(523)));
     // Within two hours of the start: nothing back.
-    let (_, late) = book(&app, &ana, h100[2], on_grid_in(15), 1).await;
-    assert_eq!(cancel(&app, &ana, &late["id"]).await["refunded_minor"], 0);
+    let (_, late) = book_hours(&app, &ana, h100[2], on_grid_in(TimeDelta::minutes(15)), 1).await;
+    let (status, cancelled) = cancel(&app, &ana, &late["id"]).await;
+    assert_eq!((status, &cancelled["refunded_minor"]), (200, &json!(0)));
     assert_eq!(
         balance(&app, &ana).await,
         TEST_CREDITS_MINOR - (1047 - 523) - 349
     );
 
     // A user without credits is refused with what is missing, and nothing is written.
-    let bia = user_token(&app, "bia@example.org", PlatformRole::User).await;
+    let bia = unfunded_user_token(&app, "bia@example.org", PlatformRole::User).await;
     let before = (
         counts(&app).await,
         reservation::Entity::find().count(&app.db).await.unwrap(),
     );
-    let (status, refused) = book(&app, &bia, h100[3], on_grid_in(48 * 60), 1).await;
+    let (status, refused) = book_hours(
+        &app,
+        &bia,
+        h100[3],
+        on_grid_in(TimeDelta::minutes(48 * 60)),
+        1,
+    )
+    .await;
     assert_eq!(status, 409, "{refused}");
     assert_eq!(refused["code"], "insufficient_funds");
     assert!(
@@ -450,10 +443,10 @@ async fn post_with_key(
 
 async fn a_retried_request_with_one_key_is_done_once(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let ana = crate::reservations::user_token(&app, "ana@example.org", PlatformRole::User).await;
-    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let admin = unfunded_user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
     let h100 = gpus_of(&app, "NVIDIA H100 80GB HBM3").await;
-    let start = on_grid_in(48 * 60);
+    let start = on_grid_in(TimeDelta::minutes(48 * 60));
     let body = json!({"gpu_ids": [h100[0]], "start": start.to_rfc3339(), "end": (start + TimeDelta::hours(2)).to_rfc3339()});
     let path = "/api/v1/reservations";
 
@@ -624,8 +617,8 @@ async fn platform_admins_change_credits_on_the_credits_page(backend: Backend) {
 
 async fn wallet_csv_reasons_a_spreadsheet_would_run_are_prefixed(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
-    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
-    let user = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let admin = unfunded_user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let user = unfunded_user_token(&app, "ana@example.org", PlatformRole::User).await;
     let reason = "=HYPERLINK(\"http://x.invalid\", \"refund\")";
     for (amount, why) in [(5_000, reason), (-1_250, "correction")] {
         let (status, body) = post_json(
@@ -659,7 +652,50 @@ async fn wallet_csv_reasons_a_spreadsheet_would_run_are_prefixed(backend: Backen
     app.stop().await;
 }
 
+async fn the_refund_follows_the_portals_clock_not_the_wall_clock(backend: Backend) {
+    // The portal's clock stands at the next quarter hour; two 3-hour bookings two days ahead
+    // are charged in full ($10.47 each).
+    let now = on_grid_in(TimeDelta::zero());
+    let (app, _db, clock) = spawn_app_at(backend, now).await;
+    let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let h100 = gpus_of(&app, H100).await;
+    let start = now + TimeDelta::days(2);
+    let (_, first) = book_hours(&app, &ana, h100[0], start, 3).await;
+    let (_, second) = book_hours(&app, &ana, h100[1], start, 3).await;
+    assert_eq!(
+        (&first["price_minor"], &second["price_minor"]),
+        (&json!(1047), &json!(1047))
+    );
+
+    // The clock moves to three hours before the start: half back, without waiting two days.
+    clock.set(start - TimeDelta::hours(3));
+    let (status, cancelled) = cancel(&app, &ana, &first["id"]).await;
+    assert_eq!(
+        (status, &cancelled["refunded_minor"]),
+        (200, &json!(523)),
+        "{cancelled}"
+    );
+    // One hour before: nothing back.
+    clock.advance(TimeDelta::hours(2));
+    let (status, cancelled) = cancel(&app, &ana, &second["id"]).await;
+    assert_eq!(
+        (status, &cancelled["refunded_minor"]),
+        (200, &json!(0)),
+        "{cancelled}"
+    );
+    assert_eq!(
+        balance(&app, &ana).await,
+        TEST_CREDITS_MINOR - (1047 - 523) - 1047
+    );
+    // A booking must still start after the portal's now, not the wall clock's.
+    let (status, refused) = book_hours(&app, &ana, h100[2], now + TimeDelta::hours(2), 1).await;
+    assert_eq!(status, 422, "{refused}");
+    assert_books_balance(&app).await;
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    the_refund_follows_the_portals_clock_not_the_wall_clock,
     wallet_csv_reasons_a_spreadsheet_would_run_are_prefixed,
     platform_admins_change_credits_on_the_credits_page,
     a_retried_request_with_one_key_is_done_once,

@@ -2,8 +2,7 @@
 //! them; bookings cannot take maintenance time and maintenance cannot take booked time, also when
 //! both race; bad input gets 422 with the field and writes nothing.
 
-use crate::helpers::{Backend, TestApp, spawn_app};
-use crate::reservations::{get, gpus_of, post, post_json, tomorrow, user_token};
+use crate::helpers::*;
 use berth_app::backend::entity::{maintenance_window, reservation, reservation_gpu};
 use berth_app::domain::schedule::slot_floor;
 use berth_app::domain::user::PlatformRole;
@@ -72,7 +71,7 @@ async fn admins_set_and_end_maintenance_and_bookings_respect_it(backend: Backend
     assert_eq!(created[0]["created_by"], "root");
 
     // Nobody can book into it, whole or in part.
-    let (status, clash) = post(
+    let (status, clash) = book(
         &app,
         &ana,
         json!({"gpu_ids": [gpu], "start": tomorrow(11, 0).to_rfc3339(), "end": tomorrow(13, 0).to_rfc3339()}),
@@ -93,7 +92,7 @@ async fn admins_set_and_end_maintenance_and_bookings_respect_it(backend: Backend
     assert_eq!(mine["created_by"], Value::Null);
 
     // Maintenance cannot take booked time: the reservations in the way are named.
-    let (status, booked) = post(
+    let (status, booked) = book(
         &app,
         &ana,
         json!({"gpu_ids": [gpu], "start": tomorrow(14, 0).to_rfc3339(), "end": tomorrow(16, 0).to_rfc3339()}),
@@ -123,7 +122,7 @@ async fn admins_set_and_end_maintenance_and_bookings_respect_it(backend: Backend
     let (status, ended) = end(&app, &root, id).await;
     assert_eq!(status, 200, "{ended}");
     assert_eq!(end(&app, &root, id).await.0, 404, "already removed");
-    let (status, again) = post(
+    let (status, again) = book(
         &app,
         &ana,
         json!({"gpu_ids": [gpu], "start": tomorrow(11, 0).to_rfc3339(), "end": tomorrow(13, 0).to_rfc3339()}),

@@ -1,6 +1,6 @@
 //! Migrations that change existing data, run on a database that holds some.
 
-use crate::helpers::{Backend, TestDatabase};
+use crate::helpers::*;
 use berth_app::backend::db;
 use berth_app::backend::demo::demo_fleet;
 use berth_app::backend::entity::{reservation, reservation_gpu};
@@ -340,8 +340,8 @@ async fn usage_starts_from_the_rollups_kept_when_migrating(backend: Backend) {
     let (_database, conn, gpus, owner) = with_a_fleet_at(backend, 15).await;
     let start = Utc.with_ymd_and_hms(2026, 11, 20, 10, 0, 0).unwrap();
     let whole =
-        crate::reports::insert_past_booking(&conn, owner.id, &gpus[0], start, 2, false).await;
-    let cut = crate::reports::insert_past_booking(&conn, owner.id, &gpus[1], start, 2, false).await;
+        crate::helpers::insert_past_booking(&conn, owner.id, &gpus[0], start, 2, false).await;
+    let cut = crate::helpers::insert_past_booking(&conn, owner.id, &gpus[1], start, 2, false).await;
     // The second was cancelled an hour in.
     reservation::Entity::update_many()
         .col_expr(
@@ -426,7 +426,7 @@ async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
     let now = Utc::now();
     let start = Utc.with_ymd_and_hms(2026, 11, 20, 10, 0, 0).unwrap();
     let paid =
-        crate::reports::insert_past_booking(&conn, owner.id, &gpus[0], start, 2, false).await;
+        crate::helpers::insert_past_booking(&conn, owner.id, &gpus[0], start, 2, false).await;
     reservation_gpu::Entity::insert(reservation_gpu::ActiveModel {
         reservation_id: Set(paid),
         gpu_id: Set(gpus[1].id),
@@ -437,7 +437,7 @@ async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
     .await
     .unwrap();
     let free =
-        crate::reports::insert_past_booking(&conn, owner.id, &gpus[2], start, 2, false).await;
+        crate::helpers::insert_past_booking(&conn, owner.id, &gpus[2], start, 2, false).await;
     conn.execute_unprepared(&format!(
         "INSERT INTO ledger_accounts (kind, user_id, balance_minor, created_at) \
          VALUES ('wallet', {}, 800, '{}')",

@@ -4,12 +4,9 @@
 //! releases reservations with a full refund; 200 concurrent bookings and cancellations of both
 //! modes keep the books exact.
 
-use crate::helpers::{Backend, TestApp, spawn_app, spawn_with, test_settings};
-use crate::reservations::{
-    TEST_CREDITS_MINOR, get, gpus_of, post, post_json, unfunded_user_token, user_token,
-};
+use crate::helpers::*;
 use berth_app::backend::db;
-use berth_app::backend::db::payments::{Checkpoint, Outcome};
+use berth_app::backend::payment_job::{self, Checkpoint, Outcome};
 use berth_app::backend::entity::{gpu, ledger_transaction, reservation};
 use berth_app::domain::ledger::RefundPolicy;
 use berth_app::domain::money::Money;
@@ -24,11 +21,6 @@ use std::sync::Arc;
 
 const H100: &str = "NVIDIA H100 80GB HBM3";
 
-/// `hours` after the next quarter hour.
-fn on_grid_in(hours: i64) -> DateTime<Utc> {
-    berth_app::domain::schedule::slot_ceil(Utc::now()) + TimeDelta::hours(hours)
-}
-
 fn booking(gpu: i64, start: DateTime<Utc>, hours: i64, charge: &str) -> Value {
     json!({
         "gpu_ids": [gpu],
@@ -42,12 +34,6 @@ fn time(value: &Value) -> DateTime<Utc> {
     value.as_str().unwrap().parse().unwrap()
 }
 
-async fn balance(app: &TestApp, token: &str) -> i64 {
-    get(app, token, "/api/v1/wallet").await.1["balance_minor"]
-        .as_i64()
-        .unwrap()
-}
-
 async fn charges_of(app: &TestApp, reservation_id: i64) -> u64 {
     ledger_transaction::Entity::find()
         .filter(ledger_transaction::Column::Kind.eq("charge"))
@@ -57,33 +43,20 @@ async fn charges_of(app: &TestApp, reservation_id: i64) -> u64 {
         .unwrap()
 }
 
-async fn row(app: &TestApp, id: i64) -> reservation::Model {
-    reservation::Entity::find_by_id(id)
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap()
-}
-
 async fn run_job(app: &TestApp, at: DateTime<Utc>) -> Outcome {
-    db::payments::run(&app.db, &ChargePolicy::default(), at, None)
+    payment_job::run(&app.db, &ChargePolicy::default(), at, None)
         .await
         .unwrap()
-}
-
-async fn assert_books_balance(app: &TestApp) {
-    let audit = db::ledger::audit(&app.db).await.unwrap();
-    assert!(audit.is_clean(), "{audit:?}");
 }
 
 async fn before_start_bookings_are_charged_once_by_the_job(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
     let h100 = gpus_of(&app, H100).await;
-    let start = on_grid_in(30);
+    let start = on_grid_in(TimeDelta::hours(30));
 
     // Confirmed now, not charged: the price is held for the coming charge.
-    let (status, booked) = post(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
+    let (status, booked) = book(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
     assert_eq!(status, 201, "{booked}");
     assert_eq!(
         (
@@ -121,7 +94,7 @@ async fn before_start_bookings_are_charged_once_by_the_job(backend: Backend) {
     let (first, second) = tokio::join!(run_job(&app, charge_at), run_job(&app, charge_at));
     assert_eq!(first.charged + second.charged, 1, "{first:?} {second:?}");
     assert_eq!(charges_of(&app, id).await, 1);
-    assert_eq!(row(&app, id).await.payment_status, "paid");
+    assert_eq!(reservation_row(&app, id).await.payment_status, "paid");
     assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 698);
     // Later runs find nothing to do.
     assert_eq!(
@@ -134,10 +107,10 @@ async fn before_start_bookings_are_charged_once_by_the_job(backend: Backend) {
     assert_eq!(wallet["entries"][0]["reservation_id"], id);
 
     // A booking within the lead time is charged at once, whatever it asked.
-    let (status, soon) = post(
+    let (status, soon) = book(
         &app,
         &ana,
-        booking(h100[1], on_grid_in(1), 1, "before_start"),
+        booking(h100[1], on_grid_in(TimeDelta::hours(1)), 1, "before_start"),
     )
     .await;
     assert_eq!(status, 201, "{soon}");
@@ -173,10 +146,10 @@ async fn a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released(ba
     // are taken back after she booked: she books two before-start reservations, then a
     // correction leaves credits for one.
     grant("ana@example.org", 800 + 698).await;
-    let start = on_grid_in(30);
-    let (status, first) = post(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
+    let start = on_grid_in(TimeDelta::hours(30));
+    let (status, first) = book(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
     assert_eq!(status, 201, "{first}");
-    let (status, second) = post(&app, &ana, booking(h100[1], start, 2, "before_start")).await;
+    let (status, second) = book(&app, &ana, booking(h100[1], start, 2, "before_start")).await;
     assert_eq!(status, 201, "{second}");
     grant("ana@example.org", -698).await;
     let (first, second) = (
@@ -186,8 +159,8 @@ async fn a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released(ba
     let charge_at = start - TimeDelta::hours(2);
     let outcome = run_job(&app, charge_at).await;
     assert_eq!((outcome.charged, outcome.due), (1, 1), "{outcome:?}");
-    assert_eq!(row(&app, first).await.payment_status, "paid");
-    assert_eq!(row(&app, second).await.payment_status, "due");
+    assert_eq!(reservation_row(&app, first).await.payment_status, "paid");
+    assert_eq!(reservation_row(&app, second).await.payment_status, "due");
     let (_, wallet) = get(&app, &ana, "/api/v1/wallet").await;
     assert_eq!(wallet["balance_minor"], 102);
     assert_eq!(
@@ -210,14 +183,14 @@ async fn a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released(ba
     assert_eq!((outcome.charged, outcome.due), (0, 1));
     // Credits arrive: paid at once, without waiting for the job.
     grant("ana@example.org", 1000).await;
-    assert_eq!(row(&app, second).await.payment_status, "paid");
+    assert_eq!(reservation_row(&app, second).await.payment_status, "paid");
     assert_eq!(charges_of(&app, second).await, 1);
     assert_eq!(balance(&app, &ana).await, 800 + 698 - 698 + 1000 - 2 * 698);
 
     // Bia's credits are taken back after she booked, and none arrive: due, then released at
     // start − 15 min, and the slot is free again.
     grant("bia@example.org", 698).await;
-    let (status, third) = post(&app, &bia, booking(h100[2], start, 2, "before_start")).await;
+    let (status, third) = book(&app, &bia, booking(h100[2], start, 2, "before_start")).await;
     assert_eq!(status, 201, "{third}");
     grant("bia@example.org", -698).await;
     let third = third["id"].as_i64().unwrap();
@@ -228,7 +201,7 @@ async fn a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released(ba
     );
     let outcome = run_job(&app, start - TimeDelta::minutes(15)).await;
     assert_eq!(outcome.released, 1, "{outcome:?}");
-    let released = row(&app, third).await;
+    let released = reservation_row(&app, third).await;
     assert_eq!(
         (
             released.status.as_str(),
@@ -248,7 +221,7 @@ async fn a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released(ba
         (&listed["status"], &listed["released"]),
         (&json!("cancelled"), &json!("unpaid"))
     );
-    let (status, taken) = post(&app, &admin, booking(h100[2], start, 2, "at_booking")).await;
+    let (status, taken) = book(&app, &admin, booking(h100[2], start, 2, "at_booking")).await;
     assert_eq!(status, 201, "the released slot is free: {taken}");
     assert_books_balance(&app).await;
     app.stop().await;
@@ -258,8 +231,8 @@ async fn a_job_killed_half_way_leaves_no_lost_or_doubled_charge(backend: Backend
     let (app, database) = spawn_app(backend).await;
     let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
     let h100 = gpus_of(&app, H100).await;
-    let start = on_grid_in(30);
-    let (_, booked) = post(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
+    let start = on_grid_in(TimeDelta::hours(30));
+    let (_, booked) = book(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
     let id = booked["id"].as_i64().unwrap();
     let charge_at = start - TimeDelta::hours(2);
 
@@ -275,7 +248,7 @@ async fn a_job_killed_half_way_leaves_no_lost_or_doubled_charge(backend: Backend
     });
     let pool = app.db.clone();
     let job = tokio::spawn(async move {
-        db::payments::run(
+        payment_job::run(
             &pool,
             &ChargePolicy::default(),
             charge_at,
@@ -292,7 +265,7 @@ async fn a_job_killed_half_way_leaves_no_lost_or_doubled_charge(backend: Backend
     app.stop().await;
     let app = spawn_with(test_settings(&database)).await;
     assert_eq!(charges_of(&app, id).await, 0);
-    assert_eq!(row(&app, id).await.payment_status, "pending");
+    assert_eq!(reservation_row(&app, id).await.payment_status, "pending");
     assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR);
     assert_books_balance(&app).await;
 
@@ -316,9 +289,9 @@ async fn maintenance_and_retiring_release_reservations_with_a_full_refund(backen
     let root = user_token(&app, "root@example.org", PlatformRole::PlatformAdmin).await;
     let h100 = gpus_of(&app, H100).await;
     // Five hours ahead: a cancellation by Ana would get half back, the release gets all of it.
-    let start = on_grid_in(5);
-    let (_, paid) = post(&app, &ana, booking(h100[0], start, 2, "at_booking")).await;
-    let (_, pending) = post(&app, &ana, booking(h100[1], start, 2, "before_start")).await;
+    let start = on_grid_in(TimeDelta::hours(5));
+    let (_, paid) = book(&app, &ana, booking(h100[0], start, 2, "at_booking")).await;
+    let (_, pending) = book(&app, &ana, booking(h100[1], start, 2, "before_start")).await;
     assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 698);
     let window = json!({
         "gpu_ids": [h100[0], h100[1]],
@@ -363,7 +336,12 @@ async fn maintenance_and_retiring_release_reservations_with_a_full_refund(backen
     );
 
     // Retiring a GPU releases what holds it from now on, refunded in full; it cannot be booked.
-    let (_, later) = post(&app, &ana, booking(h100[2], on_grid_in(3), 2, "at_booking")).await;
+    let (_, later) = book(
+        &app,
+        &ana,
+        booking(h100[2], on_grid_in(TimeDelta::hours(3)), 2, "at_booking"),
+    )
+    .await;
     assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 698);
     let retire = format!("/api/v1/admin/gpus/{}/retire", h100[2]);
     assert_eq!(post_json(&app, &ana, &retire, &json!({})).await.0, 403);
@@ -377,17 +355,17 @@ async fn maintenance_and_retiring_release_reservations_with_a_full_refund(backen
     assert_eq!(status, 200, "{retired}");
     assert_eq!(retired["released"], json!([later["id"]]));
     assert_eq!(
-        row(&app, later["id"].as_i64().unwrap())
+        reservation_row(&app, later["id"].as_i64().unwrap())
             .await
             .released_reason
             .as_deref(),
         Some("retired")
     );
     assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR);
-    let (status, refused) = post(
+    let (status, refused) = book(
         &app,
         &ana,
-        booking(h100[2], on_grid_in(30), 1, "at_booking"),
+        booking(h100[2], on_grid_in(TimeDelta::hours(30)), 1, "at_booking"),
     )
     .await;
     assert_eq!(
@@ -405,7 +383,12 @@ async fn charge_modes_are_checked(backend: Backend) {
     let h100 = gpus_of(&app, H100).await;
     let count = || reservation::Entity::find().count(&app.db);
     let before = count().await.unwrap();
-    let (status, refused) = post(&app, &ana, booking(h100[0], on_grid_in(30), 1, "later")).await;
+    let (status, refused) = book(
+        &app,
+        &ana,
+        booking(h100[0], on_grid_in(TimeDelta::hours(30)), 1, "later"),
+    )
+    .await;
     assert_eq!(
         (status, &refused["field"], &refused["code"]),
         (422, &json!("charge"), &json!("unknown_charge_mode"))
@@ -417,19 +400,19 @@ async fn charge_modes_are_checked(backend: Backend) {
     let mut settings = test_settings(&database);
     settings.charge_modes = berth_server::configuration::TextList::Joined("at_booking".to_owned());
     let app = spawn_with(settings).await;
-    let (status, refused) = post(
+    let (status, refused) = book(
         &app,
         &ana,
-        booking(h100[0], on_grid_in(30), 1, "before_start"),
+        booking(h100[0], on_grid_in(TimeDelta::hours(30)), 1, "before_start"),
     )
     .await;
     assert_eq!(
         (status, &refused["code"]),
         (422, &json!("charge_mode_not_allowed"))
     );
-    let mut plain = booking(h100[0], on_grid_in(30), 1, "");
+    let mut plain = booking(h100[0], on_grid_in(TimeDelta::hours(30)), 1, "");
     plain.as_object_mut().unwrap().remove("charge");
-    let (status, booked) = post(&app, &ana, plain).await;
+    let (status, booked) = book(&app, &ana, plain).await;
     assert_eq!(status, 201, "{booked}");
     assert_eq!(booked["payment_status"], "paid");
     app.stop().await;
@@ -450,7 +433,7 @@ async fn two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact(backe
         tokens.push(token);
     }
     // 200 requests for 2-hour windows on 8 GPUs across three days: many clash.
-    let base = on_grid_in(27);
+    let base = on_grid_in(TimeDelta::hours(27));
     let mut tasks = Vec::new();
     for i in 0..200usize {
         let token = tokens[i % tokens.len()].clone();
@@ -513,7 +496,7 @@ async fn two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact(backe
     let mut total = Outcome::default();
     for hour in 0..=48 {
         let at = base - TimeDelta::hours(2) + TimeDelta::hours(hour);
-        let outcome = db::payments::run(&app.db, &policy, at, None).await.unwrap();
+        let outcome = payment_job::run(&app.db, &policy, at, None).await.unwrap();
         total.charged += outcome.charged;
         total.due += outcome.due;
         total.released += outcome.released;
@@ -557,17 +540,6 @@ async fn two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact(backe
     app.stop().await;
 }
 
-async fn cancel(app: &TestApp, token: &str, id: &Value) -> u16 {
-    crate::helpers::client()
-        .delete(app.url(&format!("/api/v1/reservations/{id}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
-}
-
 /// The wallet API's balance, held and available amounts.
 async fn funds(app: &TestApp, token: &str) -> (i64, i64, i64) {
     let (status, wallet) = get(app, token, "/api/v1/wallet").await;
@@ -594,13 +566,13 @@ async fn before_start_bookings_hold_what_they_will_cost(backend: Backend) {
     let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
     let ana = unfunded_user_token(&app, "ana@example.org", PlatformRole::User).await;
     let h100 = gpus_of(&app, H100).await;
-    let start = on_grid_in(30);
+    let start = on_grid_in(TimeDelta::hours(30));
     let count = || reservation::Entity::find().count(&app.db);
 
     // No credits: a booking paid before its start is refused as one paid at once would be,
     // and nothing is written.
     let before = (count().await.unwrap(), charges_and_postings(&app).await);
-    let (status, refused) = post(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
+    let (status, refused) = book(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
     assert_eq!(
         (
             status,
@@ -618,12 +590,12 @@ async fn before_start_bookings_hold_what_they_will_cost(backend: Backend) {
 
     // Credits for one: the first booking holds 6.98 of 10.00, the second finds 3.02 available.
     grant(&app, &admin, json!({"email": "ana@example.org"}), 1_000).await;
-    let (status, first) = post(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
+    let (status, first) = book(&app, &ana, booking(h100[0], start, 2, "before_start")).await;
     assert_eq!(status, 201, "{first}");
     assert_eq!(first["payment_status"], "pending");
     assert_eq!(funds(&app, &ana).await, (1_000, 698, 302));
     for charge in ["before_start", "at_booking"] {
-        let (status, refused) = post(&app, &ana, booking(h100[1], start, 2, charge)).await;
+        let (status, refused) = book(&app, &ana, booking(h100[1], start, 2, charge)).await;
         assert_eq!(
             (
                 status,
@@ -644,9 +616,9 @@ async fn before_start_bookings_hold_what_they_will_cost(backend: Backend) {
     assert_eq!(funds(&app, &ana).await, (1_000, 698, 302));
 
     // Cancelling the unpaid booking frees its hold: the other booking fits now.
-    assert_eq!(cancel(&app, &ana, &first["id"]).await, 200);
+    assert_eq!(cancel(&app, &ana, &first["id"]).await.0, 200);
     assert_eq!(funds(&app, &ana).await, (1_000, 0, 1_000));
-    let (status, second) = post(&app, &ana, booking(h100[1], start, 2, "before_start")).await;
+    let (status, second) = book(&app, &ana, booking(h100[1], start, 2, "before_start")).await;
     assert_eq!(status, 201, "{second}");
     assert_eq!(funds(&app, &ana).await, (1_000, 698, 302));
 
@@ -654,7 +626,7 @@ async fn before_start_bookings_hold_what_they_will_cost(backend: Backend) {
     let charge_at = time(&second["charge_at"]);
     assert_eq!(run_job(&app, charge_at).await.charged, 1);
     assert_eq!(
-        row(&app, second["id"].as_i64().unwrap())
+        reservation_row(&app, second["id"].as_i64().unwrap())
             .await
             .payment_status,
         "paid"
@@ -692,7 +664,7 @@ async fn concurrent_bookings_from_one_wallet_take_only_what_it_has(backend: Back
         3 * 698 + 100,
     )
     .await;
-    let base = on_grid_in(30);
+    let base = on_grid_in(TimeDelta::hours(30));
     let mut requests = tokio::task::JoinSet::new();
     for i in 0..16_usize {
         let gpu = h100[i % h100.len()];
@@ -762,9 +734,10 @@ async fn team_bookings_hold_the_team_wallet(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let platform = user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
     let ana = unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
-    let team = crate::teams::team_with_admin(&app, &platform, "Research", "ana@example.com").await;
+    let team =
+        crate::helpers::team_with_admin(&app, &platform, "Research", "ana@example.com").await;
     let h100 = gpus_of(&app, H100).await;
-    let start = on_grid_in(30);
+    let start = on_grid_in(TimeDelta::hours(30));
     let team_booking = |gpu: i64| {
         let mut body = booking(gpu, start, 2, "before_start");
         body["team_id"] = json!(team);
@@ -782,7 +755,7 @@ async fn team_bookings_hold_the_team_wallet(backend: Backend) {
     };
 
     // An empty team wallet holds nothing for its members.
-    let (status, refused) = post(&app, &ana, team_booking(h100[0])).await;
+    let (status, refused) = book(&app, &ana, team_booking(h100[0])).await;
     assert_eq!(
         (status, &refused["code"]),
         (409, &json!("insufficient_funds")),
@@ -790,10 +763,10 @@ async fn team_bookings_hold_the_team_wallet(backend: Backend) {
     );
     // Credits for one team booking (Ana's own wallet plays no part).
     grant(&app, &platform, json!({"team_id": team}), 1_000).await;
-    let (status, first) = post(&app, &ana, team_booking(h100[0])).await;
+    let (status, first) = book(&app, &ana, team_booking(h100[0])).await;
     assert_eq!(status, 201, "{first}");
     assert_eq!(team_funds().await, (1_000, 698, 302));
-    let (status, refused) = post(&app, &ana, team_booking(h100[1])).await;
+    let (status, refused) = book(&app, &ana, team_booking(h100[1])).await;
     assert_eq!(
         (
             status,
@@ -808,9 +781,9 @@ async fn team_bookings_hold_the_team_wallet(backend: Backend) {
     // A member's booking that waits for approval holds nothing yet; approved, it would hold its
     // price, so the approval needs the team wallet to have it available.
     let bia = unfunded_user_token(&app, "bia@example.com", PlatformRole::User).await;
-    crate::teams::invitation_by_admin(&app, team, &ana, "bia@example.com").await;
-    crate::teams::accept(&app, "bia@example.com").await;
-    let (status, rules) = crate::teams::send(
+    crate::helpers::invitation_by_admin(&app, team, &ana, "bia@example.com").await;
+    crate::helpers::accept(&app, "bia@example.com").await;
+    let (status, rules) = crate::helpers::send(
         &app,
         reqwest::Method::PUT,
         Some(&ana),
@@ -819,7 +792,7 @@ async fn team_bookings_hold_the_team_wallet(backend: Backend) {
     )
     .await;
     assert_eq!(status, 200, "{rules}");
-    let (status, waiting) = post(&app, &bia, team_booking(h100[2])).await;
+    let (status, waiting) = book(&app, &bia, team_booking(h100[2])).await;
     assert_eq!(status, 201, "{waiting}");
     assert_eq!(waiting["payment_status"], "awaiting_approval");
     assert_eq!(team_funds().await, (1_000, 698, 302));
@@ -835,7 +808,7 @@ async fn team_bookings_hold_the_team_wallet(backend: Backend) {
         "{refused}"
     );
     assert_eq!(
-        row(&app, waiting["id"].as_i64().unwrap())
+        reservation_row(&app, waiting["id"].as_i64().unwrap())
             .await
             .payment_status,
         "awaiting_approval"
@@ -844,7 +817,7 @@ async fn team_bookings_hold_the_team_wallet(backend: Backend) {
     let (status, approved) = post_json(&app, &ana, &approve, &json!({"decision": "approve"})).await;
     assert_eq!(status, 200, "{approved}");
     assert_eq!(
-        row(&app, waiting["id"].as_i64().unwrap())
+        reservation_row(&app, waiting["id"].as_i64().unwrap())
             .await
             .payment_status,
         "pending"
@@ -870,8 +843,8 @@ async fn the_wallet_and_team_pages_show_balance_held_and_available(backend: Back
     );
 
     let h100 = gpus_of(&app, H100).await;
-    let start = on_grid_in(30);
-    let (status, mine) = post(&app, &demo, booking(h100[0], start, 2, "before_start")).await;
+    let start = on_grid_in(TimeDelta::hours(30));
+    let (status, mine) = book(&app, &demo, booking(h100[0], start, 2, "before_start")).await;
     assert_eq!(status, 201, "{mine}");
     let (_, page) = app.get_text("/wallet").await;
     for (attribute, minor) in [
@@ -893,7 +866,7 @@ async fn the_wallet_and_team_pages_show_balance_held_and_available(backend: Back
     let team_balance = shown["money"]["balance_minor"].as_i64().unwrap();
     let mut for_team = booking(h100[1], start, 2, "before_start");
     for_team["team_id"] = json!(team);
-    let (status, booked) = post(&app, &demo, for_team).await;
+    let (status, booked) = book(&app, &demo, for_team).await;
     assert_eq!(status, 201, "{booked}");
     let (_, shown) = get(&app, &demo, &format!("/api/v1/teams/{team}")).await;
     assert_eq!(

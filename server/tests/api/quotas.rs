@@ -3,14 +3,9 @@
 //! the place of preemptible ones (full refund, a free window offered), approvals holding the slot
 //! until decided or expired, and two teams racing for their last quota at once.
 
-use crate::helpers::{Backend, TestApp, spawn_app};
-use crate::reservations::{get, gpus_of, post_json, unfunded_user_token, user_token};
-use crate::teams::{
-    H100, accept, invitation_by_admin, next_month_at, post_all_at_once, send, team_balance,
-    team_with_admin,
-};
+use crate::helpers::*;
 use berth_app::backend::db;
-use berth_app::backend::entity::{audit_entry, reservation};
+use berth_app::backend::entity::audit_entry;
 use berth_app::domain::user::PlatformRole;
 use chrono::TimeDelta;
 use reqwest::Method;
@@ -20,30 +15,6 @@ use serde_json::{Value, json};
 /// A model name as a path segment.
 fn segment(model: &str) -> String {
     model.replace(' ', "%20")
-}
-
-/// A team with `admin` as its admin and `members`, and plenty of team credits.
-pub(crate) async fn funded_team(
-    app: &TestApp,
-    platform: &str,
-    name: &str,
-    admin: (&str, &str),
-    members: &[&str],
-) -> i64 {
-    let team = team_with_admin(app, platform, name, admin.0).await;
-    for email in members {
-        invitation_by_admin(app, team, admin.1, email).await;
-        accept(app, email).await;
-    }
-    let (status, body) = post_json(
-        app,
-        platform,
-        "/api/v1/admin/credits",
-        &json!({ "team_id": team, "amount_minor": 10_000_000, "reason": "test" }),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    team
 }
 
 async fn set_quota(
@@ -92,18 +63,6 @@ fn booking(team: Option<i64>, gpus: &[i64], offset: i64, hours: i64) -> Value {
         body["team_id"] = json!(team);
     }
     body
-}
-
-async fn book(app: &TestApp, token: &str, body: &Value) -> (u16, Value) {
-    post_json(app, token, "/api/v1/reservations", body).await
-}
-
-async fn row(app: &TestApp, id: i64) -> reservation::Model {
-    reservation::Entity::find_by_id(id)
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap()
 }
 
 async fn quotas_refuse_with_the_numbers_or_let_burst_bookings_through(backend: Backend) {
@@ -368,7 +327,7 @@ async fn a_higher_priority_booking_takes_the_place_of_preemptible_ones(backend: 
     let (status, taken) = book(&app, &ana, &booking(Some(prod), &[*target], 1, 1)).await;
     assert_eq!(status, 201, "{taken}");
     assert_eq!(taken["priority"], "production");
-    let displaced = row(&app, victim_id).await;
+    let displaced = reservation_row(&app, victim_id).await;
     assert_eq!(displaced.status, "cancelled");
     assert_eq!(displaced.released_reason.as_deref(), Some("preempted"));
     // Refunded in full.
@@ -416,7 +375,7 @@ async fn a_higher_priority_booking_takes_the_place_of_preemptible_ones(backend: 
     assert_eq!(status, 201, "{by_model}");
     assert_eq!(by_model["gpu_ids"], json!([target]));
     assert_eq!(
-        row(&app, second["id"].as_i64().unwrap())
+        reservation_row(&app, second["id"].as_i64().unwrap())
             .await
             .released_reason
             .as_deref(),
@@ -440,7 +399,9 @@ async fn a_higher_priority_booking_takes_the_place_of_preemptible_ones(backend: 
     assert_eq!(status, 409, "{refused}");
     assert!(refused["clash"].is_object(), "{refused}");
     assert_eq!(
-        row(&app, third["id"].as_i64().unwrap()).await.status,
+        reservation_row(&app, third["id"].as_i64().unwrap())
+            .await
+            .status,
         "confirmed"
     );
     assert!(db::ledger::audit(&app.db).await.unwrap().is_clean());
@@ -567,15 +528,15 @@ async fn approvals_hold_the_slot_until_decided_or_expired(backend: Backend) {
     let expires: chrono::DateTime<chrono::Utc> =
         serde_json::from_value(third["approval_expires_at"].clone()).unwrap();
     let charge = berth_app::domain::payment::ChargePolicy::default();
-    let early = db::payments::run(&app.db, &charge, expires - TimeDelta::minutes(1), None)
+    let early = berth_app::backend::payment_job::run(&app.db, &charge, expires - TimeDelta::minutes(1), None)
         .await
         .unwrap();
     assert_eq!(early.expired, 0);
-    let late = db::payments::run(&app.db, &charge, expires, None)
+    let late = berth_app::backend::payment_job::run(&app.db, &charge, expires, None)
         .await
         .unwrap();
     assert_eq!(late.expired, 1);
-    let released = row(&app, third_id).await;
+    let released = reservation_row(&app, third_id).await;
     assert_eq!(released.status, "cancelled");
     assert_eq!(
         released.released_reason.as_deref(),
@@ -637,7 +598,7 @@ async fn approvals_hold_the_slot_until_decided_or_expired(backend: Backend) {
     assert_eq!(pending["payment_status"], "pending");
     let charge_at: chrono::DateTime<chrono::Utc> =
         serde_json::from_value(pending["charge_at"].clone()).unwrap();
-    db::payments::run(&app.db, &charge, charge_at, None)
+    berth_app::backend::payment_job::run(&app.db, &charge, charge_at, None)
         .await
         .unwrap();
     let (status, shown) = get(&app, &dan, &format!("/api/v1/teams/{poor}")).await;
@@ -671,9 +632,8 @@ async fn two_teams_racing_for_their_last_quota_get_exactly_it(backend: Backend) 
         teams.push(team);
         let mut team_tokens = vec![admin_token];
         for email in &members {
-            team_tokens.push(
-                crate::reservations::unfunded_user_token(&app, email, PlatformRole::User).await,
-            );
+            team_tokens
+                .push(crate::helpers::unfunded_user_token(&app, email, PlatformRole::User).await);
         }
         tokens.push(team_tokens);
     }
@@ -802,7 +762,9 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
     let (_, after) = book(&app, &ana, &booking(None, &[gpus[0]], 2, 1)).await;
     assert_eq!(after["price_minor"], 250);
     assert_eq!(
-        row(&app, before["id"].as_i64().unwrap()).await.price_minor,
+        reservation_row(&app, before["id"].as_i64().unwrap())
+            .await
+            .price_minor,
         before["price_minor"].as_i64().unwrap()
     );
 
@@ -839,7 +801,7 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
         response.url()
     );
     assert_eq!(
-        row(&app, before["id"].as_i64().unwrap())
+        reservation_row(&app, before["id"].as_i64().unwrap())
             .await
             .released_reason
             .as_deref(),
@@ -948,7 +910,7 @@ async fn idle_team_bookings_are_found_from_telemetry(backend: Backend) {
 async fn team_admins_see_the_quotas_that_platform_admins_set(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     app.sign_in("team_admin").await;
-    let admin = crate::teams::user_id(&app, "demo-team-admin@berth.invalid").await;
+    let admin = crate::helpers::user_id(&app, "demo-team-admin@berth.invalid").await;
     let team = db::teams::memberships_of(&app.db, admin).await.unwrap()[0].team_id;
     let page = format!("/teams/{team}");
     let team_id = team.to_string();

@@ -3,26 +3,21 @@
 //! time zone with a clock change, CSV that reads back exactly (commas, quotes, non-ASCII), and
 //! the report pages.
 
-use crate::helpers::{Backend, TestApp, spawn_app};
-use crate::quotas::funded_team;
-use crate::reservations::{TEST_CREDITS_MINOR, get, gpus_of, post_json, unfunded_user_token};
-use crate::teams::{H100, send, team_balance};
+use crate::helpers::*;
 use berth_app::backend::auth::tokens;
 use berth_app::backend::db;
-use berth_app::backend::entity::{
-    gpu, gpu_sample, reservation, reservation_gpu, reservation_usage,
-};
+use berth_app::backend::entity::{gpu, gpu_sample, reservation, reservation_usage};
 use berth_app::backend::state::TelemetrySettings;
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use reqwest::Method;
-use sea_orm::{ActiveValue::NotSet, ActiveValue::Set, ConnectionTrait, EntityTrait, Statement};
+use sea_orm::{ActiveValue::Set, ConnectionTrait, EntityTrait, Statement};
 use serde_json::{Value, json};
 
 /// A user named `name` with a token, and their id; funded with the test credits when asked.
 async fn person(app: &TestApp, email: &str, name: &str, funded: bool) -> (String, i64) {
     let token = if funded {
-        crate::reservations::user_token(app, email, PlatformRole::User).await
+        crate::helpers::user_token(app, email, PlatformRole::User).await
     } else {
         unfunded_user_token(app, email, PlatformRole::User).await
     };
@@ -476,72 +471,6 @@ async fn each_viewer_sees_only_what_they_may(backend: Backend) {
     );
     assert!(html.contains("error-panel"));
     app.stop().await;
-}
-
-/// Inserts a booking of `gpu` from `start` for `hours`, owned by `owner`, as if made long ago.
-pub(crate) async fn past_booking(
-    db: &impl ConnectionTrait,
-    owner: i64,
-    gpu: &gpu::Model,
-    start: DateTime<Utc>,
-    hours: i64,
-) -> i64 {
-    insert_past_booking(db, owner, gpu, start, hours, true).await
-}
-
-/// [`past_booking`] in a schema before migration 18, which has no GPU count or money totals on
-/// bookings (`totals: false` leaves them out).
-pub(crate) async fn insert_past_booking(
-    db: &impl ConnectionTrait,
-    owner: i64,
-    gpu: &gpu::Model,
-    start: DateTime<Utc>,
-    hours: i64,
-    totals: bool,
-) -> i64 {
-    let end = start + TimeDelta::hours(hours);
-    let total = |value: i64| if totals { Set(value) } else { NotSet };
-    let row = reservation::ActiveModel {
-        id: NotSet,
-        owner_id: Set(owner),
-        node_id: Set(gpu.node_id),
-        model: Set(gpu.model.clone()),
-        quarters: Set(4),
-        start_at: Set(start),
-        end_at: Set(end),
-        status: Set("confirmed".into()),
-        price_minor: Set(0),
-        created_at: Set(start - TimeDelta::days(7)),
-        cancelled_at: Set(None),
-        cancelled_by: Set(None),
-        payment_status: Set("paid".into()),
-        charge_mode: Set("at_booking".into()),
-        charge_at: Set(None),
-        released_reason: Set(None),
-        team_id: Set(None),
-        priority: Set("development".into()),
-        preemptible: Set(false),
-        approval_expires_at: Set(None),
-        displaced_offer: Set(None),
-        gpu_count: if totals { Set(1) } else { NotSet },
-        charged_minor: total(0),
-        refunded_minor: total(0),
-    };
-    let id = reservation::Entity::insert(row)
-        .exec(db)
-        .await
-        .unwrap()
-        .last_insert_id;
-    reservation_gpu::Entity::insert(reservation_gpu::ActiveModel {
-        reservation_id: Set(id),
-        gpu_id: Set(gpu.id),
-        start_at: Set(start),
-        end_at: Set(end),
-    })
-    .exec_without_returning(db)
-    .await
-    .unwrap();
-    id
 }
 
 async fn periods_follow_the_time_zone_across_a_clock_change(backend: Backend) {

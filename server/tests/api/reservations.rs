@@ -2,123 +2,13 @@
 //! input with field-level errors and nothing written, cancelling, find a slot, and capacity
 //! under 200 concurrent requests (on PostgreSQL through two servers sharing one database).
 
-use crate::helpers::{Backend, TestApp, TestDatabase, spawn_app, spawn_with, test_settings};
-use berth_app::backend::auth::tokens;
+use crate::helpers::*;
 use berth_app::backend::db;
-use berth_app::backend::entity::{gpu, reservation, reservation_gpu};
-use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
-use chrono::{DateTime, TimeDelta, Timelike, Utc};
+use berth_app::backend::entity::reservation;
+use berth_app::domain::user::PlatformRole;
+use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
-use std::collections::HashMap;
-
-/// A user with an API token.
-/// Credits every test user from [`user_token`] starts with (10,000.00).
-pub(crate) const TEST_CREDITS_MINOR: i64 = 1_000_000;
-
-/// A user with `email` and `role`, holding [`TEST_CREDITS_MINOR`] in their wallet; returns an
-/// API token for them.
-pub(crate) async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -> String {
-    let token = unfunded_user_token(app, email, role).await;
-    berth_app::backend::ledger::change_credits(
-        &app.db,
-        &berth_app::domain::money::Currency::new("USD", "$", 2).unwrap(),
-        berth_app::backend::ledger::CreditRequest {
-            actor_id: None,
-            wallet: berth_app::backend::ledger::CreditWallet::User(email),
-            amount_minor: TEST_CREDITS_MINOR,
-            reason: "test credits",
-            idempotency_key: None,
-            provider: &berth_app::backend::ledger::ManualProvider,
-        },
-        Utc::now(),
-    )
-    .await
-    .unwrap();
-    token
-}
-
-/// A user with `email` and `role` and an empty wallet; returns an API token for them.
-pub(crate) async fn unfunded_user_token(app: &TestApp, email: &str, role: PlatformRole) -> String {
-    let now = Utc::now();
-    let user = db::users::upsert_user(
-        &app.db,
-        &NewUser {
-            email: Email::parse(email).unwrap(),
-            name: UserName::parse(email.split('@').next().unwrap()).unwrap(),
-            role,
-        },
-        now,
-    )
-    .await
-    .unwrap();
-    let (token, hash) = tokens::generate();
-    db::api_tokens::insert_token(
-        &app.db,
-        user.id,
-        &TokenName::parse("test").unwrap(),
-        &hash,
-        now,
-    )
-    .await
-    .unwrap();
-    token
-}
-
-/// Tomorrow at `hour`:`minute` UTC.
-pub(crate) fn tomorrow(hour: u32, minute: u32) -> DateTime<Utc> {
-    (Utc::now() + TimeDelta::days(1))
-        .with_hour(hour)
-        .and_then(|t| t.with_minute(minute))
-        .and_then(|t| t.with_second(0))
-        .and_then(|t| t.with_nanosecond(0))
-        .unwrap()
-}
-
-/// GPU ids by (model, device order).
-pub(crate) async fn gpus_of(app: &TestApp, model: &str) -> Vec<i64> {
-    let mut rows = gpu::Entity::find()
-        .filter(gpu::Column::Model.eq(model))
-        .filter(gpu::Column::Status.eq("active"))
-        .all(&app.db)
-        .await
-        .unwrap();
-    rows.sort_by_key(|g| (g.node_id, g.device_index));
-    rows.into_iter().map(|g| g.id).collect()
-}
-
-/// `POST path` with a JSON body and a bearer token: the status and the JSON answer.
-pub(crate) async fn post_json(
-    app: &TestApp,
-    token: &str,
-    path: &str,
-    body: &Value,
-) -> (u16, Value) {
-    let response = crate::helpers::client()
-        .post(app.url(path))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-pub(crate) async fn post(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
-    post_json(app, token, "/api/v1/reservations", &body).await
-}
-
-pub(crate) async fn get(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
-    let response = crate::helpers::client()
-        .get(app.url(path))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
 
 async fn reservation_count(app: &TestApp) -> u64 {
     reservation::Entity::find().count(&app.db).await.unwrap()
@@ -131,7 +21,7 @@ async fn whole_and_shared_bookings_and_conflicts_with_a_suggestion(backend: Back
     let h100 = gpus_of(&app, "NVIDIA H100 80GB HBM3").await;
     let (start, end) = (tomorrow(9, 0), tomorrow(11, 0));
 
-    let (status, booked) = post(
+    let (status, booked) = book(
         &app,
         &ana,
         json!({"gpu_ids": [h100[0]], "share": 1, "start": start.to_rfc3339(), "end": end.to_rfc3339()}),
@@ -146,7 +36,7 @@ async fn whole_and_shared_bookings_and_conflicts_with_a_suggestion(backend: Back
 
     // Bia wants the same GPU at an overlapping time: 409 naming the clash, with the nearest
     // window that fits (right after Ana's).
-    let (status, clash) = post(
+    let (status, clash) = book(
         &app,
         &bia,
         json!({"gpu_ids": [h100[0]], "start": tomorrow(10, 0).to_rfc3339(), "end": tomorrow(12, 0).to_rfc3339()}),
@@ -185,11 +75,11 @@ async fn whole_and_shared_bookings_and_conflicts_with_a_suggestion(backend: Back
         let mut body = window.clone();
         body["gpu_ids"] = json!([a100[0]]);
         body["share"] = share;
-        let (status, answer) = post(&app, token, body).await;
+        let (status, answer) = book(&app, token, body).await;
         assert_eq!(status, expected, "{answer}");
     }
     // Not shareable: the H100s.
-    let (status, refused) = post(
+    let (status, refused) = book(
         &app,
         &ana,
         json!({"gpu_ids": [h100[1]], "share": 0.5, "start": start.to_rfc3339(), "end": end.to_rfc3339()}),
@@ -199,7 +89,7 @@ async fn whole_and_shared_bookings_and_conflicts_with_a_suggestion(backend: Back
     assert_eq!(refused["field"], "share");
 
     // N GPUs of one model: Berth picks them on one node, all or nothing.
-    let (status, four) = post(
+    let (status, four) = book(
         &app,
         &bia,
         json!({"model": "NVIDIA H100 80GB HBM3", "count": 4, "start": start.to_rfc3339(), "end": end.to_rfc3339()}),
@@ -209,7 +99,7 @@ async fn whole_and_shared_bookings_and_conflicts_with_a_suggestion(backend: Back
     let picked: Vec<i64> = serde_json::from_value(four["gpu_ids"].clone()).unwrap();
     assert_eq!(picked.len(), 4);
     assert!(!picked.contains(&h100[0]), "Ana's GPU is not picked");
-    let (status, _) = post(
+    let (status, _) = book(
         &app,
         &bia,
         json!({"model": "NVIDIA H100 80GB HBM3", "count": 4, "start": start.to_rfc3339(), "end": end.to_rfc3339()}),
@@ -244,11 +134,11 @@ async fn bad_input_gets_422_with_the_field_and_writes_nothing(backend: Backend) 
             "start",
         ),
         (
-            json!({"gpu_ids": [gpu], "start": crate::reservations::grid(past).to_rfc3339(), "end": crate::reservations::grid(past + TimeDelta::hours(1)).to_rfc3339()}),
+            json!({"gpu_ids": [gpu], "start": crate::helpers::grid(past).to_rfc3339(), "end": crate::helpers::grid(past + TimeDelta::hours(1)).to_rfc3339()}),
             "start",
         ),
         (
-            json!({"gpu_ids": [gpu], "start": crate::reservations::grid(far).to_rfc3339(), "end": crate::reservations::grid(far + TimeDelta::hours(1)).to_rfc3339()}),
+            json!({"gpu_ids": [gpu], "start": crate::helpers::grid(far).to_rfc3339(), "end": crate::helpers::grid(far + TimeDelta::hours(1)).to_rfc3339()}),
             "start",
         ),
         (
@@ -287,7 +177,7 @@ async fn bad_input_gets_422_with_the_field_and_writes_nothing(backend: Backend) 
         (json!({"gpu_ids": "one", "start": 1, "end": 2}), "body"),
     ];
     for (body, field) in cases {
-        let (status, answer) = post(&app, &ana, body.clone()).await;
+        let (status, answer) = book(&app, &ana, body.clone()).await;
         assert_eq!(status, 422, "{body} → {answer}");
         assert_eq!(answer["error"], "validation", "{body} → {answer}");
         assert_eq!(answer["field"], field, "{body} → {answer}");
@@ -314,11 +204,6 @@ async fn bad_input_gets_422_with_the_field_and_writes_nothing(backend: Backend) 
     app.stop().await;
 }
 
-/// `at` rounded down to the grid.
-pub fn grid(at: DateTime<Utc>) -> DateTime<Utc> {
-    berth_app::domain::schedule::slot_floor(at)
-}
-
 async fn only_the_owner_or_an_admin_cancels_and_the_slot_frees_up(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let ana = user_token(&app, "ana@example.com", PlatformRole::User).await;
@@ -326,7 +211,7 @@ async fn only_the_owner_or_an_admin_cancels_and_the_slot_frees_up(backend: Backe
     let admin = user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
     let gpu = gpus_of(&app, "NVIDIA L40S").await[0];
     let body = json!({"gpu_ids": [gpu], "start": tomorrow(14, 0).to_rfc3339(), "end": tomorrow(16, 0).to_rfc3339()});
-    let (_, booked) = post(&app, &ana, body.clone()).await;
+    let (_, booked) = book(&app, &ana, body.clone()).await;
     let id = booked["id"].as_i64().unwrap();
     let client = crate::helpers::client();
     let delete = |token: &str| {
@@ -340,7 +225,7 @@ async fn only_the_owner_or_an_admin_cancels_and_the_slot_frees_up(backend: Backe
         404,
         "not Bia's"
     );
-    assert_eq!(post(&app, &bia, body.clone()).await.0, 409);
+    assert_eq!(book(&app, &bia, body.clone()).await.0, 409);
     let cancelled = delete(&ana).await.unwrap();
     assert_eq!(cancelled.status().as_u16(), 200);
     let cancelled: Value = cancelled.json().await.unwrap();
@@ -350,7 +235,7 @@ async fn only_the_owner_or_an_admin_cancels_and_the_slot_frees_up(backend: Backe
         409,
         "already cancelled"
     );
-    let (status, again) = post(&app, &bia, body.clone()).await;
+    let (status, again) = book(&app, &bia, body.clone()).await;
     assert_eq!(status, 201, "the slot is free again: {again}");
     let second = again["id"].as_i64().unwrap();
     let by_admin = client
@@ -372,7 +257,7 @@ async fn find_a_slot_offers_the_earliest_windows_that_fit(backend: Backend) {
     let ana = user_token(&app, "ana@example.com", PlatformRole::User).await;
     // Take both L40S for tomorrow 08:00–20:00.
     let (start, end) = (tomorrow(8, 0), tomorrow(20, 0));
-    let (status, _) = post(
+    let (status, _) = book(
         &app,
         &ana,
         json!({"model": "NVIDIA L40S", "count": 2, "start": start.to_rfc3339(), "end": end.to_rfc3339()}),
@@ -399,7 +284,7 @@ async fn find_a_slot_offers_the_earliest_windows_that_fit(backend: Backend) {
 
     // Take them for ten more days: the first fit is past the search's first one-week stretch.
     let later = end + chrono::Duration::days(10);
-    let (status, _) = post(
+    let (status, _) = book(
         &app,
         &ana,
         json!({"model": "NVIDIA L40S", "count": 2, "start": end.to_rfc3339(), "end": later.to_rfc3339()}),
@@ -442,43 +327,6 @@ async fn find_a_slot_offers_the_earliest_windows_that_fit(backend: Backend) {
     assert_eq!(status, 422);
     assert_eq!(bad["field"], "hours");
     app.stop().await;
-}
-
-/// The load per (GPU, slot) of all confirmed reservations, computed from the rows.
-async fn loads(app: &TestApp) -> HashMap<(i64, DateTime<Utc>), u32> {
-    let mut load = HashMap::new();
-    for (held, r) in reservation_gpu::Entity::find()
-        .find_also_related(reservation::Entity)
-        .all(&app.db)
-        .await
-        .unwrap()
-    {
-        let r = r.unwrap();
-        if r.status != "confirmed" {
-            continue;
-        }
-        let mut slot = r.start_at;
-        while slot < r.end_at {
-            *load.entry((held.gpu_id, slot)).or_insert(0) += u32::try_from(r.quarters).unwrap();
-            slot += TimeDelta::minutes(15);
-        }
-    }
-    load
-}
-
-/// Asserts that no GPU holds more than a whole GPU in any slot.
-pub async fn assert_capacity_kept(app: &TestApp) {
-    let load = loads(app).await;
-    assert!(
-        load.values().all(|quarters| *quarters <= 4),
-        "capacity exceeded: {:?}",
-        load.iter().filter(|(_, q)| **q > 4).collect::<Vec<_>>()
-    );
-}
-
-/// The first active GPU of `model`.
-pub async fn first_gpu(app: &TestApp, model: &str) -> i64 {
-    gpus_of(app, model).await[0]
 }
 
 async fn two_hundred_concurrent_bookings_never_exceed_capacity(backend: Backend) {

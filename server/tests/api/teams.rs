@@ -3,8 +3,7 @@
 //! being append-only, and an authorization matrix over the team and admin endpoints and server
 //! functions (denials are 401/403/404, never 500, and change nothing).
 
-use crate::helpers::{Backend, TestApp, spawn_app};
-use crate::reservations::{get, gpus_of, post_json, tomorrow, unfunded_user_token};
+use crate::helpers::*;
 use berth_app::backend::db;
 use berth_app::backend::entity::{
     audit_entry, ledger_transaction, maintenance_window, reservation, team, team_invitation,
@@ -16,89 +15,6 @@ use chrono::TimeDelta;
 use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait};
 use serde_json::{Value, json};
 
-pub(crate) async fn send(
-    app: &TestApp,
-    method: reqwest::Method,
-    token: Option<&str>,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut request = crate::helpers::client().request(method, app.url(path));
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
-/// POSTs every `(token, path, body)` at once; answers their statuses and bodies.
-pub(crate) async fn post_all_at_once(
-    app: &TestApp,
-    requests: Vec<(String, String, Value)>,
-) -> Vec<(u16, Value)> {
-    let mut running = tokio::task::JoinSet::new();
-    for (token, path, body) in requests {
-        let url = app.url(&path);
-        running.spawn(async move {
-            let response = crate::helpers::client()
-                .post(url)
-                .bearer_auth(token)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        });
-    }
-    running.join_all().await
-}
-
-/// The user id behind an e-mail address.
-pub(crate) async fn user_id(app: &TestApp, email: &str) -> i64 {
-    db::users::find_user_by_email(
-        &app.db,
-        &berth_app::domain::user::Email::parse(email).unwrap(),
-    )
-    .await
-    .unwrap()
-    .unwrap()
-    .id
-}
-
-/// A team named `name` with `admin` as its admin (created by `platform`, accepted as at sign-in).
-pub(crate) async fn team_with_admin(app: &TestApp, platform: &str, name: &str, admin: &str) -> i64 {
-    let (status, created) = post_json(
-        app,
-        platform,
-        "/api/v1/admin/teams",
-        &json!({ "name": name, "admin_email": admin }),
-    )
-    .await;
-    assert_eq!(status, 201, "{created}");
-    accept(app, admin).await;
-    created["id"].as_i64().unwrap()
-}
-
-/// What signing in does with open invitations.
-pub(crate) async fn accept(app: &TestApp, email: &str) {
-    berth_app::backend::teams::accept_invitations(
-        &app.db,
-        user_id(app, email).await,
-        &berth_app::domain::user::Email::parse(email).unwrap(),
-        chrono::Utc::now(),
-    )
-    .await
-    .unwrap();
-}
-
 async fn role_in(app: &TestApp, team_id: i64, email: &str) -> Option<TeamRole> {
     db::teams::members(&app.db, team_id)
         .await
@@ -106,23 +22,6 @@ async fn role_in(app: &TestApp, team_id: i64, email: &str) -> Option<TeamRole> {
         .into_iter()
         .find(|m| m.email == email)
         .map(|m| m.role)
-}
-
-pub(crate) async fn invitation_by_admin(
-    app: &TestApp,
-    team_id: i64,
-    token: &str,
-    email: &str,
-) -> i64 {
-    let (status, body) = post_json(
-        app,
-        token,
-        &format!("/api/v1/teams/{team_id}/invitations"),
-        &json!({ "email": email }),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    body["id"].as_i64().unwrap()
 }
 
 async fn invited_member_joins_at_sign_in_and_sees_the_team(backend: Backend) {
@@ -838,18 +737,6 @@ async fn authorization_matrix(backend: Backend) {
     app.stop().await;
 }
 
-pub(crate) const H100: &str = "NVIDIA H100 80GB HBM3";
-
-pub(crate) fn urlencode(raw: &str) -> String {
-    url::form_urlencoded::byte_serialize(raw.as_bytes()).collect()
-}
-
-/// 09:00 UTC on the third day of next month: a window in one calendar month, whatever today is.
-pub(crate) fn next_month_at(hour_offset: i64) -> chrono::DateTime<chrono::Utc> {
-    let (_, next) = berth_app::domain::schedule::utc_month_of(chrono::Utc::now());
-    next + TimeDelta::days(2) + TimeDelta::hours(9 + hour_offset)
-}
-
 fn team_booking(team: i64, hour_offset: i64, hours: i64) -> Value {
     let start = next_month_at(hour_offset);
     json!({
@@ -859,12 +746,6 @@ fn team_booking(team: i64, hour_offset: i64, hours: i64) -> Value {
         "end": (start + TimeDelta::hours(hours)).to_rfc3339(),
         "team_id": team,
     })
-}
-
-pub(crate) async fn team_balance(app: &TestApp, token: &str, team: i64) -> i64 {
-    let (status, body) = get(app, token, &format!("/api/v1/teams/{team}")).await;
-    assert_eq!(status, 200, "{body}");
-    body["money"]["balance_minor"].as_i64().unwrap()
 }
 
 async fn team_bookings_are_paid_from_the_team_wallet_within_its_budget(backend: Backend) {

@@ -3,11 +3,7 @@
 //! `/metrics` and the GPU page; node tokens and bad payloads; an agent that outlives a portal
 //! outage; rollups and pruning on an injected clock; inventory sync.
 
-use crate::helpers::{
-    Backend, TestApp, TestDatabase, client, spawn_app, spawn_with, spawn_with_listener,
-    test_settings,
-};
-use crate::reservations::{get, user_token};
+use crate::helpers::*;
 use berth_app::backend::clock::{Clock, ManualClock};
 use berth_app::backend::db::telemetry as store;
 use berth_app::backend::entity::{gpu, gpu_event, gpu_rollup, gpu_sample};
@@ -607,13 +603,13 @@ async fn inventory_sync_flags_vanished_gpus(backend: Backend) {
     assert!(row.vanished_at.is_some());
     // A missing GPU cannot be booked.
     let booker = user_token(&app, "booker@example.org", PlatformRole::User).await;
-    let (status, refused) = crate::reservations::post(
+    let (status, refused) = crate::helpers::book(
         &app,
         &booker,
         json!({
             "gpu_ids": [v1], "share": 1,
-            "start": crate::reservations::tomorrow(10, 0).to_rfc3339(),
-            "end": crate::reservations::tomorrow(11, 0).to_rfc3339(),
+            "start": crate::helpers::tomorrow(10, 0).to_rfc3339(),
+            "end": crate::helpers::tomorrow(11, 0).to_rfc3339(),
         }),
     )
     .await;
@@ -667,10 +663,10 @@ async fn gpus_an_agent_reports_first_wait_for_a_platform_admin(backend: Backend)
     let (status, gpus) = get(&app, &user, "/api/v1/gpus").await;
     assert_eq!(status, 200);
     assert!(!listed(&gpus), "{gpus}");
-    let start = crate::reservations::tomorrow(10, 0).to_rfc3339();
-    let end = crate::reservations::tomorrow(11, 0).to_rfc3339();
+    let start = crate::helpers::tomorrow(10, 0).to_rfc3339();
+    let end = crate::helpers::tomorrow(11, 0).to_rfc3339();
     let by_id = json!({ "gpu_ids": [id], "share": 1, "start": start, "end": end });
-    let (status, refused) = crate::reservations::post(&app, &user, by_id.clone()).await;
+    let (status, refused) = crate::helpers::book(&app, &user, by_id.clone()).await;
     assert_eq!(
         (status, &refused["code"]),
         (409, &json!("gpu_unavailable")),
@@ -681,7 +677,7 @@ async fn gpus_an_agent_reports_first_wait_for_a_platform_admin(backend: Backend)
         "{refused}"
     );
     let by_model = json!({ "model": "NVIDIA L4", "count": 1, "start": start, "end": end });
-    let (status, refused) = crate::reservations::post(&app, &user, by_model).await;
+    let (status, refused) = crate::helpers::book(&app, &user, by_model).await;
     assert!(status == 409 || status == 422, "{status}: {refused}");
 
     // Platform admins see it waiting; nobody else may list or accept it.
@@ -691,17 +687,17 @@ async fn gpus_an_agent_reports_first_wait_for_a_platform_admin(backend: Backend)
     assert_eq!(pending[0]["node"], "gpu-new-01", "{pending}");
     assert_eq!(get(&app, &user, "/api/v1/admin/gpus/pending").await.0, 403);
     let accept = format!("/api/v1/admin/gpus/{id}/accept");
-    let (status, _) = crate::reservations::post_json(&app, &user, &accept, &json!({})).await;
+    let (status, _) = crate::helpers::post_json(&app, &user, &accept, &json!({})).await;
     assert_eq!(status, 403);
 
     // Accepted: listed and bookable, with an audit entry.
-    let (status, _) = crate::reservations::post_json(&app, &admin, &accept, &json!({})).await;
+    let (status, _) = crate::helpers::post_json(&app, &admin, &accept, &json!({})).await;
     assert_eq!(status, 204);
     let (_, pending) = get(&app, &admin, "/api/v1/admin/gpus/pending").await;
     assert_eq!(pending, json!([]));
     let (_, gpus) = get(&app, &user, "/api/v1/gpus").await;
     assert!(listed(&gpus), "{gpus}");
-    let (status, booked) = crate::reservations::post(&app, &user, by_id).await;
+    let (status, booked) = crate::helpers::book(&app, &user, by_id).await;
     assert_eq!(status, 201, "{booked}");
     let (_, audit) = get(&app, &admin, "/api/v1/admin/audit?action=gpu.accept").await;
     let entries = audit.as_array().unwrap();

@@ -1,5 +1,6 @@
 //! Starting the application against a fresh database, and cleaning up afterwards.
 
+pub use berth_app::backend::clock::ManualClock;
 use berth_server::configuration::{Config, RawSettings};
 use berth_server::startup::Application;
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
@@ -266,6 +267,15 @@ pub async fn spawn_with_routes(
     extra: axum::Router<berth_app::backend::state::AppState>,
 ) -> TestApp {
     let config = Config::from_raw(settings).expect("valid test settings");
+    spawn_with_config(config, listener, extra).await
+}
+
+/// Starts the application with `config` (settings read already, a clock set).
+async fn spawn_with_config(
+    config: Config,
+    listener: tokio::net::TcpListener,
+    extra: axum::Router<berth_app::backend::state::AppState>,
+) -> TestApp {
     let app = Application::build_with_routes(config, listener, extra)
         .await
         .expect("application starts");
@@ -298,6 +308,24 @@ pub async fn spawn_app(backend: Backend) -> (TestApp, TestDatabase) {
     let db = TestDatabase::create(backend).await;
     let app = spawn_with(test_settings(&db)).await;
     (app, db)
+}
+
+/// Starts the application on a fresh database of `backend`, with the demo fleet, on a clock that
+/// shows `at` until the test moves it: time-dependent behaviour (refund tiers, charges due,
+/// expiries) is tested by moving the clock, never by sleeping.
+pub async fn spawn_app_at(
+    backend: Backend,
+    at: chrono::DateTime<chrono::Utc>,
+) -> (TestApp, TestDatabase, ManualClock) {
+    let db = TestDatabase::create(backend).await;
+    let clock = ManualClock::new(at);
+    let mut config = Config::from_raw(test_settings(&db)).expect("valid test settings");
+    config.clock = std::sync::Arc::new(clock.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a port");
+    let app = spawn_with_config(config, listener, axum::Router::new()).await;
+    (app, db, clock)
 }
 
 /// The page without the `<!>` hydration markers Leptos puts between adjacent text nodes, so that

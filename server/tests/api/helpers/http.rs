@@ -1,0 +1,103 @@
+//! Talking to a test app over HTTP as an API client: one wrapper per kind of request, each
+//! answering the status and the JSON body.
+
+use crate::helpers::TestApp;
+use serde_json::Value;
+use std::borrow::Borrow;
+
+/// `POST path` with a JSON body and a bearer token: the status and the JSON answer.
+pub(crate) async fn post_json(
+    app: &TestApp,
+    token: &str,
+    path: &str,
+    body: &Value,
+) -> (u16, Value) {
+    let response = crate::helpers::client()
+        .post(app.url(path))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// `POST /api/v1/reservations` with `body`: the status and the JSON answer.
+pub(crate) async fn book(app: &TestApp, token: &str, body: impl Borrow<Value>) -> (u16, Value) {
+    post_json(app, token, "/api/v1/reservations", body.borrow()).await
+}
+
+/// `DELETE /api/v1/reservations/{id}`: the status and the JSON answer.
+pub(crate) async fn cancel(app: &TestApp, token: &str, id: &Value) -> (u16, Value) {
+    let response = crate::helpers::client()
+        .delete(app.url(&format!("/api/v1/reservations/{id}")))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// `GET path` with a bearer token: the status and the JSON answer.
+pub(crate) async fn get(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
+    let response = crate::helpers::client()
+        .get(app.url(path))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+/// Any request with an optional bearer token and JSON body: the status and the JSON answer.
+pub(crate) async fn send(
+    app: &TestApp,
+    method: reqwest::Method,
+    token: Option<&str>,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = crate::helpers::client().request(method, app.url(path));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// POSTs every `(token, path, body)` at once; answers their statuses and bodies.
+pub(crate) async fn post_all_at_once(
+    app: &TestApp,
+    requests: Vec<(String, String, Value)>,
+) -> Vec<(u16, Value)> {
+    let mut running = tokio::task::JoinSet::new();
+    for (token, path, body) in requests {
+        let url = app.url(&path);
+        running.spawn(async move {
+            let response = crate::helpers::client()
+                .post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        });
+    }
+    running.join_all().await
+}
+
+/// `raw` encoded for a query string or form.
+pub(crate) fn urlencode(raw: &str) -> String {
+    url::form_urlencoded::byte_serialize(raw.as_bytes()).collect()
+}

@@ -1,9 +1,9 @@
-//! Runs the payment job (`berth_app::backend::db::payments`) in the background of `berth serve`.
+//! Runs the payment job (`berth_app::backend::payment_job`) in the background of `berth serve`.
 //! Every replica runs it: the job claims each reservation with a row lock, so replicas share the
 //! work instead of doing it twice.
 
 use berth_app::backend::clock::Clock;
-use berth_app::backend::db::payments;
+use berth_app::backend::payment_job as payments;
 use berth_app::domain::payment::ChargePolicy;
 use sea_orm::DatabaseConnection;
 use std::sync::Arc;

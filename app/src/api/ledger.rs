@@ -146,17 +146,14 @@ pub async fn change_credits(
                 ));
             }
         };
-        ledger::change_credits(
+        ledger::admin_credits(
             &call.state.db,
             currency,
-            ledger::CreditRequest {
-                actor_id: Some(call.actor.user.id),
-                wallet: ledger::CreditWallet::User(&email),
-                amount_minor,
-                reason: &reason,
-                idempotency_key: idempotency_key.as_deref().filter(|key| !key.is_empty()),
-                provider: &ledger::ManualProvider,
-            },
+            &call.actor,
+            ledger::CreditWallet::User(&email),
+            amount_minor,
+            &reason,
+            idempotency_key.as_deref(),
             call.now,
         )
         .await

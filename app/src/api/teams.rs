@@ -322,21 +322,17 @@ pub async fn add_team_credits(
     use crate::api::forms::TeamDone;
     use crate::backend::ledger;
     team_form(team_id, TeamDone::Credits, |call| async move {
-        call.actor.require_platform_admin()?;
         let currency = &call.state.portal.currency;
         let amount_minor =
             crate::backend::input::amount("amount", &amount, currency, |minor| minor != 0)?;
-        ledger::change_credits(
+        ledger::admin_credits(
             &call.state.db,
             currency,
-            ledger::CreditRequest {
-                actor_id: Some(call.actor.user.id),
-                wallet: ledger::CreditWallet::Team(team_id),
-                amount_minor,
-                reason: &reason,
-                idempotency_key: idempotency_key.as_deref().filter(|key| !key.is_empty()),
-                provider: &ledger::ManualProvider,
-            },
+            &call.actor,
+            ledger::CreditWallet::Team(team_id),
+            amount_minor,
+            &reason,
+            idempotency_key.as_deref(),
             call.now,
         )
         .await
@@ -405,17 +401,22 @@ pub async fn set_team_rules(
     .await
 }
 
-/// Approves a team booking that waits for approval.
-#[server(endpoint = "forms/team/approve")]
-pub async fn approve_booking(team_id: i64, reservation_id: i64) -> Result<(), AppError> {
+/// Approves or rejects a team booking that waits for approval.
+#[cfg(feature = "ssr")]
+async fn decide_booking(team_id: i64, reservation_id: i64, approve: bool) -> Result<(), AppError> {
     use crate::api::forms::TeamDone;
-    team_form(team_id, TeamDone::Approved, |call| async move {
+    let done = if approve {
+        TeamDone::Approved
+    } else {
+        TeamDone::Rejected
+    };
+    team_form(team_id, done, |call| async move {
         crate::backend::quotas::decide(
             &call.state,
             &call.actor,
             team_id,
             reservation_id,
-            true,
+            approve,
             call.now,
         )
         .await
@@ -424,23 +425,16 @@ pub async fn approve_booking(team_id: i64, reservation_id: i64) -> Result<(), Ap
     .await
 }
 
+/// Approves a team booking that waits for approval.
+#[server(endpoint = "forms/team/approve")]
+pub async fn approve_booking(team_id: i64, reservation_id: i64) -> Result<(), AppError> {
+    decide_booking(team_id, reservation_id, true).await
+}
+
 /// Rejects a team booking that waits for approval.
 #[server(endpoint = "forms/team/reject")]
 pub async fn reject_booking(team_id: i64, reservation_id: i64) -> Result<(), AppError> {
-    use crate::api::forms::TeamDone;
-    team_form(team_id, TeamDone::Rejected, |call| async move {
-        crate::backend::quotas::decide(
-            &call.state,
-            &call.actor,
-            team_id,
-            reservation_id,
-            false,
-            call.now,
-        )
-        .await
-        .map(drop)
-    })
-    .await
+    decide_booking(team_id, reservation_id, false).await
 }
 
 /// Creates a team with its first admin invited (platform admins), then opens its page.

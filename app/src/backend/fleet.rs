@@ -6,7 +6,7 @@ use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::db::audit::NewEntry;
 use crate::domain::audit::AuditAction;
-use crate::domain::money::{Currency, Money};
+use crate::domain::money::Currency;
 use crate::domain::problem::Problem;
 use crate::domain::quota::TeamQuotas;
 use crate::error::AppError;
@@ -33,17 +33,7 @@ fn check_price(field: &str, minor: i64) -> Result<i64, AppError> {
 
 /// Reads an amount typed in the currency (`3.49`) as minor units, 0 or more.
 pub fn parse_price(field: &str, raw: &str, currency: &Currency) -> Result<i64, AppError> {
-    let minor = Money::parse_decimal(raw.trim(), currency)
-        .ok_or_else(|| {
-            AppError::invalid(
-                field,
-                Problem::NotAnAmount {
-                    raw: raw.to_owned(),
-                    decimals: currency.exponent(),
-                },
-            )
-        })?
-        .minor();
+    let minor = crate::backend::input::amount(field, raw, currency, |_| true)?;
     check_price(field, minor)
 }
 

@@ -131,8 +131,39 @@ pub struct CreditRequest<'a> {
     pub provider: &'a dyn PaymentProvider,
 }
 
+/// A platform admin (`actor`) grants (positive `amount_minor`) or deducts (negative) credits
+/// for `wallet` by hand, money received by invoice or transfer ([`ManualProvider`]), with
+/// `reason`; the same `idempotency_key` again answers the first result. 403 for anyone else.
+#[allow(clippy::too_many_arguments)]
+pub async fn admin_credits(
+    db: &DatabaseConnection,
+    currency: &Currency,
+    actor: &crate::backend::auth::actor::Actor,
+    wallet: CreditWallet<'_>,
+    amount_minor: i64,
+    reason: &str,
+    idempotency_key: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<CreditResult, AppError> {
+    actor.require_platform_admin()?;
+    change_credits(
+        db,
+        currency,
+        CreditRequest {
+            actor_id: Some(actor.user.id),
+            wallet,
+            amount_minor,
+            reason,
+            idempotency_key: idempotency_key.filter(|key| !key.is_empty()),
+            provider: &ManualProvider,
+        },
+        now,
+    )
+    .await
+}
+
 /// Grants (positive) or deducts (negative) credits for the user with `email`, recorded with
-/// `reason` and the acting admin. Callers check the actor's role.
+/// `reason` and the acting admin. Callers check the actor's role ([`admin_credits`] does).
 #[tracing::instrument(skip_all, fields(actor.id = request.actor_id))]
 pub async fn change_credits(
     db: &DatabaseConnection,
@@ -278,7 +309,7 @@ pub async fn change_credits(
     );
     // Reservations waiting for these credits are paid now rather than at the job's next run.
     if change.amount().minor() > 0 {
-        match db::payments::retry_for(db, account, now).await {
+        match crate::backend::payment_job::retry_for(db, account, now).await {
             Ok(outcome) if outcome.charged > 0 => {
                 tracing::info!(?account, ?outcome, "due payments made");
             }

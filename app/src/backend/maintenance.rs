@@ -1,15 +1,18 @@
 //! The maintenance service shared by the admin page's server functions and the JSON API: checks
-//! the role, parses raw input into domain types with field-level errors, and calls
-//! `db::maintenance`.
+//! the role, parses raw input into domain types with field-level errors, takes GPUs out of
+//! booking (releasing what is in the way when asked) and ends windows early.
 
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::reservations::parse_time;
 use crate::backend::state::AppState;
-use crate::domain::maintenance::{MaintenanceWindow, NewMaintenance};
+use crate::domain::audit::AuditAction;
+use crate::domain::maintenance::{EndEarly, MaintenanceWindow, NewMaintenance, end_early};
 use crate::domain::problem::Problem;
+use crate::domain::reservation::ReleaseReason;
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
+use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
 /// Most GPUs one request may take out of booking (a large node, or a rack).
@@ -62,7 +65,7 @@ pub async fn create(
             },
         ));
     }
-    let created = db::maintenance::create(
+    let created = take_out(
         &state.db,
         &ids,
         &request,
@@ -72,6 +75,79 @@ pub async fn create(
     )
     .await?;
     tracing::info!(windows = created.len(), "maintenance set");
+    Ok(created)
+}
+
+/// Takes `gpu_ids` out of booking during `request.window`, one window per GPU, all or none.
+/// Fails with `Validation` for unknown GPUs and `Conflict` naming the reservations in the way,
+/// unless `release` is set: then those reservations are released and their charges refunded in
+/// full. One transaction that takes the same locks as a booking (the GPUs' rows on PostgreSQL,
+/// the write lock on SQLite) and checks for confirmed reservations, so a booking and a
+/// maintenance window can never both win a slot.
+async fn take_out(
+    db: &DatabaseConnection,
+    gpu_ids: &[i64],
+    request: &NewMaintenance,
+    created_by: i64,
+    now: DateTime<Utc>,
+    release: bool,
+) -> Result<Vec<MaintenanceWindow>, AppError> {
+    let txn = db::begin_write(db).await?;
+    let found = db::maintenance::existing_gpus(&txn, gpu_ids).await?;
+    if let Some(missing) = gpu_ids.iter().find(|id| !found.contains(id)) {
+        return Err(invalid("gpu_ids", Problem::NoSuchGpu { id: *missing }));
+    }
+    db::reservations::lock_gpus(&txn, gpu_ids).await?;
+    let mut in_the_way: Vec<i64> = db::reservations::holds_on(&txn, gpu_ids, &request.window)
+        .await?
+        .into_iter()
+        .map(|hold| hold.reservation_id)
+        .collect();
+    in_the_way.sort_unstable();
+    in_the_way.dedup();
+    if !in_the_way.is_empty() && !release {
+        return Err(AppError::Conflict(Problem::ReservationsInTheWay {
+            ids: in_the_way,
+        }));
+    }
+    for id in &in_the_way {
+        crate::backend::reservations::release(
+            &txn,
+            *id,
+            Some(created_by),
+            now,
+            ReleaseReason::Maintenance,
+        )
+        .await?;
+    }
+    let mut ids = Vec::with_capacity(gpu_ids.len());
+    for gpu_id in gpu_ids {
+        ids.push(db::maintenance::insert(&txn, *gpu_id, request, created_by, now).await?);
+    }
+    let created = db::maintenance::by_ids(&txn, ids).await?;
+    for window in &created {
+        db::audit::append(
+            &txn,
+            db::audit::NewEntry {
+                at: now,
+                actor_id: Some(created_by),
+                action: AuditAction::MaintenanceCreate,
+                target_kind: "maintenance",
+                target_id: window.id.to_string(),
+                team_id: None,
+            },
+            None::<&()>,
+            Some(&serde_json::json!({
+                "gpu_id": window.gpu_id,
+                "start": request.window.start(),
+                "end": request.window.end(),
+                "reason": request.reason,
+                "released_reservations": in_the_way,
+            })),
+        )
+        .await?;
+    }
+    txn.commit().await?;
     Ok(created)
 }
 
@@ -100,7 +176,49 @@ pub async fn end(
     now: DateTime<Utc>,
 ) -> Result<MaintenanceWindow, AppError> {
     actor.require_platform_admin()?;
-    let ended = db::maintenance::end(&state.db, id, Some(actor.user.id), now).await?;
+    let txn = db::begin_write(&state.db).await?;
+    let view = db::maintenance::find(&txn, id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("maintenance window {id}")))?;
+    let window = view.window;
+    let before = serde_json::json!({
+        "gpu_id": view.gpu_id,
+        "start": window.start(),
+        "end": window.end(),
+    });
+    // An upcoming window goes, an ongoing one ends at the next slot boundary.
+    let after = match end_early(&window, now) {
+        EndEarly::Remove => {
+            db::maintenance::delete(&txn, id).await?;
+            None
+        }
+        EndEarly::EndAt(end) => {
+            db::maintenance::set_end(&txn, id, end).await?;
+            Some(serde_json::json!({
+                "gpu_id": view.gpu_id,
+                "start": window.start(),
+                "end": end,
+            }))
+        }
+        EndEarly::AlreadyOver => {
+            return Err(AppError::Conflict(Problem::MaintenanceOver { id }));
+        }
+    };
+    db::audit::append(
+        &txn,
+        db::audit::NewEntry {
+            at: now,
+            actor_id: Some(actor.user.id),
+            action: AuditAction::MaintenanceCancel,
+            target_kind: "maintenance",
+            target_id: id.to_string(),
+            team_id: None,
+        },
+        Some(&before),
+        after.as_ref(),
+    )
+    .await?;
+    txn.commit().await?;
     tracing::info!("maintenance ended early");
-    Ok(ended)
+    Ok(view)
 }

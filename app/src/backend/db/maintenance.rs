@@ -1,113 +1,63 @@
-//! Maintenance windows: set, list, end early. Setting one takes the same locks as a booking (the
-//! GPUs' rows on PostgreSQL, the write lock on SQLite) and checks for confirmed reservations in
-//! the same transaction, so a booking and a maintenance window can never both win a slot.
+//! Maintenance windows' queries: insert, list, find, end early (`backend::maintenance` decides).
 
-use crate::backend::db::begin_write;
-use crate::backend::db::reservations::{self, holds_on, lock_gpus};
 use crate::backend::entity::{gpu, maintenance_window, node, user};
-use crate::domain::maintenance::{EndEarly, MaintenanceWindow, NewMaintenance, end_early};
-use crate::domain::problem::Problem;
-use crate::domain::reservation::ReleaseReason;
+use crate::domain::maintenance::{MaintenanceWindow, NewMaintenance};
 use crate::domain::schedule::Window;
-use crate::error::AppError;
 use chrono::{DateTime, Utc};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 use std::collections::HashMap;
 
 /// Most windows one listing returns.
 const LIST_LIMIT: u64 = 500;
 
-/// Takes `gpu_ids` out of booking during `request.window`, one row per GPU, all or none. Fails
-/// with `Validation` for unknown GPUs and `Conflict` naming the reservations in the way, unless
-/// `release` is set: then those reservations are released and their charges refunded in full,
-/// in the same transaction.
-#[tracing::instrument(skip_all, fields(user.id = created_by))]
-pub async fn create(
-    db: &DatabaseConnection,
-    gpu_ids: &[i64],
-    request: &NewMaintenance,
-    created_by: i64,
-    now: DateTime<Utc>,
-    release: bool,
-) -> Result<Vec<MaintenanceWindow>, AppError> {
-    let txn = begin_write(db).await?;
-    let found: Vec<i64> = gpu::Entity::find()
+/// Which of `gpu_ids` exist.
+pub async fn existing_gpus(db: &impl ConnectionTrait, gpu_ids: &[i64]) -> Result<Vec<i64>, DbErr> {
+    gpu::Entity::find()
         .select_only()
         .column(gpu::Column::Id)
         .filter(gpu::Column::Id.is_in(gpu_ids.to_vec()))
         .into_tuple()
-        .all(&txn)
-        .await?;
-    if let Some(missing) = gpu_ids.iter().find(|id| !found.contains(id)) {
-        return Err(AppError::invalid(
-            "gpu_ids",
-            Problem::NoSuchGpu { id: *missing },
-        ));
+        .all(db)
+        .await
+}
+
+/// Inserts a window taking `gpu_id` out of booking for `request`; answers its id.
+pub async fn insert(
+    db: &impl ConnectionTrait,
+    gpu_id: i64,
+    request: &NewMaintenance,
+    created_by: i64,
+    now: DateTime<Utc>,
+) -> Result<i64, DbErr> {
+    Ok(maintenance_window::ActiveModel {
+        gpu_id: Set(gpu_id),
+        start_at: Set(request.window.start()),
+        end_at: Set(request.window.end()),
+        reason: Set(request.reason.clone()),
+        created_by: Set(Some(created_by)),
+        created_at: Set(now),
+        ..Default::default()
     }
-    lock_gpus(&txn, gpu_ids).await?;
-    let mut in_the_way: Vec<i64> = holds_on(&txn, gpu_ids, &request.window)
-        .await?
-        .into_iter()
-        .map(|hold| hold.reservation_id)
-        .collect();
-    in_the_way.sort_unstable();
-    in_the_way.dedup();
-    if !in_the_way.is_empty() && !release {
-        return Err(AppError::Conflict(Problem::ReservationsInTheWay {
-            ids: in_the_way,
-        }));
-    }
-    for id in &in_the_way {
-        reservations::release(&txn, *id, Some(created_by), now, ReleaseReason::Maintenance).await?;
-    }
-    let mut ids = Vec::with_capacity(gpu_ids.len());
-    for gpu_id in gpu_ids {
-        let row = maintenance_window::ActiveModel {
-            gpu_id: Set(*gpu_id),
-            start_at: Set(request.window.start()),
-            end_at: Set(request.window.end()),
-            reason: Set(request.reason.clone()),
-            created_by: Set(Some(created_by)),
-            created_at: Set(now),
-            ..Default::default()
-        }
-        .insert(&txn)
-        .await?;
-        ids.push(row.id);
-    }
+    .insert(db)
+    .await?
+    .id)
+}
+
+/// The windows `ids`, by GPU.
+pub async fn by_ids(
+    db: &impl ConnectionTrait,
+    ids: Vec<i64>,
+) -> Result<Vec<MaintenanceWindow>, DbErr> {
     let rows = maintenance_window::Entity::find()
         .filter(maintenance_window::Column::Id.is_in(ids))
         .order_by_asc(maintenance_window::Column::GpuId)
-        .all(&txn)
+        .all(db)
         .await?;
-    let created = views(&txn, rows).await?;
-    for window in &created {
-        crate::backend::db::audit::append(
-            &txn,
-            crate::backend::db::audit::NewEntry {
-                at: now,
-                actor_id: Some(created_by),
-                action: crate::domain::audit::AuditAction::MaintenanceCreate,
-                target_kind: "maintenance",
-                target_id: window.id.to_string(),
-                team_id: None,
-            },
-            None::<&()>,
-            Some(&serde_json::json!({
-                "gpu_id": window.gpu_id,
-                "start": request.window.start(),
-                "end": request.window.end(),
-                "reason": request.reason,
-                "released_reservations": in_the_way,
-            })),
-        )
-        .await?;
-    }
-    txn.commit().await?;
-    Ok(created)
+    views(db, rows).await
 }
 
 /// Windows that end after `from`, soonest first (at most 500).
@@ -125,63 +75,30 @@ pub async fn list_ending_after(
     views(db, rows).await
 }
 
-/// Ends window `id` early at `now`: removes an upcoming one, shortens an ongoing one to the next
-/// slot boundary; a finished one answers `Conflict`. Returns the window as it was set.
-pub async fn end(
-    db: &DatabaseConnection,
-    id: i64,
-    actor_id: Option<i64>,
-    now: DateTime<Utc>,
-) -> Result<MaintenanceWindow, AppError> {
-    let txn = begin_write(db).await?;
-    let row = maintenance_window::Entity::find_by_id(id)
-        .one(&txn)
-        .await?
-        .ok_or_else(|| AppError::NotFound(format!("maintenance window {id}")))?;
-    let window = stored(&row)?;
-    let view = views(&txn, vec![row.clone()]).await?.remove(0);
-    let before = serde_json::json!({
-        "gpu_id": row.gpu_id,
-        "start": window.start(),
-        "end": window.end(),
-    });
-    let after = match end_early(&window, now) {
-        EndEarly::Remove => {
-            maintenance_window::Entity::delete_by_id(id)
-                .exec(&txn)
-                .await?;
-            None
-        }
-        EndEarly::EndAt(end) => {
-            let mut active = row.into_active_model();
-            active.end_at = Set(end);
-            active.update(&txn).await?;
-            Some(serde_json::json!({
-                "gpu_id": view.gpu_id,
-                "start": window.start(),
-                "end": end,
-            }))
-        }
-        EndEarly::AlreadyOver => {
-            return Err(AppError::Conflict(Problem::MaintenanceOver { id }));
-        }
+/// Window `id` as set, if it exists.
+pub async fn find(db: &impl ConnectionTrait, id: i64) -> Result<Option<MaintenanceWindow>, DbErr> {
+    let Some(row) = maintenance_window::Entity::find_by_id(id).one(db).await? else {
+        return Ok(None);
     };
-    crate::backend::db::audit::append(
-        &txn,
-        crate::backend::db::audit::NewEntry {
-            at: now,
-            actor_id,
-            action: crate::domain::audit::AuditAction::MaintenanceCancel,
-            target_kind: "maintenance",
-            target_id: id.to_string(),
-            team_id: None,
-        },
-        Some(&before),
-        after.as_ref(),
-    )
-    .await?;
-    txn.commit().await?;
-    Ok(view)
+    Ok(views(db, vec![row]).await?.pop())
+}
+
+/// Removes window `id`.
+pub async fn delete(db: &impl ConnectionTrait, id: i64) -> Result<(), DbErr> {
+    maintenance_window::Entity::delete_by_id(id)
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// Moves window `id`'s end to `end`.
+pub async fn set_end(db: &impl ConnectionTrait, id: i64, end: DateTime<Utc>) -> Result<(), DbErr> {
+    maintenance_window::Entity::update_many()
+        .col_expr(maintenance_window::Column::EndAt, Expr::value(end))
+        .filter(maintenance_window::Column::Id.eq(id))
+        .exec(db)
+        .await?;
+    Ok(())
 }
 
 fn stored(row: &maintenance_window::Model) -> Result<Window, DbErr> {

@@ -1,83 +1,25 @@
-//! The payment job: charges reservations booked to be paid before their start, marks the ones
-//! whose owner's wallet is short as payment due (retried on every run and as soon as credits
-//! arrive), and releases those still unpaid shortly before their start.
-//!
-//! Exactly once: each reservation is settled in its own write transaction that claims the row
-//! (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so replicas running the job at once take different
-//! rows and never wait on each other; SQLite: the `IMMEDIATE` transaction's write lock), checks
-//! that it is still confirmed and unpaid, and writes the charge and the new payment status
-//! together. A job that dies half-way leaves the transaction uncommitted: nothing of it stays,
-//! and the next run starts that reservation afresh.
+//! The payment job's queries (the job itself, which decides, is `backend::payment_job`) and
+//! what is unpaid: reservations due, held or waiting for credits.
 
-use crate::backend::db::begin_write;
-use crate::backend::db::ledger::PostError;
-use crate::backend::db::reservations::withdraw;
 use crate::backend::entity::reservation;
-use crate::domain::payment::ChargePolicy;
-use crate::domain::reservation::{PaymentStatus, ReleaseReason};
+use crate::domain::reservation::PaymentStatus;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
-    EntityTrait, FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Statement,
+    ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
+    FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Statement,
 };
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::Arc;
 
-/// Most reservations one run settles (the rest wait for the next run).
-const BATCH: u64 = 500;
+/// Most reservations one run of the job settles, and most listed as due.
+pub const BATCH: u64 = 500;
 
-/// What happened to one reservation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Settled {
-    /// Charged.
-    Charged,
-    /// The wallet was short: payment due.
-    Due,
-    /// Still short at the release time: released, its slots freed.
-    Released,
-    /// Nothing to do: paid, cancelled or claimed by another run meanwhile.
-    Skipped,
-}
-
-/// What one run did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Outcome {
-    /// Reservations charged.
-    pub charged: u32,
-    /// Reservations found short (newly or still).
-    pub due: u32,
-    /// Reservations released unpaid.
-    pub released: u32,
-    /// Bookings released because nobody approved them in time.
-    pub expired: u32,
-}
-
-impl Outcome {
-    fn add(&mut self, settled: Settled) {
-        match settled {
-            Settled::Charged => self.charged += 1,
-            Settled::Due => self.due += 1,
-            Settled::Released => self.released += 1,
-            Settled::Skipped => {}
-        }
-    }
-}
-
-/// Called with the reservation id after its charge is written and before its transaction
-/// commits: tests stop the job there to show that a crash leaves nothing behind.
-pub type Checkpoint = Arc<dyn Fn(i64) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
-
-/// Settles every reservation whose charge is due at `now` (at most [`BATCH`] per run).
-#[tracing::instrument(skip_all)]
-pub async fn run(
-    db: &DatabaseConnection,
-    policy: &ChargePolicy,
+/// Confirmed, unpaid (pending or due) reservations whose charge is due at `now`, the earliest
+/// charge first (at most [`BATCH`]).
+pub async fn charge_due_ids(
+    db: &impl ConnectionTrait,
     now: DateTime<Utc>,
-    checkpoint: Option<&Checkpoint>,
-) -> Result<Outcome, DbErr> {
-    let ids: Vec<i64> = reservation::Entity::find()
+) -> Result<Vec<i64>, DbErr> {
+    reservation::Entity::find()
         .select_only()
         .column(reservation::Column::Id)
         .filter(reservation::Column::Status.eq("confirmed"))
@@ -88,17 +30,16 @@ pub async fn run(
         .limit(BATCH)
         .into_tuple()
         .all(db)
-        .await?;
-    let expired = expire_approvals(db, now).await?;
-    let mut outcome = settle_all(db, &ids, Some(policy), now, checkpoint).await?;
-    outcome.expired = expired;
-    Ok(outcome)
+        .await
 }
 
-/// Releases the bookings whose approval did not come in time (at most [`BATCH`] per run), each
-/// in its own transaction that re-reads it under lock: an approval that won the race stays.
-async fn expire_approvals(db: &DatabaseConnection, now: DateTime<Utc>) -> Result<u32, DbErr> {
-    let ids: Vec<i64> = reservation::Entity::find()
+/// Confirmed bookings still waiting for approval whose approval expired by `now` (at most
+/// [`BATCH`]).
+pub async fn approval_expired_ids(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+) -> Result<Vec<i64>, DbErr> {
+    reservation::Entity::find()
         .select_only()
         .column(reservation::Column::Id)
         .filter(reservation::Column::ApprovalExpiresAt.lte(now))
@@ -108,43 +49,19 @@ async fn expire_approvals(db: &DatabaseConnection, now: DateTime<Utc>) -> Result
         .limit(BATCH)
         .into_tuple()
         .all(db)
-        .await?;
-    let mut expired = 0;
-    for id in ids {
-        let txn = begin_write(db).await?;
-        let row = crate::backend::db::reservations::lock_reservation(&txn, id)
-            .await?
-            .filter(|row| {
-                row.status == "confirmed"
-                    && row.payment_status == PaymentStatus::AwaitingApproval.as_str()
-                    && row.approval_expires_at.is_some_and(|until| until <= now)
-            });
-        match row {
-            Some(row)
-                if withdraw(&txn, &row, now, None, Some(ReleaseReason::ApprovalExpired))
-                    .await? =>
-            {
-                txn.commit().await?;
-                expired += 1;
-                tracing::info!(reservation.id = id, "booking released: approval expired");
-            }
-            _ => txn.rollback().await?,
-        }
-    }
-    Ok(expired)
+        .await
 }
 
-/// Tries at once to pay the reservations that `wallet` (a user's or a team's) pays and that are
-/// due (credits just arrived). Releasing is left to the job.
-pub async fn retry_for(
-    db: &DatabaseConnection,
+/// Confirmed reservations that `wallet` (a user's or a team's) pays and whose payment is due,
+/// the earliest charge first.
+pub async fn due_ids_paid_by(
+    db: &impl ConnectionTrait,
     wallet: crate::domain::ledger::Account,
-    now: DateTime<Utc>,
-) -> Result<Outcome, DbErr> {
+) -> Result<Vec<i64>, DbErr> {
     let Some(payer) = paid_by(wallet) else {
-        return Ok(Outcome::default());
+        return Ok(Vec::new());
     };
-    let ids: Vec<i64> = reservation::Entity::find()
+    reservation::Entity::find()
         .select_only()
         .column(reservation::Column::Id)
         .filter(payer)
@@ -154,41 +71,7 @@ pub async fn retry_for(
         .order_by_asc(reservation::Column::Id)
         .into_tuple()
         .all(db)
-        .await?;
-    settle_all(db, &ids, None, now, None).await
-}
-
-async fn settle_all(
-    db: &DatabaseConnection,
-    ids: &[i64],
-    policy: Option<&ChargePolicy>,
-    now: DateTime<Utc>,
-    checkpoint: Option<&Checkpoint>,
-) -> Result<Outcome, DbErr> {
-    let mut outcome = Outcome::default();
-    for id in ids {
-        let settled = with_retries(|| settle(db, *id, policy, now, checkpoint)).await?;
-        tracing::debug!(reservation.id = id, ?settled, "payment job");
-        outcome.add(settled);
-    }
-    Ok(outcome)
-}
-
-async fn with_retries<F, Fut>(mut attempt: F) -> Result<Settled, DbErr>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Settled, DbErr>>,
-{
-    let mut tries = 0;
-    loop {
-        tries += 1;
-        match attempt().await {
-            Err(err) if crate::backend::retry::again(tries, &err) => {
-                crate::backend::retry::pause(tries).await;
-            }
-            other => return other,
-        }
-    }
+        .await
 }
 
 #[derive(Debug, FromQueryResult)]
@@ -199,7 +82,10 @@ struct Claimed {
 
 /// Claims reservation `id` if it is still confirmed and unpaid: on PostgreSQL its row stays
 /// locked until `txn` ends, and a row another run holds is skipped rather than waited for.
-async fn claim(txn: &DatabaseTransaction, id: i64) -> Result<Option<reservation::Model>, DbErr> {
+pub async fn claim(
+    txn: &DatabaseTransaction,
+    id: i64,
+) -> Result<Option<reservation::Model>, DbErr> {
     if txn.get_database_backend() == DbBackend::Postgres {
         let claimed = Claimed::find_by_statement(Statement::from_sql_and_values(
             DbBackend::Postgres,
@@ -220,7 +106,8 @@ async fn claim(txn: &DatabaseTransaction, id: i64) -> Result<Option<reservation:
         .await
 }
 
-async fn set_payment_status(
+/// Sets reservation `id`'s payment status.
+pub async fn set_payment_status(
     txn: &DatabaseTransaction,
     id: i64,
     status: PaymentStatus,
@@ -234,54 +121,6 @@ async fn set_payment_status(
         .exec(txn)
         .await?;
     Ok(())
-}
-
-/// Settles reservation `id`: charge it, or mark it due, or release it (only with a `policy`).
-async fn settle(
-    db: &DatabaseConnection,
-    id: i64,
-    policy: Option<&ChargePolicy>,
-    now: DateTime<Utc>,
-    checkpoint: Option<&Checkpoint>,
-) -> Result<Settled, DbErr> {
-    let txn = begin_write(db).await?;
-    let Some(row) = claim(&txn, id).await? else {
-        txn.rollback().await?;
-        return Ok(Settled::Skipped);
-    };
-    match crate::backend::db::ledger::charge(&txn, &row, None, now).await {
-        Ok(_) => {
-            set_payment_status(&txn, id, PaymentStatus::Paid).await?;
-            if let Some(checkpoint) = checkpoint {
-                checkpoint(id).await;
-            }
-            txn.commit().await?;
-            tracing::info!(reservation.id = id, "reservation charged before its start");
-            Ok(Settled::Charged)
-        }
-        Err(PostError::InsufficientFunds { missing, .. }) => {
-            // The failed posting wrote nothing; the transaction is still usable on both stores
-            // (the guarded UPDATE matched no row, it did not fail).
-            if policy.is_some_and(|policy| now >= policy.release_at(row.start_at)) {
-                if withdraw(&txn, &row, now, None, Some(ReleaseReason::Unpaid)).await? {
-                    txn.commit().await?;
-                    tracing::info!(reservation.id = id, "unpaid reservation released");
-                    return Ok(Settled::Released);
-                }
-                txn.rollback().await?;
-                return Ok(Settled::Skipped);
-            }
-            set_payment_status(&txn, id, PaymentStatus::Due).await?;
-            txn.commit().await?;
-            tracing::info!(
-                reservation.id = id,
-                missing = missing.minor(),
-                "payment due"
-            );
-            Ok(Settled::Due)
-        }
-        Err(PostError::Db(err)) => Err(err),
-    }
 }
 
 /// Confirmed reservations whose payment is due, soonest release first (at most 500).

@@ -453,32 +453,6 @@ pub async fn withdraw(
     Ok(true)
 }
 
-/// Releases reservation `id` for `reason` (its GPU taken for maintenance or retired by platform
-/// admin `admin`), refunding what was paid in full, inside the caller's write transaction.
-pub async fn release(
-    txn: &DatabaseTransaction,
-    id: i64,
-    admin: Option<i64>,
-    now: DateTime<Utc>,
-    reason: ReleaseReason,
-) -> Result<(), DbErr> {
-    let Some(row) = reservation::Entity::find_by_id(id).one(txn).await? else {
-        return Ok(());
-    };
-    if !withdraw(txn, &row, now, admin, Some(reason)).await? {
-        return Ok(());
-    }
-    if let Some((charge_id, paid)) = super::ledger::charge_of(txn, id).await? {
-        super::ledger::refund(txn, &row, charge_id, paid, admin, now).await?;
-    }
-    tracing::info!(
-        reservation.id = id,
-        reason = reason.as_str(),
-        "reservation released"
-    );
-    Ok(())
-}
-
 /// What a new reservation row holds.
 #[derive(Debug, Clone)]
 pub struct NewRow {

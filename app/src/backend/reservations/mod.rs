@@ -249,7 +249,7 @@ pub async fn retire_gpu(
     ids.sort_unstable();
     ids.dedup();
     for id in &ids {
-        db::reservations::release(&txn, *id, Some(admin), now, ReleaseReason::Retired).await?;
+        release(&txn, *id, Some(admin), now, ReleaseReason::Retired).await?;
     }
     db::audit::append(
         &txn,
@@ -334,4 +334,31 @@ pub async fn decide_approval(
     }
     db::reservations::set_payment(txn, id, status, mode, at).await?;
     Ok(row)
+}
+
+/// Releases reservation `id` for `reason` (its GPU taken for maintenance, retired by platform
+/// admin `admin`, or its slot given to a higher priority), refunding what was paid in full,
+/// inside the caller's write transaction.
+pub(crate) async fn release(
+    txn: &DatabaseTransaction,
+    id: i64,
+    admin: Option<i64>,
+    now: DateTime<Utc>,
+    reason: ReleaseReason,
+) -> Result<(), DbErr> {
+    let Some(row) = db::reservations::row(txn, id).await? else {
+        return Ok(());
+    };
+    if !db::reservations::withdraw(txn, &row, now, admin, Some(reason)).await? {
+        return Ok(());
+    }
+    if let Some((charge_id, paid)) = db::ledger::charge_of(txn, id).await? {
+        db::ledger::refund(txn, &row, charge_id, paid, admin, now).await?;
+    }
+    tracing::info!(
+        reservation.id = id,
+        reason = reason.as_str(),
+        "reservation released"
+    );
+    Ok(())
 }

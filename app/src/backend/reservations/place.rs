@@ -159,7 +159,7 @@ async fn attempt_once(
         return Err(clash.into());
     }
     for victim in &displaced {
-        db::reservations::release(&txn, *victim, None, terms.now, ReleaseReason::Preempted).await?;
+        super::release(&txn, *victim, None, terms.now, ReleaseReason::Preempted).await?;
     }
     let payment = payment_of(request, price, team.approval_until, terms);
     check_funds(&txn, request, payment.status, price, terms.currency).await?;

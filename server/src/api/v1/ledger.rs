@@ -211,6 +211,7 @@ pub async fn change_credits(
     headers: axum::http::HeaderMap,
     body: Result<Json<CreditForm>, JsonRejection>,
 ) -> Result<(StatusCode, Json<ApiCredit>), AppError> {
+    // Outsiders learn nothing about the input before the role is checked.
     actor.require_platform_admin()?;
     let Json(form) = body.map_err(body_error)?;
     let key = idempotency_key(&headers)?;
@@ -227,17 +228,14 @@ pub async fn change_credits(
             ));
         }
     };
-    let done = ledger::change_credits(
+    let done = ledger::admin_credits(
         &state.db,
         &state.portal.currency,
-        berth_app::backend::ledger::CreditRequest {
-            actor_id: Some(actor.user.id),
-            wallet,
-            amount_minor,
-            reason: &form.reason,
-            idempotency_key: key,
-            provider: &ledger::ManualProvider,
-        },
+        &actor,
+        wallet,
+        amount_minor,
+        &form.reason,
+        key,
         state.now(),
     )
     .await?;

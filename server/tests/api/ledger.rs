@@ -422,25 +422,6 @@ async fn bookings_are_paid_from_the_wallet_and_refunded_by_the_policy(backend: B
     app.stop().await;
 }
 
-async fn post_with_key(
-    app: &TestApp,
-    token: &str,
-    path: &str,
-    key: &str,
-    body: &Value,
-) -> (u16, Value) {
-    let response = crate::helpers::client()
-        .post(app.url(path))
-        .bearer_auth(token)
-        .header("Idempotency-Key", key)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 async fn a_retried_request_with_one_key_is_done_once(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;

@@ -17,26 +17,15 @@ async fn set(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
 /// `POST url` on a task of its own: its status.
 fn spawn_post(url: String, token: String, body: Value) -> tokio::task::JoinHandle<u16> {
     tokio::spawn(async move {
-        crate::helpers::client()
-            .post(url)
-            .bearer_auth(token)
-            .json(&body)
-            .send()
+        answer(client().post(url).bearer_auth(token).json(&body))
             .await
-            .map(|r| r.status().as_u16())
-            .unwrap()
+            .0
     })
 }
 
 async fn end(app: &TestApp, token: &str, id: i64) -> (u16, Value) {
-    let response = crate::helpers::client()
-        .delete(app.url(&format!("/api/v1/maintenance/{id}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    let path = format!("/api/v1/maintenance/{id}");
+    send(app, reqwest::Method::DELETE, Some(token), &path, None).await
 }
 
 async fn window_count(app: &TestApp) -> u64 {

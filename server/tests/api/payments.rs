@@ -6,8 +6,8 @@
 
 use crate::helpers::*;
 use berth_app::backend::db;
-use berth_app::backend::payment_job::{self, Checkpoint, Outcome};
 use berth_app::backend::entity::{gpu, ledger_transaction, reservation};
+use berth_app::backend::payment_job::{self, Checkpoint, Outcome};
 use berth_app::domain::ledger::RefundPolicy;
 use berth_app::domain::money::Money;
 use berth_app::domain::payment::ChargePolicy;
@@ -676,20 +676,12 @@ async fn concurrent_bookings_from_one_wallet_take_only_what_it_has(backend: Back
         };
         let url = app.url("/api/v1/reservations");
         let token = ana.clone();
-        requests.spawn(async move {
-            let response = crate::helpers::client()
+        requests.spawn(answer(
+            crate::helpers::client()
                 .post(url)
                 .bearer_auth(token)
-                .json(&booking(gpu, start, 2, charge))
-                .send()
-                .await
-                .unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        });
+                .json(&booking(gpu, start, 2, charge)),
+        ));
     }
     let mut booked = Vec::new();
     for (status, answer) in requests.join_all().await {

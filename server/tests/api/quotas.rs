@@ -528,9 +528,14 @@ async fn approvals_hold_the_slot_until_decided_or_expired(backend: Backend) {
     let expires: chrono::DateTime<chrono::Utc> =
         serde_json::from_value(third["approval_expires_at"].clone()).unwrap();
     let charge = berth_app::domain::payment::ChargePolicy::default();
-    let early = berth_app::backend::payment_job::run(&app.db, &charge, expires - TimeDelta::minutes(1), None)
-        .await
-        .unwrap();
+    let early = berth_app::backend::payment_job::run(
+        &app.db,
+        &charge,
+        expires - TimeDelta::minutes(1),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(early.expired, 0);
     let late = berth_app::backend::payment_job::run(&app.db, &charge, expires, None)
         .await

@@ -287,18 +287,6 @@ async fn board_html(app: &TestApp, id: &str) -> String {
     board.as_str().unwrap().to_owned()
 }
 
-async fn post_agent(app: &TestApp, token: &str, path: &str, body: &Value) -> (u16, Value) {
-    let response = client()
-        .post(app.url(path))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 fn registration(uuids: &[&str]) -> Value {
     json!({
         "hostname": "host", "driver_version": "550.54.15", "source": "nvml",
@@ -330,13 +318,13 @@ async fn node_tokens_and_payloads_are_checked(backend: Backend) {
     let register = "/api/v1/agent/register";
     let report = "/api/v1/agent/report";
     assert_eq!(
-        post_agent(&app, &a, register, &registration(&["GPU-a1"]))
+        post_json(&app, &a, register, &registration(&["GPU-a1"]))
             .await
             .0,
         200
     );
     assert_eq!(
-        post_agent(&app, &b, register, &registration(&["GPU-b1"]))
+        post_json(&app, &b, register, &registration(&["GPU-b1"]))
             .await
             .0,
         200
@@ -346,20 +334,20 @@ async fn node_tokens_and_payloads_are_checked(backend: Backend) {
     let ok = json!({"samples": [sample("GPU-a1", now, 5)]});
     for token in ["", "berth_not-a-token"] {
         assert_eq!(
-            post_agent(&app, token, report, &ok).await.0,
+            post_json(&app, token, report, &ok).await.0,
             401,
             "token {token:?}"
         );
     }
     let user = user_token(&app, "someone@example.org", PlatformRole::PlatformAdmin).await;
-    assert_eq!(post_agent(&app, &user, report, &ok).await.0, 401);
+    assert_eq!(post_json(&app, &user, report, &ok).await.0, 401);
     assert_eq!(sample_count(&app).await, 0);
 
     // Another node's GPU → 403, and nothing of the report is stored.
     let mixed = json!({"samples": [sample("GPU-a1", now, 5), sample("GPU-b1", now, 5)]});
-    assert_eq!(post_agent(&app, &a, report, &mixed).await.0, 403);
+    assert_eq!(post_json(&app, &a, report, &mixed).await.0, 403);
     assert_eq!(
-        post_agent(&app, &a, register, &registration(&["GPU-a1", "GPU-b1"]))
+        post_json(&app, &a, register, &registration(&["GPU-a1", "GPU-b1"]))
             .await
             .0,
         403
@@ -387,7 +375,7 @@ async fn node_tokens_and_payloads_are_checked(backend: Backend) {
         ),
     ];
     for (body, field) in bad {
-        let (status, answer) = post_agent(&app, &a, report, &body).await;
+        let (status, answer) = post_json(&app, &a, report, &body).await;
         assert_eq!(status, 422, "{body} → {answer}");
         assert_eq!(answer["field"], field, "{answer}");
     }
@@ -412,8 +400,8 @@ async fn node_tokens_and_payloads_are_checked(backend: Backend) {
     assert_eq!(sample_count(&app).await, 0);
 
     // A good report is stored once, even when resent.
-    assert_eq!(post_agent(&app, &a, report, &ok).await.0, 200);
-    let (status, again) = post_agent(&app, &a, report, &ok).await;
+    assert_eq!(post_json(&app, &a, report, &ok).await.0, 200);
+    let (status, again) = post_json(&app, &a, report, &ok).await;
     assert_eq!((status, &again["samples"]), (200, &json!(0)));
     assert_eq!(sample_count(&app).await, 1);
 
@@ -427,7 +415,7 @@ async fn node_tokens_and_payloads_are_checked(backend: Backend) {
     store::revoke_node_tokens(&app.db, node_a.node_id, Utc::now())
         .await
         .unwrap();
-    assert_eq!(post_agent(&app, &a, report, &ok).await.0, 401);
+    assert_eq!(post_json(&app, &a, report, &ok).await.0, 401);
     app.stop().await;
 }
 
@@ -588,11 +576,11 @@ async fn inventory_sync_flags_vanished_gpus(backend: Backend) {
             .await
             .unwrap();
     let path = "/api/v1/agent/register";
-    let (status, body) = post_agent(&app, &token, path, &registration(&["GPU-v0", "GPU-v1"])).await;
+    let (status, body) = post_json(&app, &token, path, &registration(&["GPU-v0", "GPU-v1"])).await;
     assert_eq!((status, body["added"].as_i64()), (200, Some(2)), "{body}");
 
     // GPU-v1 vanishes: flagged, not deleted, and GPU-v0 may take another index.
-    let (_, body) = post_agent(&app, &token, path, &registration(&["GPU-v0"])).await;
+    let (_, body) = post_json(&app, &token, path, &registration(&["GPU-v0"])).await;
     assert_eq!(body["vanished"], 1, "{body}");
     let v1 = gpu_id(&app, "GPU-v1").await;
     let row = gpu::Entity::find_by_id(v1)
@@ -618,11 +606,11 @@ async fn inventory_sync_flags_vanished_gpus(backend: Backend) {
         (409, &json!("gpu_unavailable")),
         "{refused}"
     );
-    let (_, body) = post_agent(&app, &token, path, &registration(&["GPU-new", "GPU-v0"])).await;
+    let (_, body) = post_json(&app, &token, path, &registration(&["GPU-new", "GPU-v0"])).await;
     assert_eq!(body["added"], 1, "{body}");
 
     // It comes back.
-    let (_, body) = post_agent(
+    let (_, body) = post_json(
         &app,
         &token,
         path,
@@ -648,7 +636,7 @@ async fn gpus_an_agent_reports_first_wait_for_a_platform_admin(backend: Backend)
         .await
         .unwrap();
     let path = "/api/v1/agent/register";
-    let (status, body) = post_agent(&app, &token, path, &registration(&["GPU-p0"])).await;
+    let (status, body) = post_json(&app, &token, path, &registration(&["GPU-p0"])).await;
     assert_eq!(
         (status, body["added"].as_i64(), body["pending"].as_i64()),
         (200, Some(1), Some(1)),
@@ -711,7 +699,7 @@ async fn gpus_an_agent_reports_first_wait_for_a_platform_admin(backend: Backend)
         telemetry::issue_node_token(&app.db, "gpu-new-02", Some(true), None, Utc::now())
             .await
             .unwrap();
-    let (status, body) = post_agent(&app, &token, path, &registration(&["GPU-p1"])).await;
+    let (status, body) = post_json(&app, &token, path, &registration(&["GPU-p1"])).await;
     assert_eq!(
         (status, body["added"].as_i64(), body["pending"].as_i64()),
         (200, Some(1), Some(0)),
@@ -804,7 +792,7 @@ async fn platform_admins_issue_and_revoke_node_tokens_on_the_page(backend: Backe
     assert!(token.starts_with("berth_"));
     let register = "/api/v1/agent/register";
     assert_eq!(
-        post_agent(&app, &token, register, &registration(&["GPU-ui-0"]))
+        post_json(&app, &token, register, &registration(&["GPU-ui-0"]))
             .await
             .0,
         200
@@ -855,7 +843,7 @@ async fn platform_admins_issue_and_revoke_node_tokens_on_the_page(backend: Backe
     let (status, revoked) = server_fn(&app, "/api/revoke_node_tokens", &[("id", &id)]).await;
     assert_eq!((status, revoked), (200, json!(1)));
     assert_eq!(
-        post_agent(&app, &token, register, &registration(&["GPU-ui-0"]))
+        post_json(&app, &token, register, &registration(&["GPU-ui-0"]))
             .await
             .0,
         401

@@ -5,6 +5,13 @@ use crate::helpers::TestApp;
 use serde_json::Value;
 use std::borrow::Borrow;
 
+/// Sends `request`: the status and the JSON answer (null when the body is not JSON).
+pub(crate) async fn answer(request: reqwest::RequestBuilder) -> (u16, Value) {
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
 /// `POST path` with a JSON body and a bearer token: the status and the JSON answer.
 pub(crate) async fn post_json(
     app: &TestApp,
@@ -12,15 +19,31 @@ pub(crate) async fn post_json(
     path: &str,
     body: &Value,
 ) -> (u16, Value) {
-    let response = crate::helpers::client()
-        .post(app.url(path))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    answer(
+        crate::helpers::client()
+            .post(app.url(path))
+            .bearer_auth(token)
+            .json(body),
+    )
+    .await
+}
+
+/// [`post_json`] with an `Idempotency-Key` header.
+pub(crate) async fn post_with_key(
+    app: &TestApp,
+    token: &str,
+    path: &str,
+    key: &str,
+    body: &Value,
+) -> (u16, Value) {
+    answer(
+        crate::helpers::client()
+            .post(app.url(path))
+            .bearer_auth(token)
+            .header("Idempotency-Key", key)
+            .json(body),
+    )
+    .await
 }
 
 /// `POST /api/v1/reservations` with `body`: the status and the JSON answer.
@@ -30,27 +53,15 @@ pub(crate) async fn book(app: &TestApp, token: &str, body: impl Borrow<Value>) -
 
 /// `DELETE /api/v1/reservations/{id}`: the status and the JSON answer.
 pub(crate) async fn cancel(app: &TestApp, token: &str, id: &Value) -> (u16, Value) {
-    let response = crate::helpers::client()
-        .delete(app.url(&format!("/api/v1/reservations/{id}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    let path = format!("/api/v1/reservations/{id}");
+    send(app, reqwest::Method::DELETE, Some(token), &path, None).await
 }
 
 /// `GET path` with a bearer token: the status and the JSON answer.
 pub(crate) async fn get(app: &TestApp, token: &str, path: &str) -> (u16, Value) {
-    let response = crate::helpers::client()
-        .get(app.url(path))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    send(app, reqwest::Method::GET, Some(token), path, None).await
 }
+
 /// Any request with an optional bearer token and JSON body: the status and the JSON answer.
 pub(crate) async fn send(
     app: &TestApp,
@@ -66,9 +77,7 @@ pub(crate) async fn send(
     if let Some(body) = body {
         request = request.json(&body);
     }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
+    answer(request).await
 }
 
 /// POSTs every `(token, path, body)` at once; answers their statuses and bodies.
@@ -79,20 +88,12 @@ pub(crate) async fn post_all_at_once(
     let mut running = tokio::task::JoinSet::new();
     for (token, path, body) in requests {
         let url = app.url(&path);
-        running.spawn(async move {
-            let response = crate::helpers::client()
+        running.spawn(answer(
+            crate::helpers::client()
                 .post(url)
                 .bearer_auth(token)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
-            let status = response.status().as_u16();
-            (
-                status,
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        });
+                .json(&body),
+        ));
     }
     running.join_all().await
 }

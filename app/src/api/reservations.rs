@@ -178,6 +178,7 @@ pub async fn find_slots(
 /// `end`, local times in the viewer's zone (profile setting, else the browser's cookie); back to
 /// the calendar view it came from (`return_to`, a calendar address) with `booked=` the new
 /// reservation's id, or the refusal.
+#[allow(clippy::too_many_arguments)]
 #[server(endpoint = "forms/book")]
 pub async fn book_form(
     gpu_id: i64,

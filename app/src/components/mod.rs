@@ -4,4 +4,5 @@ pub mod calendar;
 pub mod error;
 pub mod inventory;
 pub mod layout;
+pub mod table;
 pub mod telemetry;

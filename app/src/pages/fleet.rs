@@ -10,6 +10,7 @@ use crate::api::fleet::{
 };
 use crate::api::forms::{FleetDone, Outcome};
 use crate::components::error::{ErrorPanel, form_outcome};
+use crate::components::table::{Column, DataTable, PostButton};
 use crate::domain::gpu::GpuStatus;
 use crate::domain::money::{Currency, Money};
 use crate::i18n::*;
@@ -140,11 +141,10 @@ fn FleetView(data: FleetData) -> impl IntoView {
                     // Policy allows no inline handlers such as `onsubmit="return confirm(…)"`).
                     <details class="confirm">
                         <summary class="button-danger">{t!(i18n, fleet_retire)}</summary>
-                        <form method="post" action=RetireGpu::PATH class="inline-form">
-                            <input type="hidden" name="gpu_id" value=gpu.id />
-                            <p>{t!(i18n, fleet_retire_confirm)}</p>
-                            <button type="submit" class="button-danger">{t!(i18n, fleet_retire)}</button>
-                        </form>
+                        <p>{t!(i18n, fleet_retire_confirm)}</p>
+                        <PostButton action=RetireGpu::PATH fields=vec![("gpu_id", gpu.id.to_string())] danger=true>
+                            {t!(i18n, fleet_retire)}
+                        </PostButton>
                     </details>
                 }
             });
@@ -193,50 +193,29 @@ fn FleetView(data: FleetData) -> impl IntoView {
     view! {
         <h2>{t!(i18n, fleet_models)}</h2>
         <p class="hint">{t!(i18n, fleet_price_hint)}</p>
-        <div class="table-scroll">
-            <table class="teams-table fleet-models">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, team_col_model)}</th>
-                        <th scope="col" class="num">{t!(i18n, fleet_col_gpus)}</th>
-                        <th scope="col" class="num">{t!(i18n, fleet_col_price)}</th>
-                        <th scope="col">{t!(i18n, fleet_new_price, currency = code.clone())}</th>
-                    </tr>
-                </thead>
-                <tbody>{model_rows}</tbody>
-            </table>
-        </div>
+        <DataTable class="teams-table fleet-models" columns=vec![
+            Column::text(t_string!(i18n, team_col_model)),
+            Column::num(t_string!(i18n, fleet_col_gpus)),
+            Column::num(t_string!(i18n, fleet_col_price)),
+            Column::text(t_string!(i18n, fleet_new_price, currency = code.clone()).to_string()),
+        ]>{model_rows}</DataTable>
         <h2>{t!(i18n, fleet_gpus)}</h2>
         <p class="hint">{t!(i18n, fleet_retire_hint)}</p>
-        <div class="table-scroll">
-            <table class="teams-table fleet-gpus">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, panel_gpu)}</th>
-                        <th scope="col">{t!(i18n, team_col_model)}</th>
-                        <th scope="col">{t!(i18n, col_status)}</th>
-                        <th scope="col" class="num">{t!(i18n, fleet_col_price)}</th>
-                        <th scope="col">{t!(i18n, fleet_shareable)}</th>
-                        <th scope="col"><span class="sr-only">{t!(i18n, team_col_actions)}</span></th>
-                    </tr>
-                </thead>
-                <tbody>{gpu_rows}</tbody>
-            </table>
-        </div>
+        <DataTable class="teams-table fleet-gpus" columns=vec![
+            Column::text(t_string!(i18n, panel_gpu)),
+            Column::text(t_string!(i18n, team_col_model)),
+            Column::text(t_string!(i18n, col_status)),
+            Column::num(t_string!(i18n, fleet_col_price)),
+            Column::text(t_string!(i18n, fleet_shareable)),
+            Column::actions(t_string!(i18n, team_col_actions)),
+        ]>{gpu_rows}</DataTable>
         <h2>{t!(i18n, fleet_teams)}</h2>
-        <div class="table-scroll">
-            <table class="teams-table fleet-teams">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, team_col_name)}</th>
-                        <th scope="col">{t!(i18n, fleet_col_quotas)}</th>
-                        <th scope="col">{t!(i18n, team_rules_default_priority)}</th>
-                        <th scope="col">{t!(i18n, fleet_col_burst)}</th>
-                        <th scope="col">{t!(i18n, fleet_col_approval)}</th>
-                    </tr>
-                </thead>
-                <tbody>{team_rows}</tbody>
-            </table>
-        </div>
+        <DataTable class="teams-table fleet-teams" columns=vec![
+            Column::text(t_string!(i18n, team_col_name)),
+            Column::text(t_string!(i18n, fleet_col_quotas)),
+            Column::text(t_string!(i18n, team_rules_default_priority)),
+            Column::text(t_string!(i18n, fleet_col_burst)),
+            Column::text(t_string!(i18n, fleet_col_approval)),
+        ]>{team_rows}</DataTable>
     }
 }

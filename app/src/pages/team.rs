@@ -10,6 +10,7 @@ use crate::api::teams::{
     TeamPage as TeamData, get_team_page,
 };
 use crate::components::error::{ErrorPanel, form_outcome};
+use crate::components::table::{Column, DataTable, PostButton};
 use crate::domain::team::{TeamAccess, TeamRole};
 use crate::domain::time_text::date_minute;
 use crate::domain::zone::ZoneOffsets;
@@ -75,6 +76,14 @@ pub fn TeamPage() -> impl IntoView {
     }
 }
 
+/// The hidden fields that name a team's member.
+fn member_fields(team_id: i64, user_id: i64) -> Vec<(&'static str, String)> {
+    vec![
+        ("team_id", team_id.to_string()),
+        ("user_id", user_id.to_string()),
+    ]
+}
+
 fn role_text(i18n: leptos_i18n::I18nContext<Locale>, role: TeamRole) -> &'static str {
     match role {
         TeamRole::Member => t_string!(i18n, team_role_member),
@@ -133,21 +142,15 @@ fn TeamView(data: TeamData) -> impl IntoView {
                             {role_select(i18n, select_id, member.role)}
                             <button type="submit">{t!(i18n, team_change_role)}</button>
                         </form>
-                        <form method="post" action=RemoveMember::PATH class="inline-form">
-                            <input type="hidden" name="team_id" value=team_id />
-                            <input type="hidden" name="user_id" value=member.user_id />
-                            <button type="submit" class="button-danger">
-                                {if member.user_id == viewer_id { t_string!(i18n, team_leave) } else { t_string!(i18n, team_remove) }}
-                            </button>
-                        </form>
+                        <PostButton action=RemoveMember::PATH fields=member_fields(team_id, member.user_id) danger=true>
+                            {if member.user_id == viewer_id { t_string!(i18n, team_leave) } else { t_string!(i18n, team_remove) }}
+                        </PostButton>
                 }))
             } else if member.user_id == viewer_id {
                 Some(Either::Right(view! {
-                        <form method="post" action=RemoveMember::PATH class="inline-form">
-                            <input type="hidden" name="team_id" value=team_id />
-                            <input type="hidden" name="user_id" value=member.user_id />
-                            <button type="submit" class="button-danger">{t!(i18n, team_leave)}</button>
-                        </form>
+                        <PostButton action=RemoveMember::PATH fields=member_fields(team_id, member.user_id) danger=true>
+                            {t!(i18n, team_leave)}
+                        </PostButton>
                 }))
             } else {
                 None
@@ -194,20 +197,13 @@ fn TeamView(data: TeamData) -> impl IntoView {
         {rules_view}
         {activity_view}
         <h2>{t!(i18n, team_members)}</h2>
-        <div class="table-scroll">
-            <table class="team-members">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, team_col_name)}</th>
-                        <th scope="col">{t!(i18n, credits_email)}</th>
-                        <th scope="col">{t!(i18n, team_col_role)}</th>
-                        <th scope="col">{t!(i18n, team_col_since)}</th>
-                        <th scope="col"><span class="sr-only">{t!(i18n, team_col_actions)}</span></th>
-                    </tr>
-                </thead>
-                <tbody>{members}</tbody>
-            </table>
-        </div>
+        <DataTable class="team-members" columns=vec![
+            Column::text(t_string!(i18n, team_col_name)),
+            Column::text(t_string!(i18n, credits_email)),
+            Column::text(t_string!(i18n, team_col_role)),
+            Column::text(t_string!(i18n, team_col_since)),
+            Column::actions(t_string!(i18n, team_col_actions)),
+        ]>{members}</DataTable>
         {management}
     }
 }
@@ -232,31 +228,22 @@ fn Invitations(
                         <td>{invitation.invited_by.unwrap_or_default()}</td>
                         <td><time datetime=invitation.created_at.to_rfc3339()>{date_minute(zone.local(invitation.created_at))}</time></td>
                         <td class="team-controls">
-                            <form method="post" action=RevokeInvitation::PATH class="inline-form">
-                                <input type="hidden" name="team_id" value=team_id />
-                                <input type="hidden" name="invitation_id" value=invitation.id />
-                                <button type="submit">{t!(i18n, team_revoke)}</button>
-                            </form>
+                            <PostButton action=RevokeInvitation::PATH fields=vec![("team_id", team_id.to_string()), ("invitation_id", invitation.id.to_string())]>
+                                {t!(i18n, team_revoke)}
+                            </PostButton>
                         </td>
                     </tr>
                 }
             })
             .collect_view();
         Either::Right(view! {
-            <div class="table-scroll">
-                <table class="team-invitations">
-                    <thead>
-                        <tr>
-                            <th scope="col">{t!(i18n, credits_email)}</th>
-                            <th scope="col">{t!(i18n, team_col_role)}</th>
-                            <th scope="col">{t!(i18n, team_col_invited_by)}</th>
-                            <th scope="col">{t!(i18n, team_col_invited_at)}</th>
-                            <th scope="col"><span class="sr-only">{t!(i18n, team_col_actions)}</span></th>
-                        </tr>
-                    </thead>
-                    <tbody>{rows}</tbody>
-                </table>
-            </div>
+            <DataTable class="team-invitations" columns=vec![
+                Column::text(t_string!(i18n, credits_email)),
+                Column::text(t_string!(i18n, team_col_role)),
+                Column::text(t_string!(i18n, team_col_invited_by)),
+                Column::text(t_string!(i18n, team_col_invited_at)),
+                Column::actions(t_string!(i18n, team_col_actions)),
+            ]>{rows}</DataTable>
         })
     };
     view! {
@@ -425,18 +412,11 @@ fn TeamUse(
             })
             .collect_view();
         Either::Right(view! {
-            <div class="table-scroll">
-                <table class="teams-table team-upcoming">
-                    <thead>
-                        <tr>
-                            <th scope="col">{t!(i18n, team_col_when)}</th>
-                            <th scope="col">{t!(i18n, team_col_booked_by)}</th>
-                            <th scope="col">{t!(i18n, panel_gpu)}</th>
-                        </tr>
-                    </thead>
-                    <tbody>{rows}</tbody>
-                </table>
-            </div>
+            <DataTable class="teams-table team-upcoming" columns=vec![
+                Column::text(t_string!(i18n, team_col_when)),
+                Column::text(t_string!(i18n, team_col_booked_by)),
+                Column::text(t_string!(i18n, panel_gpu)),
+            ]>{rows}</DataTable>
         })
     };
     view! {

@@ -4,6 +4,7 @@
 //! since quotas are theirs to set (server-rendered, no island).
 
 use crate::api::teams::{ApproveBooking, RejectBooking, SetTeamQuota, SetTeamRules};
+use crate::components::table::{Column, DataTable, PostButton};
 use crate::domain::quota::{
     IDLE_UTIL_PERCENT, IdleBooking, Priority, QuotaUse, TeamPolicy, TeamRules, gpus_text,
 };
@@ -149,20 +150,13 @@ fn QuotaTable(quotas: Vec<QuotaUse>) -> impl IntoView {
         })
         .collect_view();
     Either::Right(view! {
-        <div class="table-scroll">
-            <table class="teams-table team-quotas">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, team_col_model)}</th>
-                        <th scope="col" class="num">{t!(i18n, team_col_guaranteed)}</th>
-                        <th scope="col" class="num">{t!(i18n, team_col_peak)}</th>
-                        <th scope="col" class="num">{t!(i18n, team_col_week_hours)}</th>
-                        <th scope="col" class="num">{t!(i18n, team_col_burst)}</th>
-                    </tr>
-                </thead>
-                <tbody>{rows}</tbody>
-            </table>
-        </div>
+        <DataTable class="teams-table team-quotas" columns=vec![
+            Column::text(t_string!(i18n, team_col_model)),
+            Column::num(t_string!(i18n, team_col_guaranteed)),
+            Column::num(t_string!(i18n, team_col_peak)),
+            Column::num(t_string!(i18n, team_col_week_hours)),
+            Column::num(t_string!(i18n, team_col_burst)),
+        ]>{rows}</DataTable>
     })
 }
 
@@ -258,6 +252,7 @@ fn Pending(
                     * i64::from(r.share.quarters())
                     * i64::try_from(r.gpu_ids.len()).unwrap_or(0)
                     / 4;
+                let fields = vec![("team_id", team_id.to_string()), ("reservation_id", r.id.to_string())];
                 let what = holding(&r);
                 let price = crate::domain::money::Money::from_minor(r.price_minor);
                 view! {
@@ -269,38 +264,27 @@ fn Pending(
                         <td class="num"><MoneyText amount=price currency=currency.clone() /></td>
                         <td>{until}</td>
                         <td class="team-controls">
-                            <form method="post" action=ApproveBooking::PATH class="inline-form">
-                                <input type="hidden" name="team_id" value=team_id />
-                                <input type="hidden" name="reservation_id" value=r.id />
-                                <button type="submit">{t!(i18n, team_approve)}</button>
-                            </form>
-                            <form method="post" action=RejectBooking::PATH class="inline-form">
-                                <input type="hidden" name="team_id" value=team_id />
-                                <input type="hidden" name="reservation_id" value=r.id />
-                                <button type="submit" class="button-danger">{t!(i18n, team_reject)}</button>
-                            </form>
+                            <PostButton action=ApproveBooking::PATH fields=fields.clone()>
+                                {t!(i18n, team_approve)}
+                            </PostButton>
+                            <PostButton action=RejectBooking::PATH fields=fields danger=true>
+                                {t!(i18n, team_reject)}
+                            </PostButton>
                         </td>
                     </tr>
                 }
             })
             .collect_view();
         Either::Right(view! {
-            <div class="table-scroll">
-                <table class="teams-table team-pending">
-                    <thead>
-                        <tr>
-                            <th scope="col">{t!(i18n, team_col_booked_by)}</th>
-                            <th scope="col">{t!(i18n, panel_gpu)}</th>
-                            <th scope="col">{t!(i18n, team_col_when)}</th>
-                            <th scope="col" class="num">{t!(i18n, team_col_gpu_hours)}</th>
-                            <th scope="col" class="num">{t!(i18n, team_col_price)}</th>
-                            <th scope="col">{t!(i18n, team_col_expires)}</th>
-                            <th scope="col"><span class="sr-only">{t!(i18n, team_col_actions)}</span></th>
-                        </tr>
-                    </thead>
-                    <tbody>{rows}</tbody>
-                </table>
-            </div>
+            <DataTable class="teams-table team-pending" columns=vec![
+                Column::text(t_string!(i18n, team_col_booked_by)),
+                Column::text(t_string!(i18n, panel_gpu)),
+                Column::text(t_string!(i18n, team_col_when)),
+                Column::num(t_string!(i18n, team_col_gpu_hours)),
+                Column::num(t_string!(i18n, team_col_price)),
+                Column::text(t_string!(i18n, team_col_expires)),
+                Column::actions(t_string!(i18n, team_col_actions)),
+            ]>{rows}</DataTable>
         })
     };
     view! {
@@ -334,19 +318,12 @@ fn Idle(idle: Vec<IdleBooking>, zone: ZoneOffsets) -> impl IntoView {
             })
             .collect_view();
         Either::Right(view! {
-            <div class="table-scroll">
-                <table class="teams-table team-idle">
-                    <thead>
-                        <tr>
-                            <th scope="col">{t!(i18n, team_col_booked_by)}</th>
-                            <th scope="col">{t!(i18n, panel_gpu)}</th>
-                            <th scope="col">{t!(i18n, team_col_until)}</th>
-                            <th scope="col" class="num">{t!(i18n, team_col_util)}</th>
-                        </tr>
-                    </thead>
-                    <tbody>{rows}</tbody>
-                </table>
-            </div>
+            <DataTable class="teams-table team-idle" columns=vec![
+                Column::text(t_string!(i18n, team_col_booked_by)),
+                Column::text(t_string!(i18n, panel_gpu)),
+                Column::text(t_string!(i18n, team_col_until)),
+                Column::num(t_string!(i18n, team_col_util)),
+            ]>{rows}</DataTable>
         })
     };
     view! {

@@ -12,6 +12,14 @@ pub(crate) async fn answer(request: reqwest::RequestBuilder) -> (u16, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// `POST path` with a JSON body and a bearer token, to send.
+fn post_request(app: &TestApp, token: &str, path: &str, body: &Value) -> reqwest::RequestBuilder {
+    crate::helpers::client()
+        .post(app.url(path))
+        .bearer_auth(token)
+        .json(body)
+}
+
 /// `POST path` with a JSON body and a bearer token: the status and the JSON answer.
 pub(crate) async fn post_json(
     app: &TestApp,
@@ -19,13 +27,7 @@ pub(crate) async fn post_json(
     path: &str,
     body: &Value,
 ) -> (u16, Value) {
-    answer(
-        crate::helpers::client()
-            .post(app.url(path))
-            .bearer_auth(token)
-            .json(body),
-    )
-    .await
+    answer(post_request(app, token, path, body)).await
 }
 
 /// [`post_json`] with an `Idempotency-Key` header.
@@ -36,14 +38,7 @@ pub(crate) async fn post_with_key(
     key: &str,
     body: &Value,
 ) -> (u16, Value) {
-    answer(
-        crate::helpers::client()
-            .post(app.url(path))
-            .bearer_auth(token)
-            .header("Idempotency-Key", key)
-            .json(body),
-    )
-    .await
+    answer(post_request(app, token, path, body).header("Idempotency-Key", key)).await
 }
 
 /// `POST /api/v1/reservations` with `body`: the status and the JSON answer.

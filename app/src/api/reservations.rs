@@ -5,6 +5,7 @@ use crate::domain::calendar::CalendarView;
 use crate::domain::reservation::{MyReservations, Reservation, SlotOffer};
 use crate::error::AppError;
 use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
 
 /// The calendar from `start` (a local date, `YYYY-MM-DD`; default today) for a `day` or a `week`,
 /// optionally only one `model` or GPUs with at least `min_memory_gib`; in the caller's time zone
@@ -174,31 +175,57 @@ pub async fn find_slots(
     .await
 }
 
+/// The calendar's booking form without JavaScript, as the browser sends it: every field is text,
+/// read by `backend::input` (a flattened form keeps no numbers).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BookFormFields {
+    /// The GPU's id.
+    pub gpu_id: String,
+    /// `1`, `0.5` or `0.25` (absent: whole).
+    #[serde(default)]
+    pub share: Option<String>,
+    /// Local start (`YYYY-MM-DDTHH:MM`) in the viewer's zone.
+    pub start: String,
+    /// Local end in the viewer's zone.
+    pub end: String,
+    /// The calendar view to go back to.
+    #[serde(default)]
+    pub return_to: Option<String>,
+    /// `at_booking` or `before_start` (absent: the portal's).
+    #[serde(default)]
+    pub charge: Option<String>,
+    /// The form's key: the same key again books once.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    /// A team's id, or empty for a personal booking.
+    #[serde(default)]
+    pub team_id: Option<String>,
+    /// A priority class, or empty for the default.
+    #[serde(default)]
+    pub priority: Option<String>,
+}
+
 /// The calendar's booking form without JavaScript: `share` of GPU `gpu_id` from `start` to
 /// `end`, local times in the viewer's zone (profile setting, else the browser's cookie); back to
 /// the calendar view it came from (`return_to`, a calendar address) with `booked=` the new
 /// reservation's id, or the refusal.
-#[allow(clippy::too_many_arguments)]
 #[server(endpoint = "forms/book")]
-pub async fn book_form(
-    gpu_id: i64,
-    #[server(default)] share: Option<String>,
-    start: String,
-    end: String,
-    #[server(default)] return_to: Option<String>,
-    #[server(default)] charge: Option<String>,
-    #[server(default)] idempotency_key: Option<String>,
-    /// A team's id, or empty for a personal booking.
-    #[server(default)]
-    team_id: Option<String>,
-    /// A priority class, or empty for the default.
-    #[server(default)]
-    priority: Option<String>,
-) -> Result<(), AppError> {
+pub async fn book_form(#[server(flatten)] form: BookFormFields) -> Result<(), AppError> {
     use crate::api::forms::{back_with_error, go_to};
-    use crate::backend::input::whole_number;
+    use crate::backend::input::{required_number, whole_number};
     use crate::backend::reservations::{self, BookingForm, ShareInput};
     let call = crate::api::context::signed_in(|call| async move { Ok(call) }).await?;
+    let BookFormFields {
+        gpu_id,
+        share,
+        start,
+        end,
+        return_to,
+        charge,
+        idempotency_key,
+        team_id,
+        priority,
+    } = form;
     let back = return_to
         .filter(|path| {
             crate::domain::return_to::local_path(path).is_some() && path.starts_with("/calendar")
@@ -207,7 +234,7 @@ pub async fn book_form(
     let zone = call.zone();
     let result = async {
         let form = BookingForm {
-            gpu_ids: Some(vec![gpu_id]),
+            gpu_ids: Some(vec![required_number("gpu_id", &gpu_id)?]),
             model: None,
             count: None,
             share: share.map(ShareInput::Text),

@@ -20,6 +20,11 @@ pub fn whole_number(field: &str, raw: Option<&str>) -> Result<Option<i64>, AppEr
     }
 }
 
+/// A whole number the form must send in `field`.
+pub fn required_number(field: &str, raw: &str) -> Result<i64, AppError> {
+    whole_number(field, Some(required(field, Some(raw))?)).map(Option::unwrap_or_default)
+}
+
 /// An amount of money typed in `field` in the currency's major units (`12.50` or `12,50`), in
 /// minor units; refused unless `accept` holds for it.
 pub fn amount(
@@ -67,6 +72,9 @@ mod tests {
         assert_eq!(whole_number("n", Some(" 42 ")).unwrap(), Some(42));
         let refused = whole_number("n", Some("4.5")).unwrap_err();
         assert!(matches!(refused, AppError::Validation { field, .. } if field == "n"));
+        assert_eq!(required_number("gpu_id", " 7 ").unwrap(), 7);
+        assert!(required_number("gpu_id", "").is_err());
+        assert!(required_number("gpu_id", "seven").is_err());
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod reservations;
 pub mod retry;
 pub mod session;
 pub mod state;
+pub mod team_access;
 pub mod teams;
 pub mod telemetry;
 pub mod viewer;

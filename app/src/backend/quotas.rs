@@ -4,7 +4,7 @@
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::db::audit::NewEntry;
-use crate::backend::teams::{locked, require_manage};
+use crate::backend::team_access::{locked, require_manage};
 use crate::domain::audit::AuditAction;
 use crate::domain::problem::Problem;
 use crate::domain::quota::{

@@ -134,7 +134,7 @@ pub async fn authorize(state: &AppState, actor: &Actor, scope: Scope) -> Result<
     match scope {
         Scope::Mine => Ok(()),
         Scope::Team(team_id) => {
-            crate::backend::teams::require_manage(&state.db, actor, team_id).await
+            crate::backend::team_access::require_manage(&state.db, actor, team_id).await
         }
         Scope::All => actor.require_platform_admin(),
     }

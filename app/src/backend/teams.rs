@@ -5,6 +5,8 @@
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::db::audit::NewEntry;
+use crate::backend::team_access::locked;
+pub use crate::backend::team_access::{access, require_manage};
 use crate::domain::audit::{AuditAction, AuditEntry, AuditFilter};
 use crate::domain::problem::Problem;
 use crate::domain::reservation::Reservation;
@@ -15,38 +17,8 @@ use crate::domain::team::{
 use crate::domain::user::{Email, PlatformRole};
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
-use sea_orm::{ConnectionTrait, DatabaseConnection};
+use sea_orm::DatabaseConnection;
 use serde::Serialize;
-
-/// What the actor may do with `team_id`: `NotFound` when they may not even see it (a team's
-/// existence is not revealed to outsiders).
-pub async fn access(
-    db: &impl ConnectionTrait,
-    actor: &Actor,
-    team_id: i64,
-) -> Result<TeamAccess, AppError> {
-    let memberships = db::teams::memberships_of(db, actor.user.id).await?;
-    let access = TeamAccess::of(actor.user.role, &memberships, team_id)
-        .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
-    if actor.user.role == PlatformRole::PlatformAdmin
-        && db::teams::team_name(db, team_id).await?.is_none()
-    {
-        return Err(AppError::NotFound(format!("team {team_id}")));
-    }
-    Ok(access)
-}
-
-/// Succeeds when the actor manages `team_id`; `Forbidden` for its plain members.
-pub async fn require_manage(
-    db: &impl ConnectionTrait,
-    actor: &Actor,
-    team_id: i64,
-) -> Result<(), AppError> {
-    match access(db, actor, team_id).await? {
-        TeamAccess::Manage => Ok(()),
-        TeamAccess::View => Err(AppError::Forbidden),
-    }
-}
 
 /// The teams the actor belongs to (platform admins: every team), by name.
 pub async fn list(db: &DatabaseConnection, actor: &Actor) -> Result<Vec<TeamSummary>, AppError> {
@@ -209,27 +181,6 @@ fn parse_email(raw: &str) -> Result<Email, AppError> {
             },
         )
     })
-}
-
-/// A write transaction holding the team's lock, in which the actor's right to change the team
-/// is checked again: a request that passed the first check while another one removed its
-/// sender changes nothing.
-pub(crate) async fn locked(
-    db: &DatabaseConnection,
-    actor: &Actor,
-    team_id: i64,
-    manage: bool,
-) -> Result<sea_orm::DatabaseTransaction, AppError> {
-    let txn = db::begin_write(db).await?;
-    db::teams::lock_team(&txn, team_id)
-        .await?
-        .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
-    if manage {
-        require_manage(&txn, actor, team_id).await?;
-    } else {
-        access(&txn, actor, team_id).await?;
-    }
-    Ok(txn)
 }
 
 #[derive(Serialize)]

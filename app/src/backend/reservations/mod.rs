@@ -47,7 +47,7 @@ pub async fn create(
     request.platform_admin = actor.require_platform_admin().is_ok();
     // Only the team's members book for it (its admins and platform admins too).
     if let Some(team_id) = request.team_id {
-        crate::backend::teams::access(&state.db, actor, team_id).await?;
+        crate::backend::team_access::access(&state.db, actor, team_id).await?;
     }
     let key = idempotency_key
         .map(|key| db::idempotency::IdempotencyKey::new(actor.user.id, key, "book", form))

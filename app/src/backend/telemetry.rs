@@ -256,6 +256,27 @@ pub async fn report(
     Ok(ReportOutcome { samples, events })
 }
 
+/// What a Prometheus scrape of `/metrics` reports: the live fleet, every node with its GPUs
+/// (for their labels), and each GPU's last XID error code.
+#[derive(Debug)]
+pub struct Scrape {
+    /// Live values and which nodes report.
+    pub fleet: LiveFleet,
+    /// Every node with its GPUs.
+    pub nodes: Vec<crate::domain::inventory::NodeInventory>,
+    /// GPU id → its last XID code.
+    pub last_xids: HashMap<i64, i64>,
+}
+
+/// Reads what `/metrics` reports at `now`.
+pub async fn scrape(db: &DatabaseConnection, now: DateTime<Utc>) -> Result<Scrape, AppError> {
+    Ok(Scrape {
+        fleet: live_fleet(db, now).await?,
+        nodes: db::inventory::list_nodes_with_gpus(db).await?,
+        last_xids: store::last_xids(db).await?,
+    })
+}
+
 /// The latest values of every GPU and the state of every node's agent.
 pub async fn live_fleet(
     db: &DatabaseConnection,

@@ -11,7 +11,6 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use berth_app::backend::db;
 use berth_app::backend::state::AppState;
 use berth_app::domain::telemetry::SourceKind;
 use berth_app::error::AppError;
@@ -118,9 +117,11 @@ pub async fn metrics(
         return Err(AppError::Unauthorized);
     }
     let now = state.now();
-    let fleet = berth_app::backend::telemetry::live_fleet(&state.db, now).await?;
-    let nodes = db::inventory::list_nodes_with_gpus(&state.db).await?;
-    let xids = db::telemetry::last_xids(&state.db).await?;
+    let berth_app::backend::telemetry::Scrape {
+        fleet,
+        nodes,
+        last_xids: xids,
+    } = berth_app::backend::telemetry::scrape(&state.db, now).await?;
 
     let mut registry = Registry::default();
     let gauges: Vec<(&str, &str, GaugeFamily<GpuLabels>)> = [

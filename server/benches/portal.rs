@@ -30,6 +30,9 @@ use berth_app::backend::entity::{
 use berth_app::domain::gpu::{GpuMemory, GpuStatus};
 use berth_app::domain::inventory::{NewGpu, NewNode};
 use berth_app::domain::money::Money;
+use berth_app::domain::payment::ChargeMode;
+use berth_app::domain::quota::Priority;
+use berth_app::domain::reservation::PaymentStatus;
 use berth_app::domain::schedule::{SLOT_MINUTES, WHOLE_GPU, Window, price_minor};
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
 use berth_server::configuration::{Config, RawSettings};
@@ -713,18 +716,22 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 quarters: Set(i16::from(quarters)),
                 start_at: Set(start),
                 end_at: Set(end),
-                status: Set(if cancelled { "cancelled" } else { "confirmed" }.to_owned()),
+                status: Set(if cancelled {
+                    reservation::Status::Cancelled
+                } else {
+                    reservation::Status::Confirmed
+                }),
                 price_minor: Set(price),
                 created_at: Set((start - TimeDelta::days(2)).min(now)),
                 cancelled_at: Set(cancelled.then_some((start - TimeDelta::days(1)).min(now))),
                 cancelled_by: Set(None),
                 // Charged when made (the ledger rows are written below), refunded if cancelled.
-                payment_status: Set("paid".to_owned()),
-                charge_mode: Set("at_booking".to_owned()),
+                payment_status: Set(PaymentStatus::Paid),
+                charge_mode: Set(ChargeMode::AtBooking),
                 charge_at: Set(None),
                 released_reason: Set(None),
                 team_id: Set(None),
-                priority: Set("development".to_owned()),
+                priority: Set(Priority::Development),
                 preemptible: Set(false),
                 approval_expires_at: Set(None),
                 displaced_offer: Set(None),

@@ -89,7 +89,7 @@ pub async fn oidc_callback(
             return Ok(failed(failure));
         }
     };
-    match session::sign_in_identity(&state.db, &identity, &state.portal.admin_emails, now).await? {
+    match session::sign_in_identity(&state, &identity, now).await? {
         IdentitySignIn::User(user) => {
             // Invitations go to an address: they are accepted only when the provider verifies,
             // at this sign-in, the very address stored on the account.
@@ -166,7 +166,7 @@ async fn sign_in(
 ) -> Result<(), AppError> {
     let user_id = user.id;
     let joined = if email_verified {
-        berth_app::backend::teams::accept_invitations(&state.db, user_id, &user.email, state.now())
+        berth_app::backend::teams::accept_invitations(state, user_id, &user.email, state.now())
             .await?
     } else {
         Vec::new()

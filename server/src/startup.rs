@@ -86,6 +86,7 @@ pub struct Application {
     payment_job_every: std::time::Duration,
     clock: Arc<dyn berth_app::backend::clock::Clock>,
     metrics: Arc<berth_app::backend::metrics::PortalMetrics>,
+    state: AppState,
 }
 
 impl std::fmt::Debug for Application {
@@ -215,6 +216,7 @@ impl Application {
             payment_job_every: config.payment_job_every,
             clock: config.clock.clone(),
             metrics: state.metrics.clone(),
+            state,
         })
     }
 
@@ -226,6 +228,12 @@ impl Application {
     /// The database pool, for tests that inspect what the app wrote.
     pub fn db(&self) -> &DatabaseConnection {
         &self.db
+    }
+
+    /// The state every request sees (services take it, so tests that call a service directly
+    /// use this one).
+    pub fn state(&self) -> &AppState {
+        &self.state
     }
 
     /// Serves until `shutdown` completes, then finishes in-flight requests and closes the pool.

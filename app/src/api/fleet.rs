@@ -25,8 +25,7 @@ pub async fn get_fleet_page() -> Result<FleetPage, AppError> {
     use crate::api::context::platform_admin;
     use crate::domain::gpu::GpuStatus;
     platform_admin(|call| async move {
-        let db = &call.state.db;
-        let nodes = crate::backend::inventory::nodes(db).await?;
+        let nodes = crate::backend::inventory::nodes(&call.state).await?;
         let mut models: Vec<(String, u32, i64, i64)> = Vec::new();
         for gpu in nodes
             .iter()
@@ -47,7 +46,7 @@ pub async fn get_fleet_page() -> Result<FleetPage, AppError> {
         Ok(FleetPage {
             nodes,
             models,
-            teams: crate::backend::fleet::teams_with_quotas(db).await?,
+            teams: crate::backend::fleet::teams_with_quotas(&call.state).await?,
             currency: call.state.portal.currency.clone(),
         })
     })
@@ -77,7 +76,7 @@ pub async fn set_model_price(model: String, price: String) -> Result<(), AppErro
     use crate::backend::fleet;
     fleet_form(FleetDone::Price, |call| async move {
         let price = fleet::parse_price("price", &price, &call.state.portal.currency)?;
-        fleet::set_model_price(&call.state.db, &call.actor, &model, price, call.now)
+        fleet::set_model_price(&call.state, &call.actor, &model, price, call.now)
             .await
             .map(drop)
     })
@@ -102,7 +101,7 @@ pub async fn change_gpu(
             )?),
             shareable: Some(shareable.is_some()),
         };
-        fleet::update_gpu(&call.state.db, &call.actor, gpu_id, &change, call.now).await
+        fleet::update_gpu(&call.state, &call.actor, gpu_id, &change, call.now).await
     })
     .await
 }

@@ -11,7 +11,7 @@ pub async fn list_gpus() -> Result<Inventory, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
         Ok(Inventory {
-            nodes: crate::backend::inventory::nodes(&call.state.db).await?,
+            nodes: crate::backend::inventory::nodes(&call.state).await?,
             currency: call.state.portal.currency.clone(),
         })
     })

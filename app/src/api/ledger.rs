@@ -22,13 +22,7 @@ pub async fn get_wallet() -> Result<WalletPage, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
         let state = &call.state;
-        let wallet = crate::backend::ledger::wallet(
-            &state.db,
-            &state.portal.currency,
-            &state.portal.charge,
-            call.actor.user.id,
-        )
-        .await?;
+        let wallet = crate::backend::ledger::wallet(state, call.actor.user.id).await?;
         let now = call.now;
         let from = wallet.entries.iter().map(|e| e.at).min().unwrap_or(now);
         let to = wallet
@@ -66,7 +60,7 @@ pub async fn get_credits_page() -> Result<CreditsPage, AppError> {
     use crate::api::context::platform_admin;
     platform_admin(|call| async move {
         Ok(CreditsPage {
-            users: crate::backend::ledger::user_balances(&call.state.db, &call.actor).await?,
+            users: crate::backend::ledger::user_balances(&call.state, &call.actor).await?,
             currency: call.state.portal.currency.clone(),
             form_key: uuid::Uuid::new_v4().to_string(),
         })
@@ -91,9 +85,7 @@ pub async fn get_payments_page() -> Result<PaymentsPage, AppError> {
     use crate::api::context::platform_admin;
     platform_admin(|call| async move {
         let now = call.now;
-        let due =
-            crate::backend::ledger::payments_due(&call.state.db, &call.state.portal.charge, now)
-                .await?;
+        let due = crate::backend::ledger::payments_due(&call.state, &call.actor, now).await?;
         let from = due
             .iter()
             .map(|d| d.release_at)
@@ -147,8 +139,7 @@ pub async fn change_credits(
             }
         };
         ledger::admin_credits(
-            &call.state.db,
-            currency,
+            &call.state,
             &call.actor,
             ledger::CreditWallet::User(&email),
             amount_minor,

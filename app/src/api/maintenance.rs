@@ -49,7 +49,7 @@ pub async fn get_maintenance_page() -> Result<MaintenancePage, AppError> {
     platform_admin(|call| async move {
         let now = call.now;
         let list = crate::backend::maintenance::list(&call.state, &call.actor, now).await?;
-        let nodes = crate::backend::inventory::nodes(&call.state.db)
+        let nodes = crate::backend::inventory::nodes(&call.state)
             .await?
             .into_iter()
             .map(|node| NodeChoice {
@@ -102,7 +102,7 @@ pub async fn set_maintenance(
             Some(("gpu", id)) => vec![id.parse::<i64>().map_err(|_| invalid_target())?],
             Some(("node", id)) => {
                 let node_id = id.parse::<i64>().map_err(|_| invalid_target())?;
-                let node = crate::backend::inventory::nodes(&call.state.db)
+                let node = crate::backend::inventory::nodes(&call.state)
                     .await?
                     .into_iter()
                     .find(|node| node.id == node_id)

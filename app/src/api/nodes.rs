@@ -49,7 +49,7 @@ pub async fn get_nodes_page() -> Result<NodesPage, AppError> {
     use crate::api::context::platform_admin;
     platform_admin(|call| async move {
         let now = call.now;
-        let overview = crate::backend::inventory::overview(&call.state.db, &call.actor).await?;
+        let overview = crate::backend::inventory::overview(&call.state, &call.actor).await?;
         let (agents, tokens) = (&overview.agents, &overview.live_tokens);
         let nodes = overview
             .nodes
@@ -138,7 +138,7 @@ pub async fn add_node_token(name: String) -> Result<IssuedNodeToken, AppError> {
 pub async fn accept_gpu(id: i64) -> Result<(), AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
-        crate::backend::telemetry::accept_gpu(&call.state.db, &call.actor, id, call.now).await
+        crate::backend::telemetry::accept_gpu(&call.state, &call.actor, id, call.now).await
     })
     .await
 }

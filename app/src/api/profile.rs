@@ -10,7 +10,7 @@ use leptos::prelude::*;
 pub async fn list_api_tokens() -> Result<Vec<ApiTokenInfo>, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
-        crate::backend::profile::tokens(&call.state.db, &call.actor, call.now).await
+        crate::backend::profile::tokens(&call.state, &call.actor, call.now).await
     })
     .await
 }
@@ -28,7 +28,7 @@ pub async fn create_api_token(
     use crate::api::context::signed_in;
     signed_in(|call| async move {
         crate::backend::profile::create_token(
-            &call.state.db,
+            &call.state,
             &call.actor,
             &name,
             scope.as_deref().unwrap_or(""),
@@ -46,7 +46,7 @@ pub async fn create_api_token(
 pub async fn revoke_api_token(id: i64) -> Result<(), AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
-        crate::backend::profile::revoke_token(&call.state.db, &call.actor, id, call.now).await
+        crate::backend::profile::revoke_token(&call.state, &call.actor, id, call.now).await
     })
     .await
 }
@@ -65,8 +65,7 @@ pub async fn get_time_zone() -> Result<TimeZoneChoice, AppError> {
 pub async fn set_time_zone(time_zone: String) -> Result<Option<String>, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
-        crate::backend::profile::set_time_zone(&call.state.db, &call.actor, &time_zone, call.now)
-            .await
+        crate::backend::profile::set_time_zone(&call.state, &call.actor, &time_zone, call.now).await
     })
     .await
 }

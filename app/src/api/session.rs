@@ -11,8 +11,7 @@ pub async fn current_user() -> Result<Option<SignedInUser>, AppError> {
     maybe_signed_in(|call| async move {
         match call {
             Some(call) => Ok(Some(
-                crate::backend::session::signed_in_user(&call.state.db, call.actor, call.now)
-                    .await?,
+                crate::backend::session::signed_in_user(&call.state, call.actor, call.now).await?,
             )),
             None => Ok(None),
         }

@@ -24,10 +24,10 @@ pub async fn get_teams_page() -> Result<TeamsPage, AppError> {
     use crate::backend::teams;
     use crate::domain::user::PlatformRole;
     signed_in(|call| async move {
-        let (db, actor) = (&call.state.db, &call.actor);
-        teams::accept_invitations(db, actor.user.id, &actor.user.email, call.now).await?;
+        let (state, actor) = (&call.state, &call.actor);
+        teams::accept_invitations(state, actor.user.id, &actor.user.email, call.now).await?;
         Ok(TeamsPage {
-            teams: teams::list(db, actor).await?,
+            teams: teams::list(state, actor).await?,
             can_create: actor.user.role == PlatformRole::PlatformAdmin,
         })
     })
@@ -71,7 +71,7 @@ pub async fn get_team_page(id: i64) -> Result<TeamPage, AppError> {
     use crate::domain::user::PlatformRole;
     signed_in(|call| async move {
         let now = call.now;
-        let team = crate::backend::teams::overview(&call.state.db, &call.actor, id, now).await?;
+        let team = crate::backend::teams::overview(&call.state, &call.actor, id, now).await?;
         let (week_start, _) = crate::domain::team::utc_week_of(now);
         let times = team
             .roster
@@ -140,7 +140,7 @@ pub async fn get_audit_page(
             .as_ref()
             .map(|filter| filter.action)
             .unwrap_or_default();
-        let entries = teams::audit_log(&call.state.db, &call.actor, None, filter).await?;
+        let entries = teams::audit_log(&call.state, &call.actor, None, filter).await?;
         let older = (entries.len() as u64 == AUDIT_PAGE)
             .then(|| entries.last().map(|e| e.id))
             .flatten();
@@ -191,7 +191,7 @@ pub async fn invite_member(
     use crate::api::forms::TeamDone;
     team_form(team_id, TeamDone::Invited, |call| async move {
         let role = role.as_deref().unwrap_or("member");
-        crate::backend::teams::invite(&call.state.db, &call.actor, team_id, &email, role, call.now)
+        crate::backend::teams::invite(&call.state, &call.actor, team_id, &email, role, call.now)
             .await
             .map(drop)
     })
@@ -204,7 +204,7 @@ pub async fn revoke_invitation(team_id: i64, invitation_id: i64) -> Result<(), A
     use crate::api::forms::TeamDone;
     team_form(team_id, TeamDone::Revoked, |call| async move {
         crate::backend::teams::revoke_invitation(
-            &call.state.db,
+            &call.state,
             &call.actor,
             team_id,
             invitation_id,
@@ -223,7 +223,7 @@ pub async fn set_member_role(team_id: i64, user_id: i64, role: String) -> Result
     team_form(team_id, TeamDone::Role, |call| async move {
         let role = teams::parse_role(&role)?;
         teams::change_member(
-            &call.state.db,
+            &call.state,
             &call.actor,
             team_id,
             user_id,
@@ -248,7 +248,7 @@ pub async fn remove_member(team_id: i64, user_id: i64) -> Result<(), AppError> {
     if user_id == call.actor.user.id {
         // Who leaves a team can no longer see its page.
         return match teams::change_member(
-            &call.state.db,
+            &call.state,
             &call.actor,
             team_id,
             user_id,
@@ -265,15 +265,7 @@ pub async fn remove_member(team_id: i64, user_id: i64) -> Result<(), AppError> {
         };
     }
     team_form(team_id, TeamDone::Removed, |call| async move {
-        teams::change_member(
-            &call.state.db,
-            &call.actor,
-            team_id,
-            user_id,
-            None,
-            call.now,
-        )
-        .await
+        teams::change_member(&call.state, &call.actor, team_id, user_id, None, call.now).await
     })
     .await
 }
@@ -297,7 +289,7 @@ pub async fn set_team_budget(
         };
         let warn_percent = input::whole_number("warn_percent", warn_percent.as_deref())?;
         crate::backend::teams::set_budget(
-            &call.state.db,
+            &call.state,
             &call.actor,
             team_id,
             limit,
@@ -326,8 +318,7 @@ pub async fn add_team_credits(
         let amount_minor =
             crate::backend::input::amount("amount", &amount, currency, |minor| minor != 0)?;
         ledger::admin_credits(
-            &call.state.db,
-            currency,
+            &call.state,
             &call.actor,
             ledger::CreditWallet::Team(team_id),
             amount_minor,
@@ -356,7 +347,7 @@ pub async fn set_team_quota(
         let guaranteed = input::whole_number("guaranteed_gpus", guaranteed_gpus.as_deref())?;
         let weekly = input::whole_number("weekly_gpu_hours", weekly_gpu_hours.as_deref())?;
         crate::backend::quotas::set_quota(
-            &call.state.db,
+            &call.state,
             &call.actor,
             team_id,
             model,
@@ -394,7 +385,7 @@ pub async fn set_team_rules(
                 approval_expiry_hours.as_deref(),
             )?,
         };
-        crate::backend::quotas::set_policy(&call.state.db, &call.actor, team_id, &policy, call.now)
+        crate::backend::quotas::set_policy(&call.state, &call.actor, team_id, &policy, call.now)
             .await
             .map(drop)
     })
@@ -442,7 +433,7 @@ pub async fn reject_booking(team_id: i64, reservation_id: i64) -> Result<(), App
 pub async fn create_team(name: String, admin_email: String) -> Result<(), AppError> {
     use crate::api::forms::{Outcome, TeamDone, back_to};
     let call = crate::api::context::platform_admin(|call| async move { Ok(call) }).await?;
-    match crate::backend::teams::create(&call.state.db, &call.actor, &name, &admin_email, call.now)
+    match crate::backend::teams::create(&call.state, &call.actor, &name, &admin_email, call.now)
         .await
     {
         Ok((id, _)) => back_to(

@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 #[server(endpoint = "get_live_fleet")]
 pub async fn get_live_fleet() -> Result<LiveFleet, AppError> {
     use crate::api::context::signed_in;
-    signed_in(|call| async move {
-        crate::backend::telemetry::live_fleet(&call.state.db, call.now).await
-    })
+    signed_in(
+        |call| async move { crate::backend::telemetry::live_fleet(&call.state, call.now).await },
+    )
     .await
 }
 
@@ -54,15 +54,15 @@ pub async fn get_gpu_page(id: i64) -> Result<GpuPage, AppError> {
     use crate::backend::{inventory, telemetry};
     use chrono::Duration;
     signed_in(|call| async move {
-        let (db, now) = (&call.state.db, call.now);
+        let (state, now) = (&call.state, call.now);
         let settings = &call.state.portal.telemetry;
         let (nodes, pci_bus_id, hour, day, events, fleet) = tokio::try_join!(
-            inventory::nodes(db),
-            inventory::pci_bus_id(db, id),
-            telemetry::history(db, settings, id, now - Duration::hours(1), now, now),
-            telemetry::history(db, settings, id, now - Duration::days(1), now, now),
-            telemetry::events(db, id, now - settings.rollup_keep, now, 20),
-            telemetry::live_fleet(db, now),
+            inventory::nodes(state),
+            inventory::pci_bus_id(state, id),
+            telemetry::history(state, id, now - Duration::hours(1), now, now),
+            telemetry::history(state, id, now - Duration::days(1), now, now),
+            telemetry::events(state, id, now - settings.rollup_keep, now, 20),
+            telemetry::live_fleet(state, now),
         )?;
         let (node, gpu) = nodes
             .into_iter()

@@ -5,13 +5,13 @@
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::db::audit::NewEntry;
+use crate::backend::state::AppState;
 use crate::domain::audit::AuditAction;
 use crate::domain::money::Currency;
 use crate::domain::problem::Problem;
 use crate::domain::quota::TeamQuotas;
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
-use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
 /// The highest hourly price accepted (10,000,000.00 in a two-decimal currency).
@@ -39,12 +39,13 @@ pub fn parse_price(field: &str, raw: &str, currency: &Currency) -> Result<i64, A
 
 /// Sets the hourly price of every GPU of `model` (not retired); answers how many changed.
 pub async fn set_model_price(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     model: &str,
     hourly_price_minor: i64,
     now: DateTime<Utc>,
 ) -> Result<u64, AppError> {
+    let db = &state.db;
     actor.require_platform_admin()?;
     let price = check_price("hourly_price_minor", hourly_price_minor)?;
     let txn = db::begin_write(db).await?;
@@ -88,12 +89,13 @@ pub struct GpuChange {
 
 /// Changes GPU `id` (platform admins), with its audit entry.
 pub async fn update_gpu(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     id: i64,
     change: &GpuChange,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
+    let db = &state.db;
     actor.require_platform_admin()?;
     if let Some(price) = change.hourly_price_minor {
         check_price("hourly_price_minor", price)?;
@@ -132,7 +134,8 @@ pub async fn update_gpu(
 }
 
 /// Every team with its rules and quotas, by name.
-pub async fn teams_with_quotas(db: &DatabaseConnection) -> Result<Vec<TeamQuotas>, AppError> {
+pub async fn teams_with_quotas(state: &AppState) -> Result<Vec<TeamQuotas>, AppError> {
+    let db = &state.db;
     let mut teams = Vec::new();
     for summary in db::teams::summaries(db, None).await? {
         let policy = db::quotas::policy(db, summary.id)

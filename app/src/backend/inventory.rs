@@ -4,23 +4,26 @@
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::db::telemetry::NodeAgentState;
+use crate::backend::state::AppState;
 use crate::domain::inventory::{NodeInventory, PendingGpu};
 use crate::error::AppError;
-use sea_orm::DatabaseConnection;
 use std::collections::HashMap;
 
 /// Every node with its accepted GPUs, by name.
-pub async fn nodes(db: &DatabaseConnection) -> Result<Vec<NodeInventory>, AppError> {
+pub async fn nodes(state: &AppState) -> Result<Vec<NodeInventory>, AppError> {
+    let db = &state.db;
     Ok(db::inventory::list_nodes_with_gpus(db).await?)
 }
 
 /// The PCI bus id GPU `id`'s agent reported, when known.
-pub async fn pci_bus_id(db: &DatabaseConnection, id: i64) -> Result<Option<String>, AppError> {
+pub async fn pci_bus_id(state: &AppState, id: i64) -> Result<Option<String>, AppError> {
+    let db = &state.db;
     Ok(db::inventory::pci_bus_id(db, id).await?)
 }
 
 /// GPUs agents reported that wait for a platform admin's acceptance, oldest first.
-pub async fn pending(db: &DatabaseConnection, actor: &Actor) -> Result<Vec<PendingGpu>, AppError> {
+pub async fn pending(state: &AppState, actor: &Actor) -> Result<Vec<PendingGpu>, AppError> {
+    let db = &state.db;
     actor.require_platform_admin()?;
     Ok(db::inventory::pending_gpus(db).await?)
 }
@@ -39,7 +42,8 @@ pub struct NodesOverview {
 }
 
 /// Nodes, their agents, tokens and pending GPUs (platform admins).
-pub async fn overview(db: &DatabaseConnection, actor: &Actor) -> Result<NodesOverview, AppError> {
+pub async fn overview(state: &AppState, actor: &Actor) -> Result<NodesOverview, AppError> {
+    let db = &state.db;
     actor.require_platform_admin()?;
     let (nodes, agents, live_tokens, pending) = tokio::try_join!(
         db::inventory::list_nodes_with_gpus(db),

@@ -5,10 +5,10 @@
 use crate::backend::db;
 use crate::backend::db::idempotency::{Claim, IdempotencyKey, replayed};
 use crate::backend::db::ledger::{PostError, TransactionRecord};
+use crate::backend::state::AppState;
 use crate::domain::audit::AuditAction;
 use crate::domain::ledger::{Account, CreditChange, PaymentDue, Wallet};
 use crate::domain::money::{Currency, Money};
-use crate::domain::payment::ChargePolicy;
 use crate::domain::problem::Problem;
 use crate::domain::reservation::PaymentStatus;
 use crate::domain::user::{Email, UserSummary};
@@ -136,8 +136,7 @@ pub struct CreditRequest<'a> {
 /// `reason`; the same `idempotency_key` again answers the first result. 403 for anyone else.
 #[allow(clippy::too_many_arguments)]
 pub async fn admin_credits(
-    db: &DatabaseConnection,
-    currency: &Currency,
+    state: &AppState,
     actor: &crate::backend::auth::actor::Actor,
     wallet: CreditWallet<'_>,
     amount_minor: i64,
@@ -145,10 +144,11 @@ pub async fn admin_credits(
     idempotency_key: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<CreditResult, AppError> {
+    let db = &state.db;
     actor.require_platform_admin()?;
     change_credits(
         db,
-        currency,
+        &state.portal.currency,
         CreditRequest {
             actor_id: Some(actor.user.id),
             wallet,
@@ -322,18 +322,15 @@ pub async fn change_credits(
 
 /// `user_id`'s wallet with its latest movements, what upcoming charges hold, and the
 /// reservations whose payment is due.
-pub async fn wallet(
-    db: &DatabaseConnection,
-    currency: &Currency,
-    charge: &ChargePolicy,
-    user_id: i64,
-) -> Result<Wallet, DbErr> {
+pub async fn wallet(state: &AppState, user_id: i64) -> Result<Wallet, DbErr> {
+    let db = &state.db;
+    let (currency, charge) = (&state.portal.currency, &state.portal.charge);
     let (balance, entries) = db::ledger::wallet(db, user_id, WALLET_ENTRIES).await?;
     let unpaid = db::payments::unpaid_of(db, user_id).await?;
     let on_hold = db::payments::held(&unpaid);
     let payments_due = unpaid
         .into_iter()
-        .filter(|row| row.payment_status == PaymentStatus::Due.as_str())
+        .filter(|row| row.payment_status == PaymentStatus::Due)
         .map(|row| PaymentDue {
             reservation_id: row.id,
             price: Money::from_minor(row.price_minor),
@@ -354,10 +351,12 @@ pub async fn wallet(
 /// Every confirmed reservation whose payment is due, soonest start first, with its release time
 /// and its owner's balance (platform admins).
 pub async fn payments_due(
-    db: &DatabaseConnection,
-    charge: &ChargePolicy,
+    state: &AppState,
+    actor: &crate::backend::auth::actor::Actor,
     now: DateTime<Utc>,
-) -> Result<Vec<crate::domain::ledger::DuePayment>, DbErr> {
+) -> Result<Vec<crate::domain::ledger::DuePayment>, AppError> {
+    actor.require_platform_admin()?;
+    let (db, charge) = (&state.db, &state.portal.charge);
     let rows = db::payments::due(db).await?;
     let balances = db::ledger::balances(db).await?;
     let reservations = db::reservations::views(db, rows, now).await?;
@@ -376,9 +375,10 @@ pub async fn payments_due(
 
 /// Every user with their wallet balance, by name (platform admins).
 pub async fn user_balances(
-    db: &sea_orm::DatabaseConnection,
+    state: &AppState,
     actor: &crate::backend::auth::actor::Actor,
 ) -> Result<Vec<(crate::domain::user::UserSummary, Money)>, AppError> {
+    let db = &state.db;
     actor.require_platform_admin()?;
     let balances = crate::backend::db::ledger::balances(db).await?;
     let mut users: Vec<_> = crate::backend::db::users::list_users(db)

@@ -12,6 +12,7 @@
 
 use crate::backend::db;
 use crate::backend::db::ledger::PostError;
+use crate::backend::entity::reservation;
 use crate::domain::payment::ChargePolicy;
 use crate::domain::reservation::{PaymentStatus, ReleaseReason};
 use chrono::{DateTime, Utc};
@@ -86,8 +87,8 @@ async fn expire_approvals(db: &DatabaseConnection, now: DateTime<Utc>) -> Result
         let row = db::reservations::lock_reservation(&txn, id)
             .await?
             .filter(|row| {
-                row.status == "confirmed"
-                    && row.payment_status == PaymentStatus::AwaitingApproval.as_str()
+                row.status == reservation::Status::Confirmed
+                    && row.payment_status == PaymentStatus::AwaitingApproval
                     && row.approval_expires_at.is_some_and(|until| until <= now)
             });
         match row {

@@ -4,6 +4,7 @@ use crate::backend::auth::actor::Actor;
 use crate::backend::auth::tokens;
 use crate::backend::db;
 use crate::backend::db::api_tokens::TokenGrant;
+use crate::backend::state::AppState;
 use crate::backend::viewer;
 use crate::domain::api_token::{TokenScope, expires_at, parse_expiry_days};
 use crate::domain::problem::Problem;
@@ -12,14 +13,14 @@ use crate::domain::user::{
 };
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
-use sea_orm::DatabaseConnection;
 
 /// The actor's live API tokens, newest first.
 pub async fn tokens(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     now: DateTime<Utc>,
 ) -> Result<Vec<ApiTokenInfo>, AppError> {
+    let db = &state.db;
     Ok(db::api_tokens::list_own_tokens(db, actor.user.id, now).await?)
 }
 
@@ -27,13 +28,14 @@ pub async fn tokens(
 /// (empty) or `read`; `expires_days` is empty (never) or 1 to 3650. Only a signed-in session may
 /// create tokens, never a token.
 pub async fn create_token(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     name: &str,
     scope: &str,
     expires_days: &str,
     now: DateTime<Utc>,
 ) -> Result<CreatedApiToken, AppError> {
+    let db = &state.db;
     actor.require_session()?;
     let scope = TokenScope::parse(scope).map_err(|problem| AppError::invalid("scope", problem))?;
     let days = parse_expiry_days(expires_days)
@@ -74,11 +76,12 @@ pub async fn create_token(
 
 /// Revokes one of the actor's tokens; a token of someone else is "not found".
 pub async fn revoke_token(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     id: i64,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
+    let db = &state.db;
     if db::api_tokens::revoke_own_token(db, actor.user.id, id, now).await? {
         Ok(())
     } else {
@@ -96,11 +99,12 @@ pub fn time_zone_choice(actor: &Actor) -> TimeZoneChoice {
 
 /// Sets the zone the actor sees times in: an IANA name, or empty for the browser's.
 pub async fn set_time_zone(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     raw: &str,
     now: DateTime<Utc>,
 ) -> Result<Option<String>, AppError> {
+    let db = &state.db;
     let zone = viewer::parse_zone_choice(raw)?;
     db::users::set_time_zone(db, actor.user.id, zone.as_deref(), now).await?;
     Ok(zone)

@@ -4,6 +4,7 @@
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::db::audit::NewEntry;
+use crate::backend::state::AppState;
 use crate::backend::team_access::{locked, require_manage};
 use crate::domain::audit::AuditAction;
 use crate::domain::problem::Problem;
@@ -11,17 +12,16 @@ use crate::domain::quota::{
     IDLE_LOOKBACK, IdleBooking, Priority, Quota, TeamPolicy, TeamRules, idle_average, parse_policy,
     parse_quota, quota_use,
 };
-use crate::domain::reservation::Reservation;
+use crate::domain::reservation::{PaymentStatus, Reservation};
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
-use sea_orm::DatabaseConnection;
 use serde::{Deserialize, Serialize};
 
 /// Sets the team's quota for `model` (platform admins only: team admins see quotas but do not
 /// set them); `guaranteed_gpus` None removes it. The guarantees of all teams for a model never
 /// add up to more GPUs than the fleet has of it.
 pub async fn set_quota(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     team_id: i64,
     model: &str,
@@ -29,6 +29,7 @@ pub async fn set_quota(
     weekly_gpu_hours: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<Option<Quota>, AppError> {
+    let db = &state.db;
     // Who may see the team first (404 for strangers), then only platform admins may change.
     require_manage(db, actor, team_id).await?;
     actor.require_platform_admin()?;
@@ -109,12 +110,13 @@ pub struct PolicyForm {
 
 /// Sets the team's booking rules (its admins, platform admins), with its audit entry.
 pub async fn set_policy(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     team_id: i64,
     form: &PolicyForm,
     now: DateTime<Utc>,
 ) -> Result<TeamPolicy, AppError> {
+    let db = &state.db;
     require_manage(db, actor, team_id).await?;
     let policy = parse_policy(
         form.allow_burst,
@@ -184,9 +186,9 @@ pub async fn decide(
         .await?
         .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
     #[derive(Serialize)]
-    struct Decision<'a> {
+    struct Decision {
         owner_id: i64,
-        payment_status: &'a str,
+        payment_status: PaymentStatus,
         price_minor: i64,
     }
     db::audit::append(
@@ -205,12 +207,12 @@ pub async fn decide(
         },
         Some(&Decision {
             owner_id: before.owner_id,
-            payment_status: &before.payment_status,
+            payment_status: before.payment_status,
             price_minor: before.price_minor,
         }),
         Some(&Decision {
             owner_id: after.owner_id,
-            payment_status: after.payment_status.as_str(),
+            payment_status: after.payment_status,
             price_minor: after.price_minor,
         }),
     )
@@ -222,10 +224,11 @@ pub async fn decide(
 
 /// The team's rules, this week's use against quota, pending approvals and idle bookings.
 pub async fn rules(
-    db: &DatabaseConnection,
+    state: &AppState,
     team_id: i64,
     now: DateTime<Utc>,
 ) -> Result<TeamRules, AppError> {
+    let db = &state.db;
     let policy = db::quotas::policy(db, team_id)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;

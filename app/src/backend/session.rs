@@ -3,6 +3,7 @@
 
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
+use crate::backend::state::AppState;
 use crate::domain::sign_in::{ExternalIdentity, SignedInUser, promotes_to_admin};
 use crate::domain::user::{Email, UserSummary};
 use crate::error::AppError;
@@ -12,10 +13,11 @@ use sea_orm::{DatabaseConnection, DbErr, SqlErr};
 /// `actor` with their teams and the counts the navigation shows (payments due, displaced
 /// bookings, approvals waiting for them).
 pub async fn signed_in_user(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: Actor,
     now: DateTime<Utc>,
 ) -> Result<SignedInUser, AppError> {
+    let db = &state.db;
     let (teams, payments_due, displaced, approvals_waiting) = tokio::try_join!(
         db::teams::memberships_of(db, actor.user.id),
         db::payments::count_due(db, actor.user.id),
@@ -33,9 +35,10 @@ pub async fn signed_in_user(
 
 /// Every user (platform admins).
 pub async fn users(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
 ) -> Result<Vec<crate::domain::user::UserSummary>, AppError> {
+    let db = &state.db;
     actor.require_platform_admin()?;
     Ok(db::users::list_users(db).await?)
 }
@@ -62,11 +65,11 @@ pub enum IdentitySignIn {
 /// current one.
 #[tracing::instrument(skip_all, fields(identity.provider = %identity.provider))]
 pub async fn sign_in_identity(
-    db: &DatabaseConnection,
+    state: &AppState,
     identity: &ExternalIdentity,
-    admin_emails: &[Email],
     now: DateTime<Utc>,
 ) -> Result<IdentitySignIn, AppError> {
+    let (db, admin_emails) = (&state.db, state.portal.admin_emails.as_slice());
     // Two first sign-ins of one person at once: the loser of the unique index tries again and
     // finds the winner's row.
     let mut attempts = 0;

@@ -5,6 +5,7 @@
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::db::audit::NewEntry;
+use crate::backend::state::AppState;
 use crate::backend::team_access::locked;
 pub use crate::backend::team_access::{access, require_manage};
 use crate::domain::audit::{AuditAction, AuditEntry, AuditFilter};
@@ -17,11 +18,11 @@ use crate::domain::team::{
 use crate::domain::user::{Email, PlatformRole};
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
-use sea_orm::DatabaseConnection;
 use serde::Serialize;
 
 /// The teams the actor belongs to (platform admins: every team), by name.
-pub async fn list(db: &DatabaseConnection, actor: &Actor) -> Result<Vec<TeamSummary>, AppError> {
+pub async fn list(state: &AppState, actor: &Actor) -> Result<Vec<TeamSummary>, AppError> {
+    let db = &state.db;
     if actor.user.role == PlatformRole::PlatformAdmin {
         return Ok(db::teams::summaries(db, None).await?);
     }
@@ -37,11 +38,12 @@ pub async fn list(db: &DatabaseConnection, actor: &Actor) -> Result<Vec<TeamSumm
 /// team's part for those who manage it. `filter` is the request's filter as parsed: a problem with
 /// it is answered only once the actor is known to be allowed.
 pub async fn audit_log(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     team_id: Option<i64>,
     filter: Result<AuditFilter, AppError>,
 ) -> Result<Vec<AuditEntry>, AppError> {
+    let db = &state.db;
     match team_id {
         Some(team_id) => require_manage(db, actor, team_id).await?,
         None => actor.require_platform_admin()?,
@@ -80,12 +82,13 @@ pub struct TeamOverview {
 /// Team `team_id` as its page shows it to the actor (a member, or a platform admin); `NotFound`
 /// for anyone else. What only those who manage the team see is left out for plain members.
 pub async fn overview(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     team_id: i64,
     now: DateTime<Utc>,
 ) -> Result<TeamOverview, AppError> {
-    let (roster, access) = roster(db, actor, team_id).await?;
+    let db = &state.db;
+    let (roster, access) = roster(state, actor, team_id).await?;
     let audit = match access {
         TeamAccess::Manage => {
             let filter = AuditFilter {
@@ -99,13 +102,13 @@ pub async fn overview(
         TeamAccess::View => Vec::new(),
     };
     let upcoming = db::reservations::team_bookings(db, team_id, now, now + UPCOMING, now).await?;
-    let mut rules = crate::backend::quotas::rules(db, team_id, now).await?;
+    let mut rules = crate::backend::quotas::rules(state, team_id, now).await?;
     if access == TeamAccess::View {
         rules.pending.clear();
         rules.idle.clear();
     }
     Ok(TeamOverview {
-        money: money(db, team_id, now).await?,
+        money: money(state, team_id, now).await?,
         roster,
         access,
         audit,
@@ -116,10 +119,11 @@ pub async fn overview(
 
 /// The team's members and open invitations, with what the actor may do.
 pub async fn roster(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     team_id: i64,
 ) -> Result<(TeamRoster, TeamAccess), AppError> {
+    let db = &state.db;
     let access = access(db, actor, team_id).await?;
     let name = db::teams::team_name(db, team_id)
         .await?
@@ -198,13 +202,14 @@ struct MemberValues<'a> {
 
 /// Invites `email` into the team as `role`; the invitation is accepted when they sign in.
 pub async fn invite(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     team_id: i64,
     email: &str,
     role: &str,
     now: DateTime<Utc>,
 ) -> Result<Invitation, AppError> {
+    let db = &state.db;
     require_manage(db, actor, team_id).await?;
     let email = parse_email(email)?;
     let role = parse_role(role)?;
@@ -253,12 +258,13 @@ pub async fn invite(
 
 /// Withdraws an open invitation.
 pub async fn revoke_invitation(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     team_id: i64,
     invitation_id: i64,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
+    let db = &state.db;
     require_manage(db, actor, team_id).await?;
     let txn = locked(db, actor, team_id, true).await?;
     let revoked = db::teams::revoke_invitation(&txn, team_id, invitation_id, actor.user.id, now)
@@ -288,13 +294,14 @@ pub async fn revoke_invitation(
 /// Changes a member's role (`Some`) or removes them (`None`). A team keeps at least one admin;
 /// members may leave a team themselves.
 pub async fn change_member(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     team_id: i64,
     user_id: i64,
     new_role: Option<TeamRole>,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
+    let db = &state.db;
     let leaving = new_role.is_none() && user_id == actor.user.id;
     if leaving {
         access(db, actor, team_id).await?;
@@ -353,10 +360,11 @@ pub async fn change_member(
 
 /// The team's wallet, what its unpaid bookings hold, its budget and this month's bookings.
 pub async fn money(
-    db: &DatabaseConnection,
+    state: &AppState,
     team_id: i64,
     now: DateTime<Utc>,
 ) -> Result<TeamMoney, AppError> {
+    let db = &state.db;
     let budget = db::teams::budget(db, team_id)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("team {team_id}")))?;
@@ -368,7 +376,7 @@ pub async fn money(
     )?;
     let payments_due = unpaid
         .iter()
-        .filter(|row| row.payment_status == "due")
+        .filter(|row| row.payment_status == crate::domain::reservation::PaymentStatus::Due)
         .count();
     Ok(TeamMoney {
         balance,
@@ -382,7 +390,7 @@ pub async fn money(
 
 /// Sets the team's monthly budget (its admins, platform admins), with its audit entry.
 pub async fn set_budget(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     team_id: i64,
     limit_minor: Option<i64>,
@@ -390,6 +398,7 @@ pub async fn set_budget(
     warn_percent: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<Budget, AppError> {
+    let db = &state.db;
     require_manage(db, actor, team_id).await?;
     let budget = parse_budget(limit_minor, mode, warn_percent)
         .map_err(|(field, problem)| AppError::invalid(field, problem))?;
@@ -418,12 +427,13 @@ pub async fn set_budget(
 
 /// Creates a team (platform admins) and invites its first admin.
 pub async fn create(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &Actor,
     name: &str,
     admin_email: &str,
     now: DateTime<Utc>,
 ) -> Result<(i64, Invitation), AppError> {
+    let db = &state.db;
     actor.require_platform_admin()?;
     let name =
         TeamName::parse(name).map_err(|_| AppError::invalid("name", Problem::Name { max: 100 }))?;
@@ -483,11 +493,12 @@ pub async fn create(
 
 /// Accepts the open invitations of the user who just signed in; answers the teams joined.
 pub async fn accept_invitations(
-    db: &DatabaseConnection,
+    state: &AppState,
     user_id: i64,
     email: &Email,
     now: DateTime<Utc>,
 ) -> Result<Vec<db::teams::Accepted>, AppError> {
+    let db = &state.db;
     if !db::teams::has_open_invitations(db, email).await? {
         return Ok(Vec::new());
     }

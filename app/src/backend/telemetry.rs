@@ -3,7 +3,7 @@
 
 use crate::backend::auth::tokens;
 use crate::backend::db::{self, begin_write, telemetry as store};
-use crate::backend::state::TelemetrySettings;
+use crate::backend::state::{AppState, TelemetrySettings};
 use crate::domain::problem::Problem;
 use crate::domain::telemetry::{
     GpuEvent, GpuHistory, LiveFleet, LiveNode, MAX_HISTORY_DAYS, RawPoint, Registration, Report,
@@ -18,10 +18,8 @@ use std::collections::HashMap;
 const MAX_RAW_POINTS: u64 = 25_000;
 
 /// The node a token reports for. A missing, unknown or revoked token is `Unauthorized`.
-pub async fn authenticate_node(
-    db: &DatabaseConnection,
-    token: Option<&str>,
-) -> Result<i64, AppError> {
+pub async fn authenticate_node(state: &AppState, token: Option<&str>) -> Result<i64, AppError> {
+    let db = &state.db;
     let token = token.ok_or(AppError::Unauthorized)?;
     store::node_for_token(db, &tokens::hash(token))
         .await?
@@ -72,11 +70,12 @@ pub async fn issue_node_token(
 /// Accepts a GPU an agent reported into the inventory (platform admins), with its audit entry:
 /// from then on it is listed and bookable. Accepting it again changes nothing.
 pub async fn accept_gpu(
-    db: &DatabaseConnection,
+    state: &AppState,
     actor: &crate::backend::auth::actor::Actor,
     gpu_id: i64,
     now: DateTime<Utc>,
 ) -> Result<(), AppError> {
+    let db = &state.db;
     actor.require_platform_admin()?;
     let txn = begin_write(db).await?;
     let before = db::inventory::accept_gpu(&txn, gpu_id, now)
@@ -269,19 +268,18 @@ pub struct Scrape {
 }
 
 /// Reads what `/metrics` reports at `now`.
-pub async fn scrape(db: &DatabaseConnection, now: DateTime<Utc>) -> Result<Scrape, AppError> {
+pub async fn scrape(state: &AppState, now: DateTime<Utc>) -> Result<Scrape, AppError> {
+    let db = &state.db;
     Ok(Scrape {
-        fleet: live_fleet(db, now).await?,
+        fleet: live_fleet(state, now).await?,
         nodes: db::inventory::list_nodes_with_gpus(db).await?,
         last_xids: store::last_xids(db).await?,
     })
 }
 
 /// The latest values of every GPU and the state of every node's agent.
-pub async fn live_fleet(
-    db: &DatabaseConnection,
-    now: DateTime<Utc>,
-) -> Result<LiveFleet, AppError> {
+pub async fn live_fleet(state: &AppState, now: DateTime<Utc>) -> Result<LiveFleet, AppError> {
+    let db = &state.db;
     let (nodes, gpus, vanished) = tokio::try_join!(
         store::node_states(db),
         store::live_gpus(db, None),
@@ -334,13 +332,13 @@ async fn gpu_source(db: &DatabaseConnection, gpu_id: i64) -> Result<Option<Sourc
 
 /// A GPU's history over `[from, to)`.
 pub async fn history(
-    db: &DatabaseConnection,
-    settings: &TelemetrySettings,
+    state: &AppState,
     gpu_id: i64,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Result<GpuHistory, AppError> {
+    let (db, settings) = (&state.db, &state.portal.telemetry);
     check_range(from, to)?;
     let source = gpu_source(db, gpu_id).await?;
     let series = if wants_raw(from, to, now, settings.raw_keep) {
@@ -366,12 +364,13 @@ pub async fn history(
 
 /// A GPU's events over `[from, to)`, newest first.
 pub async fn events(
-    db: &DatabaseConnection,
+    state: &AppState,
     gpu_id: i64,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     limit: u64,
 ) -> Result<Vec<GpuEvent>, AppError> {
+    let db = &state.db;
     check_range(from, to)?;
     gpu_source(db, gpu_id).await?;
     Ok(store::events(db, gpu_id, from, to, limit.clamp(1, 1000)).await?)

@@ -7,6 +7,11 @@ use std::str::FromStr;
 /// Where a GPU is in its life. Only `Active` GPUs can be booked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "ssr", derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum))]
+#[cfg_attr(
+    feature = "ssr",
+    sea_orm(rs_type = "String", db_type = "Text", rename_all = "snake_case")
+)]
 pub enum GpuStatus {
     /// In service and bookable.
     Active,

@@ -8,6 +8,11 @@ use serde::{Deserialize, Serialize};
 /// When a booking is charged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum))]
+#[cfg_attr(
+    feature = "ssr",
+    sea_orm(rs_type = "String", db_type = "Text", rename_all = "snake_case")
+)]
 pub enum ChargeMode {
     /// In the transaction that creates the reservation.
     AtBooking,

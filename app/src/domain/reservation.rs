@@ -36,6 +36,11 @@ impl ReservationStatus {
 /// How a reservation was paid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum))]
+#[cfg_attr(
+    feature = "ssr",
+    sea_orm(rs_type = "String", db_type = "Text", rename_all = "snake_case")
+)]
 pub enum PaymentStatus {
     /// Charged from the owner's wallet when booked.
     Paid,
@@ -82,6 +87,11 @@ impl PaymentStatus {
 /// Why Berth released a reservation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum))]
+#[cfg_attr(
+    feature = "ssr",
+    sea_orm(rs_type = "String", db_type = "Text", rename_all = "snake_case")
+)]
 pub enum ReleaseReason {
     /// Still unpaid shortly before its start.
     Unpaid,

@@ -121,7 +121,7 @@ pub async fn metrics(
         fleet,
         nodes,
         last_xids: xids,
-    } = berth_app::backend::telemetry::scrape(&state.db, now).await?;
+    } = berth_app::backend::telemetry::scrape(&state, now).await?;
 
     let mut registry = Registry::default();
     let gauges: Vec<(&str, &str, GaugeFamily<GpuLabels>)> = [

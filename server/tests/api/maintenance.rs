@@ -266,7 +266,7 @@ async fn bookings_and_maintenance_racing_never_both_win(backend: Backend) {
         for (hold, reservation) in &holds {
             let confirmed = reservation
                 .as_ref()
-                .is_some_and(|r| r.status == "confirmed");
+                .is_some_and(|r| r.status == reservation::Status::Confirmed);
             assert!(
                 !(confirmed
                     && hold.gpu_id == window.gpu_id

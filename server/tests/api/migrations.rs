@@ -117,7 +117,11 @@ async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(booked.payment_status, "unpaid", "booked before payments");
+    assert_eq!(
+        booked.payment_status,
+        berth_app::domain::reservation::PaymentStatus::Unpaid,
+        "booked before payments"
+    );
     let _ = conn.close().await;
 }
 
@@ -285,7 +289,7 @@ async fn with_a_fleet_at(
             uuid: Set(new_gpu.uuid.clone()),
             model: Set(new_gpu.model.clone()),
             memory_mib: Set(i64::try_from(new_gpu.memory.mib()).unwrap()),
-            status: Set(new_gpu.status.as_str().to_owned()),
+            status: Set(new_gpu.status),
             shareable: Set(new_gpu.shareable),
             hourly_price_minor: Set(new_gpu.hourly_price.minor()),
             created_at: Set(now),
@@ -346,7 +350,7 @@ async fn usage_starts_from_the_rollups_kept_when_migrating(backend: Backend) {
     reservation::Entity::update_many()
         .col_expr(
             reservation::Column::Status,
-            sea_orm::sea_query::Expr::value("cancelled"),
+            sea_orm::sea_query::Expr::value(reservation::Status::Cancelled),
         )
         .col_expr(
             reservation::Column::CancelledAt,

@@ -11,6 +11,7 @@ use berth_app::backend::payment_job::{self, Checkpoint, Outcome};
 use berth_app::domain::ledger::RefundPolicy;
 use berth_app::domain::money::Money;
 use berth_app::domain::payment::ChargePolicy;
+use berth_app::domain::reservation::{PaymentStatus, ReleaseReason};
 use berth_app::domain::user::PlatformRole;
 use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::sea_query::Expr;
@@ -94,7 +95,10 @@ async fn before_start_bookings_are_charged_once_by_the_job(backend: Backend) {
     let (first, second) = tokio::join!(run_job(&app, charge_at), run_job(&app, charge_at));
     assert_eq!(first.charged + second.charged, 1, "{first:?} {second:?}");
     assert_eq!(charges_of(&app, id).await, 1);
-    assert_eq!(reservation_row(&app, id).await.payment_status, "paid");
+    assert_eq!(
+        reservation_row(&app, id).await.payment_status,
+        PaymentStatus::Paid
+    );
     assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 698);
     // Later runs find nothing to do.
     assert_eq!(
@@ -159,8 +163,14 @@ async fn a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released(ba
     let charge_at = start - TimeDelta::hours(2);
     let outcome = run_job(&app, charge_at).await;
     assert_eq!((outcome.charged, outcome.due), (1, 1), "{outcome:?}");
-    assert_eq!(reservation_row(&app, first).await.payment_status, "paid");
-    assert_eq!(reservation_row(&app, second).await.payment_status, "due");
+    assert_eq!(
+        reservation_row(&app, first).await.payment_status,
+        PaymentStatus::Paid
+    );
+    assert_eq!(
+        reservation_row(&app, second).await.payment_status,
+        PaymentStatus::Due
+    );
     let (_, wallet) = get(&app, &ana, "/api/v1/wallet").await;
     assert_eq!(wallet["balance_minor"], 102);
     assert_eq!(
@@ -183,7 +193,10 @@ async fn a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released(ba
     assert_eq!((outcome.charged, outcome.due), (0, 1));
     // Credits arrive: paid at once, without waiting for the job.
     grant("ana@example.org", 1000).await;
-    assert_eq!(reservation_row(&app, second).await.payment_status, "paid");
+    assert_eq!(
+        reservation_row(&app, second).await.payment_status,
+        PaymentStatus::Paid
+    );
     assert_eq!(charges_of(&app, second).await, 1);
     assert_eq!(balance(&app, &ana).await, 800 + 698 - 698 + 1000 - 2 * 698);
 
@@ -203,11 +216,8 @@ async fn a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released(ba
     assert_eq!(outcome.released, 1, "{outcome:?}");
     let released = reservation_row(&app, third).await;
     assert_eq!(
-        (
-            released.status.as_str(),
-            released.released_reason.as_deref()
-        ),
-        ("cancelled", Some("unpaid"))
+        (released.status, released.released_reason),
+        (reservation::Status::Cancelled, Some(ReleaseReason::Unpaid))
     );
     assert_eq!(charges_of(&app, third).await, 0);
     let (_, mine) = get(&app, &bia, "/api/v1/reservations?mine=true").await;
@@ -265,7 +275,10 @@ async fn a_job_killed_half_way_leaves_no_lost_or_doubled_charge(backend: Backend
     app.stop().await;
     let app = spawn_with(test_settings(&database)).await;
     assert_eq!(charges_of(&app, id).await, 0);
-    assert_eq!(reservation_row(&app, id).await.payment_status, "pending");
+    assert_eq!(
+        reservation_row(&app, id).await.payment_status,
+        PaymentStatus::Pending
+    );
     assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR);
     assert_books_balance(&app).await;
 
@@ -357,9 +370,8 @@ async fn maintenance_and_retiring_release_reservations_with_a_full_refund(backen
     assert_eq!(
         reservation_row(&app, later["id"].as_i64().unwrap())
             .await
-            .released_reason
-            .as_deref(),
-        Some("retired")
+            .released_reason,
+        Some(ReleaseReason::Retired)
     );
     assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR);
     let (status, refused) = book(
@@ -514,10 +526,13 @@ async fn two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact(backe
             .values()
             .map(|m| m.minor())
             .collect();
-        match (row.status.as_str(), row.payment_status.as_str()) {
-            ("confirmed", "paid") => assert_eq!(charges, 1, "reservation {}", row.id),
-            ("confirmed", other) => panic!("reservation {} left {other}", row.id),
-            ("cancelled", "paid") => {
+        use reservation::Status::{Cancelled, Confirmed};
+        match (row.status, row.payment_status) {
+            (Confirmed, PaymentStatus::Paid) => {
+                assert_eq!(charges, 1, "reservation {}", row.id);
+            }
+            (Confirmed, other) => panic!("reservation {} left {other:?}", row.id),
+            (Cancelled, PaymentStatus::Paid) => {
                 assert_eq!(charges, 1, "reservation {}", row.id);
                 let expected = refund_policy.refund(
                     Money::from_minor(row.price_minor),
@@ -531,10 +546,9 @@ async fn two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact(backe
                     row.id
                 );
             }
-            ("cancelled", _) => {
+            (Cancelled, _) => {
                 assert_eq!((charges, refunds.len()), (0, 0), "reservation {}", row.id);
             }
-            (other, _) => panic!("reservation {} is {other}", row.id),
         }
     }
     app.stop().await;
@@ -629,7 +643,7 @@ async fn before_start_bookings_hold_what_they_will_cost(backend: Backend) {
         reservation_row(&app, second["id"].as_i64().unwrap())
             .await
             .payment_status,
-        "paid"
+        PaymentStatus::Paid
     );
     assert_eq!(funds(&app, &ana).await, (302, 0, 302));
     assert_books_balance(&app).await;
@@ -703,7 +717,7 @@ async fn concurrent_bookings_from_one_wallet_take_only_what_it_has(backend: Back
         (3 * 698 + 100 - paid, 3 * 698 - paid, 100)
     );
     let confirmed = reservation::Entity::find()
-        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .count(&app.db)
         .await
         .unwrap();
@@ -803,7 +817,7 @@ async fn team_bookings_hold_the_team_wallet(backend: Backend) {
         reservation_row(&app, waiting["id"].as_i64().unwrap())
             .await
             .payment_status,
-        "awaiting_approval"
+        PaymentStatus::AwaitingApproval
     );
     grant(&app, &platform, json!({"team_id": team}), 396).await;
     let (status, approved) = post_json(&app, &ana, &approve, &json!({"decision": "approve"})).await;
@@ -812,7 +826,7 @@ async fn team_bookings_hold_the_team_wallet(backend: Backend) {
         reservation_row(&app, waiting["id"].as_i64().unwrap())
             .await
             .payment_status,
-        "pending"
+        PaymentStatus::Pending
     );
     assert_eq!(team_funds().await, (1_396, 1_396, 0));
     assert_books_balance(&app).await;

@@ -5,7 +5,9 @@
 
 use crate::helpers::*;
 use berth_app::backend::db;
-use berth_app::backend::entity::audit_entry;
+use berth_app::backend::entity::{audit_entry, reservation};
+use berth_app::domain::gpu::GpuStatus;
+use berth_app::domain::reservation::ReleaseReason;
 use berth_app::domain::user::PlatformRole;
 use chrono::TimeDelta;
 use reqwest::Method;
@@ -328,8 +330,8 @@ async fn a_higher_priority_booking_takes_the_place_of_preemptible_ones(backend: 
     assert_eq!(status, 201, "{taken}");
     assert_eq!(taken["priority"], "production");
     let displaced = reservation_row(&app, victim_id).await;
-    assert_eq!(displaced.status, "cancelled");
-    assert_eq!(displaced.released_reason.as_deref(), Some("preempted"));
+    assert_eq!(displaced.status, reservation::Status::Cancelled);
+    assert_eq!(displaced.released_reason, Some(ReleaseReason::Preempted));
     // Refunded in full.
     let price = victim["price_minor"].as_i64().unwrap();
     assert_eq!(
@@ -377,9 +379,8 @@ async fn a_higher_priority_booking_takes_the_place_of_preemptible_ones(backend: 
     assert_eq!(
         reservation_row(&app, second["id"].as_i64().unwrap())
             .await
-            .released_reason
-            .as_deref(),
-        Some("preempted")
+            .released_reason,
+        Some(ReleaseReason::Preempted)
     );
 
     // A booking that waits for approval takes nobody's place.
@@ -402,7 +403,7 @@ async fn a_higher_priority_booking_takes_the_place_of_preemptible_ones(backend: 
         reservation_row(&app, third["id"].as_i64().unwrap())
             .await
             .status,
-        "confirmed"
+        reservation::Status::Confirmed
     );
     assert!(db::ledger::audit(&app.db).await.unwrap().is_clean());
     app.stop().await;
@@ -542,10 +543,10 @@ async fn approvals_hold_the_slot_until_decided_or_expired(backend: Backend) {
         .unwrap();
     assert_eq!(late.expired, 1);
     let released = reservation_row(&app, third_id).await;
-    assert_eq!(released.status, "cancelled");
+    assert_eq!(released.status, reservation::Status::Cancelled);
     assert_eq!(
-        released.released_reason.as_deref(),
-        Some("approval_expired")
+        released.released_reason,
+        Some(ReleaseReason::ApprovalExpired)
     );
     let (status, late_approval) = post_json(
         &app,
@@ -758,7 +759,7 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
     assert_eq!(status, 200, "{changed}");
     let in_service = berth_app::backend::entity::gpu::Entity::find()
         .filter(berth_app::backend::entity::gpu::Column::Model.eq(a100))
-        .filter(berth_app::backend::entity::gpu::Column::Status.ne("retired"))
+        .filter(berth_app::backend::entity::gpu::Column::Status.ne(GpuStatus::Retired))
         .all(&app.db)
         .await
         .unwrap();
@@ -808,9 +809,8 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
     assert_eq!(
         reservation_row(&app, before["id"].as_i64().unwrap())
             .await
-            .released_reason
-            .as_deref(),
-        Some("retired")
+            .released_reason,
+        Some(ReleaseReason::Retired)
     );
     // A typed price that is not an amount comes back as an error on the page.
     let response = crate::helpers::client()
@@ -895,7 +895,7 @@ async fn idle_team_bookings_are_found_from_telemetry(backend: Backend) {
         .exec_without_returning(&app.db)
         .await
         .unwrap();
-    let rules = berth_app::backend::quotas::rules(&app.db, team, later)
+    let rules = berth_app::backend::quotas::rules(&app.state, team, later)
         .await
         .unwrap();
     let found: Vec<(i64, String)> = rules

@@ -177,7 +177,7 @@ pub async fn insert_node_with_gpus(
             model: Set(new_gpu.model.clone()),
             memory_mib: Set(i64::try_from(new_gpu.memory.mib())
                 .map_err(|_| DbErr::Custom("memory size out of range".into()))?),
-            status: Set(new_gpu.status.as_str().to_owned()),
+            status: Set(new_gpu.status),
             shareable: Set(new_gpu.shareable),
             hourly_price_minor: Set(new_gpu.hourly_price.minor()),
             created_at: Set(now),
@@ -198,10 +198,7 @@ fn listing(row: gpu::Model) -> Result<GpuListing, DbErr> {
         memory: GpuMemory::from_mib(
             u64::try_from(row.memory_mib).map_err(|_| corrupt("memory_mib"))?,
         ),
-        status: row
-            .status
-            .parse::<GpuStatus>()
-            .map_err(|_| corrupt("status"))?,
+        status: row.status,
         hourly_price: Money::from_minor(row.hourly_price_minor),
         uuid: row.uuid,
         model: row.model,
@@ -223,7 +220,7 @@ pub async fn set_model_price(
         .column(gpu::Column::Id)
         .column(gpu::Column::HourlyPriceMinor)
         .filter(gpu::Column::Model.eq(model))
-        .filter(gpu::Column::Status.ne("retired"))
+        .filter(gpu::Column::Status.ne(GpuStatus::Retired))
         .order_by_asc(gpu::Column::Id);
     if db.get_database_backend() == sea_orm::DbBackend::Postgres {
         query = query.lock_exclusive();
@@ -239,7 +236,7 @@ pub async fn set_model_price(
         )
         .col_expr(gpu::Column::UpdatedAt, sea_orm::sea_query::Expr::value(now))
         .filter(gpu::Column::Model.eq(model))
-        .filter(gpu::Column::Status.ne("retired"))
+        .filter(gpu::Column::Status.ne(GpuStatus::Retired))
         .exec(db)
         .await?;
     Ok((updated.rows_affected, before))

@@ -5,10 +5,14 @@ use crate::backend::entity::reservation;
 use crate::domain::reservation::PaymentStatus;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{LockBehavior, LockType};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
-    FromQueryResult, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, Statement,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
+
+/// What is still to be paid: charged later, or short when it was charged.
+const UNPAID: [PaymentStatus; 2] = [PaymentStatus::Pending, PaymentStatus::Due];
 
 /// Most reservations one run of the job settles, and most listed as due.
 pub const BATCH: u64 = 500;
@@ -22,8 +26,8 @@ pub async fn charge_due_ids(
     reservation::Entity::find()
         .select_only()
         .column(reservation::Column::Id)
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.is_in(["pending", "due"]))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.is_in(UNPAID))
         .filter(reservation::Column::ChargeAt.lte(now))
         .order_by_asc(reservation::Column::ChargeAt)
         .order_by_asc(reservation::Column::Id)
@@ -43,8 +47,8 @@ pub async fn approval_expired_ids(
         .select_only()
         .column(reservation::Column::Id)
         .filter(reservation::Column::ApprovalExpiresAt.lte(now))
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.eq(PaymentStatus::AwaitingApproval.as_str()))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.eq(PaymentStatus::AwaitingApproval))
         .order_by_asc(reservation::Column::ApprovalExpiresAt)
         .limit(BATCH)
         .into_tuple()
@@ -65,8 +69,8 @@ pub async fn due_ids_paid_by(
         .select_only()
         .column(reservation::Column::Id)
         .filter(payer)
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.eq("due"))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.eq(PaymentStatus::Due))
         .order_by_asc(reservation::Column::ChargeAt)
         .order_by_asc(reservation::Column::Id)
         .into_tuple()
@@ -74,36 +78,20 @@ pub async fn due_ids_paid_by(
         .await
 }
 
-#[derive(Debug, FromQueryResult)]
-struct Claimed {
-    #[expect(dead_code, reason = "only its presence matters")]
-    id: i64,
-}
-
 /// Claims reservation `id` if it is still confirmed and unpaid: on PostgreSQL its row stays
-/// locked until `txn` ends, and a row another run holds is skipped rather than waited for.
+/// locked until `txn` ends, and a row another run holds is skipped rather than waited for (on
+/// SQLite the write transaction already excludes every other writer).
 pub async fn claim(
     txn: &DatabaseTransaction,
     id: i64,
 ) -> Result<Option<reservation::Model>, DbErr> {
+    let mut query = reservation::Entity::find_by_id(id)
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.is_in(UNPAID));
     if txn.get_database_backend() == DbBackend::Postgres {
-        let claimed = Claimed::find_by_statement(Statement::from_sql_and_values(
-            DbBackend::Postgres,
-            "SELECT id FROM reservations WHERE id = $1 AND status = 'confirmed' \
-             AND payment_status IN ('pending', 'due') FOR UPDATE SKIP LOCKED",
-            [id.into()],
-        ))
-        .one(txn)
-        .await?;
-        if claimed.is_none() {
-            return Ok(None);
-        }
+        query = query.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
     }
-    reservation::Entity::find_by_id(id)
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.is_in(["pending", "due"]))
-        .one(txn)
-        .await
+    query.one(txn).await
 }
 
 /// Sets reservation `id`'s payment status.
@@ -113,10 +101,7 @@ pub async fn set_payment_status(
     status: PaymentStatus,
 ) -> Result<(), DbErr> {
     reservation::Entity::update_many()
-        .col_expr(
-            reservation::Column::PaymentStatus,
-            Expr::value(status.as_str()),
-        )
+        .col_expr(reservation::Column::PaymentStatus, Expr::value(status))
         .filter(reservation::Column::Id.eq(id))
         .exec(txn)
         .await?;
@@ -126,8 +111,8 @@ pub async fn set_payment_status(
 /// Confirmed reservations whose payment is due, soonest release first (at most 500).
 pub async fn due(db: &impl ConnectionTrait) -> Result<Vec<reservation::Model>, DbErr> {
     reservation::Entity::find()
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.eq("due"))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.eq(PaymentStatus::Due))
         .order_by_asc(reservation::Column::StartAt)
         .order_by_asc(reservation::Column::Id)
         .limit(BATCH)
@@ -144,8 +129,8 @@ pub async fn unpaid_of(
     reservation::Entity::find()
         .filter(reservation::Column::OwnerId.eq(user_id))
         .filter(reservation::Column::TeamId.is_null())
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.is_in(["pending", "due"]))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.is_in(UNPAID))
         .order_by_asc(reservation::Column::StartAt)
         .order_by_asc(reservation::Column::Id)
         .all(db)
@@ -183,8 +168,8 @@ pub async fn held_by(
         .select_only()
         .column(reservation::Column::PriceMinor)
         .filter(payer)
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.is_in(["pending", "due"]))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.is_in(UNPAID))
         .into_tuple()
         .all(db)
         .await?;
@@ -205,8 +190,8 @@ pub async fn unpaid_of_team(
 ) -> Result<Vec<reservation::Model>, DbErr> {
     reservation::Entity::find()
         .filter(reservation::Column::TeamId.eq(team_id))
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.is_in(["pending", "due"]))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.is_in(UNPAID))
         .order_by_asc(reservation::Column::StartAt)
         .order_by_asc(reservation::Column::Id)
         .all(db)
@@ -218,8 +203,8 @@ pub async fn count_due(db: &impl ConnectionTrait, user_id: i64) -> Result<u32, D
     let count = reservation::Entity::find()
         .filter(reservation::Column::OwnerId.eq(user_id))
         .filter(reservation::Column::TeamId.is_null())
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.eq("due"))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.eq(PaymentStatus::Due))
         .count(db)
         .await?;
     Ok(u32::try_from(count).unwrap_or(u32::MAX))

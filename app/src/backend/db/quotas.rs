@@ -2,7 +2,9 @@
 //! that counts against a quota, and bookings waiting for approval.
 
 use crate::backend::entity::{gpu, reservation, reservation_gpu, team, team_member, team_quota};
-use crate::domain::quota::{Priority, Quota, TeamPolicy, TeamSpan};
+use crate::domain::gpu::GpuStatus;
+use crate::domain::quota::{Quota, TeamPolicy, TeamSpan};
+use crate::domain::reservation::{PaymentStatus, ReleaseReason};
 use crate::domain::schedule::Window;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, OnConflict};
@@ -17,8 +19,7 @@ pub fn stored_policy(row: &team::Model) -> Result<TeamPolicy, DbErr> {
     let bad = |column: &str| DbErr::Custom(format!("teams.id={}: {column}", row.id));
     Ok(TeamPolicy {
         allow_burst: row.allow_burst,
-        default_priority: Priority::parse(&row.default_priority)
-            .ok_or_else(|| bad("default_priority"))?,
+        default_priority: row.default_priority,
         approval_over_gpu_hours: row
             .approval_over_gpu_hours
             .map(u32::try_from)
@@ -48,7 +49,7 @@ pub async fn set_policy(
         .col_expr(team::Column::AllowBurst, Expr::value(policy.allow_burst))
         .col_expr(
             team::Column::DefaultPriority,
-            Expr::value(policy.default_priority.as_str()),
+            Expr::value(policy.default_priority),
         )
         .col_expr(
             team::Column::ApprovalOverGpuHours,
@@ -127,7 +128,7 @@ pub async fn lock_model(db: &impl ConnectionTrait, model: &str) -> Result<i64, D
         .select_only()
         .column(gpu::Column::Id)
         .filter(gpu::Column::Model.eq(model))
-        .filter(gpu::Column::Status.ne("retired"))
+        .filter(gpu::Column::Status.ne(GpuStatus::Retired))
         .filter(gpu::Column::Pending.eq(false))
         .order_by_asc(gpu::Column::Id);
     if db.get_database_backend() == sea_orm::DbBackend::Postgres {
@@ -201,7 +202,7 @@ pub async fn team_spans(
         .column(reservation::Column::EndAt)
         .column(reservation::Column::Preemptible)
         .filter(reservation::Column::TeamId.eq(team_id))
-        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .filter(reservation::Column::StartAt.lt(to))
         .filter(reservation::Column::EndAt.gt(from));
     if held_only {
@@ -271,8 +272,8 @@ pub async fn awaiting_approval(
 ) -> Result<Vec<reservation::Model>, DbErr> {
     reservation::Entity::find()
         .filter(reservation::Column::TeamId.eq(team_id))
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.eq("awaiting_approval"))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.eq(PaymentStatus::AwaitingApproval))
         .order_by_asc(reservation::Column::ApprovalExpiresAt)
         .order_by_asc(reservation::Column::Id)
         .all(db)
@@ -289,7 +290,7 @@ pub async fn count_displaced(
     use sea_orm::PaginatorTrait;
     let count = reservation::Entity::find()
         .filter(reservation::Column::OwnerId.eq(user_id))
-        .filter(reservation::Column::ReleasedReason.eq("preempted"))
+        .filter(reservation::Column::ReleasedReason.eq(ReleaseReason::Preempted))
         .filter(reservation::Column::CancelledAt.gt(now - chrono::TimeDelta::days(7)))
         .filter(reservation::Column::EndAt.gt(now))
         .count(db)
@@ -316,8 +317,8 @@ pub async fn count_awaiting_for_admin(
     }
     let count = reservation::Entity::find()
         .filter(reservation::Column::TeamId.is_in(teams))
-        .filter(reservation::Column::Status.eq("confirmed"))
-        .filter(reservation::Column::PaymentStatus.eq("awaiting_approval"))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(reservation::Column::PaymentStatus.eq(PaymentStatus::AwaitingApproval))
         .count(db)
         .await?;
     Ok(u32::try_from(count).unwrap_or(u32::MAX))

@@ -6,7 +6,9 @@
 
 use super::telemetry::{from_ms, to_ms};
 use crate::backend::entity::{fleet_usage_hour, gpu, node, reservation, reservation_usage, team};
+use crate::domain::gpu::GpuStatus;
 use crate::domain::report::{BookingFact, FleetHour, GpuLife, Scope, Usage};
+use crate::domain::reservation::PaymentStatus;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Alias, Condition, Expr, ExprTrait, Query, SelectStatement};
 use sea_orm::{
@@ -31,7 +33,7 @@ fn starting_in(from: DateTime<Utc>, to: DateTime<Utc>, scope: Scope, viewer: i64
     Condition::all()
         .add(col(reservation::Column::StartAt).gte(from))
         .add(col(reservation::Column::StartAt).lt(to))
-        .add(col(reservation::Column::PaymentStatus).ne("awaiting_approval"))
+        .add(col(reservation::Column::PaymentStatus).ne(PaymentStatus::AwaitingApproval))
         .add(scope_condition(scope, viewer))
 }
 
@@ -244,7 +246,12 @@ async fn facts_where(
 /// Every GPU's life in the fleet: added, and retired or vanished (if so).
 pub async fn gpu_lives(db: &impl ConnectionTrait) -> Result<Vec<GpuLife>, DbErr> {
     // Added, status, last changed, vanished.
-    type Life = (DateTime<Utc>, String, DateTime<Utc>, Option<DateTime<Utc>>);
+    type Life = (
+        DateTime<Utc>,
+        GpuStatus,
+        DateTime<Utc>,
+        Option<DateTime<Utc>>,
+    );
     let rows: Vec<Life> = gpu::Entity::find()
         .select_only()
         .column(gpu::Column::CreatedAt)
@@ -258,7 +265,7 @@ pub async fn gpu_lives(db: &impl ConnectionTrait) -> Result<Vec<GpuLife>, DbErr>
         .into_iter()
         .map(|(created, status, updated, vanished)| GpuLife {
             from: created,
-            until: vanished.or((status == "retired").then_some(updated)),
+            until: vanished.or((status == GpuStatus::Retired).then_some(updated)),
         })
         .collect())
 }
@@ -288,7 +295,7 @@ pub async fn held_in(
         ])
         .filter(reservation::Column::StartAt.lt(to))
         .filter(reservation::Column::EndAt.gt(from))
-        .filter(reservation::Column::PaymentStatus.ne("awaiting_approval"))
+        .filter(reservation::Column::PaymentStatus.ne(PaymentStatus::AwaitingApproval))
         .into_tuple()
         .all(db)
         .await?;

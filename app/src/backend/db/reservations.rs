@@ -10,6 +10,7 @@
 //! refuses more than a whole GPU whatever the application does.
 
 use crate::backend::entity::{gpu, maintenance_window, node, reservation, reservation_gpu, user};
+use crate::domain::gpu::GpuStatus;
 use crate::domain::payment::ChargeMode;
 use crate::domain::quota::{Holder, Priority};
 use crate::domain::reservation::{
@@ -83,7 +84,7 @@ pub async fn gpus_where(
             } else if row.vanished_at.is_some() {
                 "missing".to_owned()
             } else {
-                row.status
+                row.status.as_str().to_owned()
             },
             shareable: row.shareable,
             hourly_price_minor: row.hourly_price_minor,
@@ -146,9 +147,9 @@ pub struct Hold {
 
 /// What a hold's reservation adds to the index row: owner, quarters, team, priority,
 /// preemptible, booked at.
-type HoldTerms = (i64, i16, Option<i64>, String, bool, DateTime<Utc>);
+type HoldTerms = (i64, i16, Option<i64>, Priority, bool, DateTime<Utc>);
 /// A reservation's id and its [`HoldTerms`], as read.
-type HoldTermsRow = (i64, i64, i16, Option<i64>, String, bool, DateTime<Utc>);
+type HoldTermsRow = (i64, i64, i16, Option<i64>, Priority, bool, DateTime<Utc>);
 
 /// Confirmed reservations holding any of `gpu_ids` during `range`. The first query walks only the
 /// index of holds by GPU and end time, so its cost follows the GPUs asked for and the holds
@@ -188,7 +189,7 @@ pub async fn holds_on(
             .column(reservation::Column::Preemptible)
             .column(reservation::Column::CreatedAt)
             .filter(reservation::Column::Id.is_in(chunk.to_vec()))
-            .filter(reservation::Column::Status.eq("confirmed"))
+            .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
             .into_tuple()
             .all(db)
             .await?;
@@ -201,7 +202,7 @@ pub async fn holds_on(
     rows.into_iter()
         .filter_map(|(gpu_id, reservation_id, start, end)| {
             let (owner_id, quarters, team_id, priority, preemptible, created_at) =
-                confirmed.get(&reservation_id)?.clone();
+                *confirmed.get(&reservation_id)?;
             Some(
                 Window::new(start, end)
                     .map(|window| Hold {
@@ -211,7 +212,7 @@ pub async fn holds_on(
                         team_id,
                         window,
                         quarters: u8::try_from(quarters).unwrap_or(WHOLE_GPU),
-                        priority: Priority::parse(&priority).unwrap_or_default(),
+                        priority,
                         preemptible,
                         created_at,
                     })
@@ -340,7 +341,7 @@ pub async fn bookable_gpus(
     share: Share,
 ) -> Result<Vec<BookableGpu>, DbErr> {
     let mut condition = sea_orm::Condition::all()
-        .add(gpu::Column::Status.eq("active"))
+        .add(gpu::Column::Status.eq(GpuStatus::Active))
         .add(gpu::Column::Pending.eq(false))
         // A GPU its node no longer reports cannot be promised.
         .add(gpu::Column::VanishedAt.is_null());
@@ -425,15 +426,15 @@ pub async fn withdraw(
         .collect();
     lock_gpus(txn, &held).await?;
     let updated = reservation::Entity::update_many()
-        .col_expr(reservation::Column::Status, Expr::value("cancelled"))
+        .col_expr(
+            reservation::Column::Status,
+            Expr::value(reservation::Status::Cancelled),
+        )
         .col_expr(reservation::Column::CancelledAt, Expr::value(now))
         .col_expr(reservation::Column::CancelledBy, Expr::value(cancelled_by))
-        .col_expr(
-            reservation::Column::ReleasedReason,
-            Expr::value(released.map(|reason| reason.as_str().to_owned())),
-        )
+        .col_expr(reservation::Column::ReleasedReason, Expr::value(released))
         .filter(reservation::Column::Id.eq(row.id))
-        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .exec(txn)
         .await?;
     if updated.rows_affected != 1 {
@@ -497,17 +498,17 @@ pub async fn insert(txn: &DatabaseTransaction, new: &NewRow) -> Result<reservati
         quarters: Set(i16::from(new.quarters)),
         start_at: Set(new.window.start()),
         end_at: Set(new.window.end()),
-        status: Set("confirmed".into()),
+        status: Set(reservation::Status::Confirmed),
         price_minor: Set(new.price_minor),
         created_at: Set(new.created_at),
         cancelled_at: Set(None),
         cancelled_by: Set(None),
-        payment_status: Set(new.payment_status.as_str().to_owned()),
-        charge_mode: Set(new.charge_mode.as_str().to_owned()),
+        payment_status: Set(new.payment_status),
+        charge_mode: Set(new.charge_mode),
         charge_at: Set(new.charge_at),
         released_reason: Set(None),
         team_id: Set(new.team_id),
-        priority: Set(new.priority.as_str().to_owned()),
+        priority: Set(new.priority),
         preemptible: Set(new.preemptible),
         approval_expires_at: Set(new.approval_expires_at),
         displaced_offer: Set(None),
@@ -584,11 +585,8 @@ pub async fn set_payment(
     charge_at: Option<DateTime<Utc>>,
 ) -> Result<(), DbErr> {
     reservation::Entity::update_many()
-        .col_expr(
-            reservation::Column::PaymentStatus,
-            Expr::value(status.as_str()),
-        )
-        .col_expr(reservation::Column::ChargeMode, Expr::value(mode.as_str()))
+        .col_expr(reservation::Column::PaymentStatus, Expr::value(status))
+        .col_expr(reservation::Column::ChargeMode, Expr::value(mode))
         .col_expr(reservation::Column::ChargeAt, Expr::value(charge_at))
         .col_expr(
             reservation::Column::ApprovalExpiresAt,
@@ -601,12 +599,12 @@ pub async fn set_payment(
 }
 
 /// Marks GPU `gpu_id` retired; answers its status before, `None` when there is no such GPU.
-pub async fn retire(txn: &DatabaseTransaction, gpu_id: i64) -> Result<Option<String>, DbErr> {
+pub async fn retire(txn: &DatabaseTransaction, gpu_id: i64) -> Result<Option<GpuStatus>, DbErr> {
     let Some(before) = gpu::Entity::find_by_id(gpu_id).one(txn).await? else {
         return Ok(None);
     };
     gpu::Entity::update_many()
-        .col_expr(gpu::Column::Status, Expr::value("retired"))
+        .col_expr(gpu::Column::Status, Expr::value(GpuStatus::Retired))
         .filter(gpu::Column::Id.eq(gpu_id))
         .exec(txn)
         .await?;
@@ -711,9 +709,7 @@ pub async fn views(
     rows.into_iter()
         .map(|row| {
             let window = stored_window(&row)?;
-            let payment_status = PaymentStatus::parse(&row.payment_status).ok_or_else(|| {
-                DbErr::Custom(format!("reservations.id={}: payment_status", row.id))
-            })?;
+            let payment_status = row.payment_status;
             let share = u8::try_from(row.quarters)
                 .ok()
                 .and_then(Share::from_quarters)
@@ -722,7 +718,11 @@ pub async fn views(
                 owner_name: owners.get(&row.owner_id).cloned().unwrap_or_default(),
                 node_name: nodes.get(&row.node_id).cloned().unwrap_or_default(),
                 gpu_ids: gpus.remove(&row.id).unwrap_or_default(),
-                status: ReservationStatus::at(row.status == "cancelled", &window, now),
+                status: ReservationStatus::at(
+                    row.status == reservation::Status::Cancelled,
+                    &window,
+                    now,
+                ),
                 share,
                 window,
                 id: row.id,
@@ -732,20 +732,15 @@ pub async fn views(
                 price_minor: row.price_minor,
                 payment_status,
                 refunded_minor: refunds.get(&row.id).map_or(0, |m| m.minor()),
-                charge_mode: ChargeMode::parse(&row.charge_mode).ok_or_else(|| {
-                    DbErr::Custom(format!("reservations.id={}: charge_mode", row.id))
-                })?,
+                charge_mode: row.charge_mode,
                 charge_at: row.charge_at,
-                released: row
-                    .released_reason
-                    .as_deref()
-                    .and_then(ReleaseReason::parse),
+                released: row.released_reason,
                 created_at: row.created_at,
                 team: row
                     .team_id
                     .map(|id| (id, teams.get(&id).cloned().unwrap_or_default())),
                 budget: None,
-                priority: Priority::parse(&row.priority).unwrap_or_default(),
+                priority: row.priority,
                 preemptible: row.preemptible,
                 approval_expires_at: row
                     .approval_expires_at
@@ -784,7 +779,7 @@ pub async fn team_bookings(
 ) -> Result<Vec<Reservation>, DbErr> {
     let rows = reservation::Entity::find()
         .filter(reservation::Column::TeamId.eq(team_id))
-        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .filter(reservation::Column::StartAt.lt(to))
         .filter(reservation::Column::EndAt.gt(from))
         .order_by_asc(reservation::Column::StartAt)

@@ -477,7 +477,7 @@ pub async fn month_spend(
         .select_only()
         .column(reservation::Column::PriceMinor)
         .filter(reservation::Column::TeamId.eq(team_id))
-        .filter(reservation::Column::Status.eq("confirmed"))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .filter(reservation::Column::StartAt.gte(from))
         .filter(reservation::Column::StartAt.lt(to))
         .into_tuple()

@@ -264,7 +264,7 @@ pub async fn sync_inventory(
             uuid: Set(info.uuid.clone()),
             model: Set(info.name.clone()),
             memory_mib: Set(i64::try_from(info.memory_total_mib).unwrap_or(i64::MAX)),
-            status: Set("active".into()),
+            status: Set(crate::domain::gpu::GpuStatus::Active),
             shareable: Set(false),
             hourly_price_minor: Set(new_gpu_price_minor),
             created_at: Set(now),

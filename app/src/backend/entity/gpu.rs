@@ -1,5 +1,6 @@
 //! `gpus`: the GPUs of each node.
 
+use crate::domain::gpu::GpuStatus;
 use sea_orm::entity::prelude::*;
 
 /// A row of `gpus`.
@@ -19,8 +20,8 @@ pub struct Model {
     pub model: String,
     /// Total memory in MiB.
     pub memory_mib: i64,
-    /// `active`, `maintenance` or `retired` (checked by `ck_gpus_status`).
-    pub status: String,
+    /// Active, in maintenance or retired (checked by `ck_gpus_status`).
+    pub status: GpuStatus,
     /// Bookable in fractions.
     pub shareable: bool,
     /// Price per whole-GPU hour in minor units.

@@ -1,6 +1,20 @@
 //! `reservations`: who holds which share of which GPUs when, at what locked price.
 
+use crate::domain::payment::ChargeMode;
+use crate::domain::quota::Priority;
+use crate::domain::reservation::{PaymentStatus, ReleaseReason};
 use sea_orm::entity::prelude::*;
+
+/// A reservation as stored: in force, or cancelled (whether it is running or over follows from
+/// its window and the time; see `domain::reservation::ReservationStatus`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, EnumIter, DeriveActiveEnum)]
+#[sea_orm(rs_type = "String", db_type = "Text", rename_all = "snake_case")]
+pub enum Status {
+    /// Holds its GPUs.
+    Confirmed,
+    /// Cancelled by a person or released by Berth; holds nothing.
+    Cancelled,
+}
 
 /// A row of `reservations`.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
@@ -21,8 +35,8 @@ pub struct Model {
     pub start_at: DateTimeUtc,
     /// End (UTC, exclusive).
     pub end_at: DateTimeUtc,
-    /// `confirmed` or `cancelled`.
-    pub status: String,
+    /// In force or cancelled.
+    pub status: Status,
     /// Price locked at booking, minor units.
     pub price_minor: i64,
     /// Booking time (UTC).
@@ -33,17 +47,17 @@ pub struct Model {
     pub cancelled_by: Option<i64>,
     /// `paid`, `free`, `pending` (charged later), `due` (the wallet was short when the charge was
     /// due) or `unpaid` (booked before payments).
-    pub payment_status: String,
-    /// `at_booking` or `before_start`.
-    pub charge_mode: String,
+    pub payment_status: PaymentStatus,
+    /// When it is charged.
+    pub charge_mode: ChargeMode,
     /// When the payment job charges a `before_start` reservation (UTC).
     pub charge_at: Option<DateTimeUtc>,
-    /// Why Berth released it: `unpaid`, `maintenance` or `retired` (None: cancelled by a person, or not).
-    pub released_reason: Option<String>,
+    /// Why Berth released it (None: cancelled by a person, or not).
+    pub released_reason: Option<ReleaseReason>,
     /// The team it was booked for (paid from the team's wallet); None: a personal booking.
     pub team_id: Option<i64>,
-    /// Priority class: `production`, `training`, `development` or `batch`.
-    pub priority: String,
+    /// Priority class.
+    pub priority: Priority,
     /// A higher-priority booking may displace it (a burst or batch booking).
     pub preemptible: bool,
     /// Waiting for a team admin's approval until then (`payment_status = 'awaiting_approval'`).

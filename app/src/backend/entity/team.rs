@@ -1,5 +1,6 @@
 //! `teams`.
 
+use crate::domain::quota::Priority;
 use sea_orm::entity::prelude::*;
 
 /// A row of `teams`.
@@ -22,7 +23,7 @@ pub struct Model {
     /// Bookings beyond a quota go through as preemptible instead of being refused.
     pub allow_burst: bool,
     /// Priority class of the team's bookings unless one asks for a lower one.
-    pub default_priority: String,
+    pub default_priority: Priority,
     /// Bookings by members of more GPU-hours than this wait for approval (None: never).
     pub approval_over_gpu_hours: Option<i32>,
     /// Hours a booking waits for approval before it is released.

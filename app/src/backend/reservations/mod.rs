@@ -103,9 +103,8 @@ pub async fn booking_note(
     };
     // Waiting for a team admin: until when.
     if row.owner_id == actor.user.id
-        && row.status == "confirmed"
-        && row.payment_status
-            == crate::domain::reservation::PaymentStatus::AwaitingApproval.as_str()
+        && row.status == reservation::Status::Confirmed
+        && row.payment_status == crate::domain::reservation::PaymentStatus::AwaitingApproval
         && let Some(until) = row.approval_expires_at
     {
         let zone = viewer::zone_named(viewer::request_zone(actor).as_deref(), until, until);
@@ -152,7 +151,7 @@ pub async fn cancel(
         .await?
         .filter(|row| is_admin || row.owner_id == actor_id)
         .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
-    if row.status == "cancelled" {
+    if row.status == reservation::Status::Cancelled {
         return Err(AppError::Conflict(Problem::AlreadyCancelled { id }));
     }
     if now >= row.start_at {
@@ -290,8 +289,8 @@ pub async fn decide_approval(
     // Then the team (GPUs first, as bookings lock them): the caller re-checks the decider's
     // rights under it, so an admin removed meanwhile decides nothing.
     db::teams::lock_team(txn, team_id).await?;
-    let waiting = row.status == "confirmed"
-        && row.payment_status == PaymentStatus::AwaitingApproval.as_str()
+    let waiting = row.status == reservation::Status::Confirmed
+        && row.payment_status == PaymentStatus::AwaitingApproval
         && row.approval_expires_at.is_some_and(|until| now < until);
     if !waiting {
         return Err(AppError::Conflict(Problem::NotAwaitingApproval { id }));
@@ -307,9 +306,7 @@ pub async fn decide_approval(
         .await?;
         return Ok(row);
     }
-    let mode = ChargeMode::parse(&row.charge_mode)
-        .ok_or_else(|| DbErr::Custom(format!("reservations.id={id}: charge_mode")))?;
-    let (status, mode, at) = match charge.plan(mode, row.start_at, now) {
+    let (status, mode, at) = match charge.plan(row.charge_mode, row.start_at, now) {
         _ if row.price_minor == 0 => (PaymentStatus::Free, ChargeMode::AtBooking, None),
         ChargePlan::Now => (PaymentStatus::Paid, ChargeMode::AtBooking, None),
         ChargePlan::At(at) => (PaymentStatus::Pending, ChargeMode::BeforeStart, Some(at)),

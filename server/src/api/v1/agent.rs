@@ -67,7 +67,7 @@ impl FromRequestParts<AppState> for NodeCaller {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let node = telemetry::authenticate_node(&state.db, bearer_token(parts)).await?;
+        let node = telemetry::authenticate_node(state, bearer_token(parts)).await?;
         tracing::Span::current().record("node.id", node);
         Ok(Self(node))
     }

@@ -38,7 +38,7 @@ pub async fn set_model_price(
             },
         )
     })?;
-    let changed = fleet::set_model_price(&state.db, &actor, &model, price, state.now()).await?;
+    let changed = fleet::set_model_price(&state, &actor, &model, price, state.now()).await?;
     Ok(Json(
         serde_json::json!({ "model": model, "gpus": changed, "hourly_price_minor": price }),
     ))
@@ -53,7 +53,7 @@ pub async fn update_gpu(
 ) -> Result<StatusCode, AppError> {
     actor.require_platform_admin()?;
     let Json(change) = body.map_err(body_error)?;
-    fleet::update_gpu(&state.db, &actor, id, &change, state.now()).await?;
+    fleet::update_gpu(&state, &actor, id, &change, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -64,7 +64,7 @@ pub async fn pending_gpus(
     actor: Actor,
 ) -> Result<Json<Vec<berth_app::domain::inventory::PendingGpu>>, AppError> {
     Ok(Json(
-        berth_app::backend::inventory::pending(&state.db, &actor).await?,
+        berth_app::backend::inventory::pending(&state, &actor).await?,
     ))
 }
 
@@ -75,6 +75,6 @@ pub async fn accept_gpu(
     actor: Actor,
     Path(id): Path<i64>,
 ) -> Result<StatusCode, AppError> {
-    berth_app::backend::telemetry::accept_gpu(&state.db, &actor, id, state.now()).await?;
+    berth_app::backend::telemetry::accept_gpu(&state, &actor, id, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }

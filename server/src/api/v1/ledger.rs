@@ -92,13 +92,7 @@ pub async fn wallet(
             },
         )
     })?;
-    let wallet = ledger::wallet(
-        &state.db,
-        &state.portal.currency,
-        &state.portal.charge,
-        actor.user.id,
-    )
-    .await?;
+    let wallet = ledger::wallet(&state, actor.user.id).await?;
     match query.format.as_deref() {
         None | Some("json") => Ok(Json(api_wallet(wallet)).into_response()),
         Some("csv") => {
@@ -229,8 +223,7 @@ pub async fn change_credits(
         }
     };
     let done = ledger::admin_credits(
-        &state.db,
-        &state.portal.currency,
+        &state,
         &actor,
         wallet,
         amount_minor,
@@ -265,8 +258,7 @@ pub async fn payments_due(
     State(state): State<AppState>,
     actor: Actor,
 ) -> Result<Json<Vec<ApiDuePayment>>, AppError> {
-    actor.require_platform_admin()?;
-    let due = ledger::payments_due(&state.db, &state.portal.charge, state.now()).await?;
+    let due = ledger::payments_due(&state, &actor, state.now()).await?;
     Ok(Json(
         due.into_iter()
             .map(|item| ApiDuePayment {

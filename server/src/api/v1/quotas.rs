@@ -26,7 +26,7 @@ pub async fn show(
     Path(team_id): Path<i64>,
 ) -> Result<Json<TeamRules>, AppError> {
     let access = teams::access(&state.db, &actor, team_id).await?;
-    let mut rules = quotas::rules(&state.db, team_id, state.now()).await?;
+    let mut rules = quotas::rules(&state, team_id, state.now()).await?;
     if access == TeamAccess::View {
         rules.pending.clear();
         rules.idle.clear();
@@ -71,7 +71,7 @@ pub async fn set_quota(
     };
     Ok(Json(
         quotas::set_quota(
-            &state.db,
+            &state,
             &actor,
             team_id,
             &model,
@@ -90,7 +90,7 @@ pub async fn remove_quota(
     actor: Actor,
     Path((team_id, model)): Path<(i64, String)>,
 ) -> Result<axum::http::StatusCode, AppError> {
-    quotas::set_quota(&state.db, &actor, team_id, &model, None, None, state.now()).await?;
+    quotas::set_quota(&state, &actor, team_id, &model, None, None, state.now()).await?;
     Ok(axum::http::StatusCode::NO_CONTENT)
 }
 
@@ -105,7 +105,7 @@ pub async fn set_rules(
     teams::require_manage(&state.db, &actor, team_id).await?;
     let Json(body) = body.map_err(body_error)?;
     Ok(Json(
-        quotas::set_policy(&state.db, &actor, team_id, &body, state.now()).await?,
+        quotas::set_policy(&state, &actor, team_id, &body, state.now()).await?,
     ))
 }
 

@@ -48,7 +48,7 @@ pub async fn list_gpus(
     State(state): State<AppState>,
     _actor: Actor,
 ) -> Result<Json<Vec<ApiGpu>>, AppError> {
-    let nodes = berth_app::backend::inventory::nodes(&state.db).await?;
+    let nodes = berth_app::backend::inventory::nodes(&state).await?;
     Ok(Json(
         nodes
             .into_iter()

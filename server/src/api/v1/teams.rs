@@ -22,7 +22,7 @@ pub async fn list(
     State(state): State<AppState>,
     actor: Actor,
 ) -> Result<Json<Vec<TeamSummary>>, AppError> {
-    Ok(Json(teams::list(&state.db, &actor).await?))
+    Ok(Json(teams::list(&state, &actor).await?))
 }
 
 /// A team with what the caller may do with it.
@@ -43,8 +43,8 @@ pub async fn show(
     actor: Actor,
     Path(team_id): Path<i64>,
 ) -> Result<Json<ApiTeam>, AppError> {
-    let (roster, access) = teams::roster(&state.db, &actor, team_id).await?;
-    let money = teams::money(&state.db, team_id, state.now()).await?;
+    let (roster, access) = teams::roster(&state, &actor, team_id).await?;
+    let money = teams::money(&state, team_id, state.now()).await?;
     Ok(Json(ApiTeam {
         roster,
         money: ApiTeamMoney {
@@ -123,7 +123,7 @@ pub async fn set_budget(
     };
     Ok(Json(
         teams::set_budget(
-            &state.db,
+            &state,
             &actor,
             team_id,
             limit,
@@ -154,7 +154,7 @@ pub async fn invite(
     teams::require_manage(&state.db, &actor, team_id).await?;
     let Json(body) = body.map_err(body_error)?;
     let invitation = teams::invite(
-        &state.db,
+        &state,
         &actor,
         team_id,
         &body.email,
@@ -171,7 +171,7 @@ pub async fn revoke(
     actor: Actor,
     Path((team_id, invitation_id)): Path<(i64, i64)>,
 ) -> Result<StatusCode, AppError> {
-    teams::revoke_invitation(&state.db, &actor, team_id, invitation_id, state.now()).await?;
+    teams::revoke_invitation(&state, &actor, team_id, invitation_id, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -192,7 +192,7 @@ pub async fn set_role(
     teams::require_manage(&state.db, &actor, team_id).await?;
     let Json(body) = body.map_err(body_error)?;
     let role = teams::parse_role(&body.role)?;
-    teams::change_member(&state.db, &actor, team_id, user_id, Some(role), state.now()).await?;
+    teams::change_member(&state, &actor, team_id, user_id, Some(role), state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -203,7 +203,7 @@ pub async fn remove(
     actor: Actor,
     Path((team_id, user_id)): Path<(i64, i64)>,
 ) -> Result<StatusCode, AppError> {
-    teams::change_member(&state.db, &actor, team_id, user_id, None, state.now()).await?;
+    teams::change_member(&state, &actor, team_id, user_id, None, state.now()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -230,14 +230,8 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<Created>), AppError> {
     actor.require_platform_admin()?;
     let Json(body) = body.map_err(body_error)?;
-    let (id, invitation) = teams::create(
-        &state.db,
-        &actor,
-        &body.name,
-        &body.admin_email,
-        state.now(),
-    )
-    .await?;
+    let (id, invitation) =
+        teams::create(&state, &actor, &body.name, &body.admin_email, state.now()).await?;
     Ok((StatusCode::CREATED, Json(Created { id, invitation })))
 }
 
@@ -271,9 +265,7 @@ pub async fn audit(
     let filter = query
         .map_err(query_error)
         .and_then(|Query(query)| audit_filter(query));
-    Ok(Json(
-        teams::audit_log(&state.db, &actor, None, filter).await?,
-    ))
+    Ok(Json(teams::audit_log(&state, &actor, None, filter).await?))
 }
 
 /// `GET /api/v1/teams/{id}/audit` (team admins): the team's part of the audit log.
@@ -287,6 +279,6 @@ pub async fn team_audit(
         .map_err(query_error)
         .and_then(|Query(query)| audit_filter(query));
     Ok(Json(
-        teams::audit_log(&state.db, &actor, Some(team_id), filter).await?,
+        teams::audit_log(&state, &actor, Some(team_id), filter).await?,
     ))
 }

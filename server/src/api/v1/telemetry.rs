@@ -59,9 +59,7 @@ pub async fn history(
 ) -> Result<Json<GpuHistory>, AppError> {
     let now = state.now();
     let (from, to) = range(&query, Duration::hours(1), now)?;
-    Ok(Json(
-        telemetry::history(&state.db, &state.portal.telemetry, id, from, to, now).await?,
-    ))
+    Ok(Json(telemetry::history(&state, id, from, to, now).await?))
 }
 
 /// `GET /api/v1/gpus/{id}/events`: newest first, at most `limit` (default 100, up to 1000).
@@ -73,6 +71,6 @@ pub async fn events(
 ) -> Result<Json<Vec<GpuEvent>>, AppError> {
     let (from, to) = range(&query, Duration::days(30), state.now())?;
     Ok(Json(
-        telemetry::events(&state.db, id, from, to, query.limit.unwrap_or(100)).await?,
+        telemetry::events(&state, id, from, to, query.limit.unwrap_or(100)).await?,
     ))
 }

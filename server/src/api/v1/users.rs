@@ -21,6 +21,6 @@ pub async fn list_users(
     actor: Actor,
 ) -> Result<Json<Vec<UserSummary>>, AppError> {
     Ok(Json(
-        berth_app::backend::session::users(&state.db, &actor).await?,
+        berth_app::backend::session::users(&state, &actor).await?,
     ))
 }

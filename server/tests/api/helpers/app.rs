@@ -153,6 +153,8 @@ pub struct TestApp {
     pub addr: SocketAddr,
     pub client: reqwest::Client,
     pub db: DatabaseConnection,
+    /// The application's state, for tests that call a service directly.
+    pub state: berth_app::backend::state::AppState,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<()>>,
 }
@@ -281,6 +283,7 @@ async fn spawn_with_config(
         .expect("application starts");
     let addr = app.addr();
     let db = app.db().clone();
+    let state = app.state().clone();
     let (shutdown, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         app.run_until_stopped(async {
@@ -298,6 +301,7 @@ async fn spawn_with_config(
         addr,
         client,
         db,
+        state,
         shutdown: Some(shutdown),
         server: Some(server),
     }

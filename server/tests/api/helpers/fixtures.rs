@@ -3,6 +3,10 @@
 
 use crate::helpers::{TestApp, get, post_json, user_id};
 use berth_app::backend::entity::{gpu, reservation, reservation_gpu};
+use berth_app::domain::gpu::GpuStatus;
+use berth_app::domain::payment::ChargeMode;
+use berth_app::domain::quota::Priority;
+use berth_app::domain::reservation::PaymentStatus;
 use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::{
     ActiveValue::NotSet, ActiveValue::Set, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter,
@@ -13,7 +17,7 @@ use serde_json::json;
 pub(crate) async fn gpus_of(app: &TestApp, model: &str) -> Vec<i64> {
     let mut rows = gpu::Entity::find()
         .filter(gpu::Column::Model.eq(model))
-        .filter(gpu::Column::Status.eq("active"))
+        .filter(gpu::Column::Status.eq(GpuStatus::Active))
         .all(&app.db)
         .await
         .unwrap();
@@ -44,7 +48,7 @@ pub(crate) async fn team_with_admin(app: &TestApp, platform: &str, name: &str, a
 /// What signing in does with open invitations.
 pub(crate) async fn accept(app: &TestApp, email: &str) {
     berth_app::backend::teams::accept_invitations(
-        &app.db,
+        &app.state,
         user_id(app, email).await,
         &berth_app::domain::user::Email::parse(email).unwrap(),
         chrono::Utc::now(),
@@ -129,17 +133,17 @@ pub(crate) async fn insert_past_booking(
         quarters: Set(4),
         start_at: Set(start),
         end_at: Set(end),
-        status: Set("confirmed".into()),
+        status: Set(reservation::Status::Confirmed),
         price_minor: Set(0),
         created_at: Set(start - TimeDelta::days(7)),
         cancelled_at: Set(None),
         cancelled_by: Set(None),
-        payment_status: Set("paid".into()),
-        charge_mode: Set("at_booking".into()),
+        payment_status: Set(PaymentStatus::Paid),
+        charge_mode: Set(ChargeMode::AtBooking),
         charge_at: Set(None),
         released_reason: Set(None),
         team_id: Set(None),
-        priority: Set("development".into()),
+        priority: Set(Priority::Development),
         preemptible: Set(false),
         approval_expires_at: Set(None),
         displaced_offer: Set(None),

@@ -17,7 +17,7 @@ pub(crate) async fn loads(app: &TestApp) -> HashMap<(i64, DateTime<Utc>), u32> {
         .unwrap()
     {
         let r = r.unwrap();
-        if r.status != "confirmed" {
+        if r.status != reservation::Status::Confirmed {
             continue;
         }
         let mut slot = r.start_at;

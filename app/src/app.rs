@@ -8,6 +8,7 @@ use crate::pages::{
     credits::CreditsPage,
     fleet::FleetPage,
     gpu::GpuDetailPage,
+    inbox::InboxPage,
     inventory::InventoryPage,
     maintenance::MaintenancePage,
     nodes::NodesAdminPage,
@@ -84,6 +85,7 @@ pub fn App() -> impl IntoView {
                         <Route path=StaticSegment("calendar") view=CalendarPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("reservations") view=ReservationsPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("wallet") view=WalletPage ssr=SsrMode::Async />
+                        <Route path=StaticSegment("inbox") view=InboxPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("profile") view=ProfilePage ssr=SsrMode::Async />
                         <Route
                             path=(StaticSegment("admin"), StaticSegment("maintenance"))

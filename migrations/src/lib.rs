@@ -25,6 +25,7 @@ mod m20261201_000017_ledger_by_reservation;
 mod m20261202_000018_booking_totals;
 mod m20261202_000019_token_scopes_session_hashes;
 mod m20261202_000020_pending_gpus;
+mod m20261203_000021_notifications;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -54,6 +55,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000018_booking_totals::Migration),
             Box::new(m20261202_000019_token_scopes_session_hashes::Migration),
             Box::new(m20261202_000020_pending_gpus::Migration),
+            Box::new(m20261203_000021_notifications::Migration),
         ]
     }
 }

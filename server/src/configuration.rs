@@ -84,6 +84,9 @@ pub struct RawSettings {
     pub release_unpaid_minutes: u32,
     /// Seconds between runs of the payment job.
     pub payment_job_seconds: u32,
+    /// Seconds between runs of the notification worker (it also runs at once after a change
+    /// that recorded events).
+    pub notify_job_seconds: u32,
     /// Hours raw GPU samples are kept.
     pub raw_samples_hours: u32,
     /// Days one-minute rollups and GPU events are kept.
@@ -227,6 +230,7 @@ impl Default for RawSettings {
             charge_lead_minutes: 120,
             release_unpaid_minutes: 15,
             payment_job_seconds: 60,
+            notify_job_seconds: 15,
             raw_samples_hours: 24,
             rollup_days: 30,
             idle_util_percent: 10,
@@ -333,6 +337,8 @@ pub struct Config {
     pub metrics_token: Option<String>,
     /// Time between runs of the payment job.
     pub payment_job_every: std::time::Duration,
+    /// Time between runs of the notification worker.
+    pub notify_job_every: std::time::Duration,
     /// The time every service and job reads: the system clock, or a clock a test moves.
     pub clock: std::sync::Arc<dyn berth_app::backend::clock::Clock>,
 }
@@ -594,6 +600,7 @@ impl Config {
             },
             metrics_token: raw.metrics_token.filter(|t| !t.trim().is_empty()),
             payment_job_every: std::time::Duration::from_secs(u64::from(raw.payment_job_seconds)),
+            notify_job_every: std::time::Duration::from_secs(u64::from(raw.notify_job_seconds)),
             clock: std::sync::Arc::new(berth_app::backend::clock::SystemClock),
         })
     }
@@ -629,10 +636,11 @@ fn charge_policy(raw: &RawSettings) -> Result<ChargePolicy, ConfigError> {
     if raw.charge_lead_minutes > 24 * 60 * 30
         || raw.release_unpaid_minutes > raw.charge_lead_minutes
         || !(1..=3600).contains(&raw.payment_job_seconds)
+        || !(1..=3600).contains(&raw.notify_job_seconds)
     {
         return Err(ConfigError::Charge(
             "charge_lead_minutes at most 43200, release_unpaid_minutes at most \
-             charge_lead_minutes, payment_job_seconds 1-3600"
+             charge_lead_minutes, payment_job_seconds 1-3600, notify_job_seconds 1-3600"
                 .to_owned(),
         ));
     }

@@ -15,6 +15,7 @@ pub mod cli;
 pub mod configuration;
 pub mod logging;
 pub mod middleware;
+pub mod notify;
 pub mod ops;
 pub mod payments;
 pub mod router;

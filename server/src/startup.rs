@@ -84,6 +84,7 @@ pub struct Application {
     telemetry: berth_app::backend::state::TelemetrySettings,
     charge: berth_app::domain::payment::ChargePolicy,
     payment_job_every: std::time::Duration,
+    notify_job_every: std::time::Duration,
     clock: Arc<dyn berth_app::backend::clock::Clock>,
     metrics: Arc<berth_app::backend::metrics::PortalMetrics>,
     state: AppState,
@@ -188,6 +189,7 @@ impl Application {
             oidc: Arc::new(oidc),
             clock: config.clock.clone(),
             metrics: Arc::default(),
+            wake: Arc::default(),
         };
         let per_minute = std::num::NonZeroU32::new(config.rate_limit.per_minute)
             .unwrap_or(std::num::NonZeroU32::MIN);
@@ -214,6 +216,7 @@ impl Application {
             telemetry: config.portal.telemetry.clone(),
             charge: config.portal.charge,
             payment_job_every: config.payment_job_every,
+            notify_job_every: config.notify_job_every,
             clock: config.clock.clone(),
             metrics: state.metrics.clone(),
             state,
@@ -269,6 +272,13 @@ impl Application {
             self.clock.clone(),
             self.metrics.clone(),
         );
+        let notices = crate::notify::spawn_job(
+            self.db.clone(),
+            self.notify_job_every,
+            self.clock.clone(),
+            self.state.wake.clone(),
+            self.metrics.clone(),
+        );
         // The peer address feeds the sign-in rate limit.
         let service = self
             .router
@@ -279,6 +289,7 @@ impl Application {
         sweeper.abort();
         job.abort();
         payments.abort();
+        notices.abort();
         for agent in agents {
             let _ = agent.stop().await;
         }

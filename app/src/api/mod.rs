@@ -10,6 +10,7 @@ pub mod inventory;
 pub mod ledger;
 pub mod maintenance;
 pub mod nodes;
+pub mod notify;
 pub mod profile;
 pub mod reports;
 pub mod reservations;

@@ -282,6 +282,7 @@ pub async fn seed_demo_bookings(
                     now: created_at,
                     currency,
                     charge: &ChargePolicy::default(),
+                    notify: false,
                 };
                 if crate::backend::reservations::place::place(conn, &request, &terms, None)
                     .await

@@ -9,6 +9,7 @@ use crate::backend::state::AppState;
 use crate::domain::audit::AuditAction;
 use crate::domain::ledger::{Account, CreditChange, PaymentDue, Wallet};
 use crate::domain::money::{Currency, Money};
+use crate::domain::notify::Audience;
 use crate::domain::problem::Problem;
 use crate::domain::reservation::PaymentStatus;
 use crate::domain::user::{Email, UserSummary};
@@ -281,6 +282,20 @@ pub async fn change_credits(
                 })),
             )
             .await?;
+            let audience = match account {
+                Account::Wallet(user) => Some(Audience::User(user)),
+                Account::TeamWallet(team) => Some(Audience::TeamAdmins(team)),
+                Account::Revenue | Account::Funding => None,
+            };
+            if let Some(audience) = audience.filter(|_| change.amount().minor() > 0) {
+                let added = crate::domain::notify::NewEvent::credits_added(
+                    audience,
+                    transaction_id,
+                    change.amount().minor(),
+                    now,
+                );
+                crate::backend::notify::record(&txn, &[added]).await?;
+            }
             if let Some(key) = &key {
                 db::idempotency::record(&txn, key, 201, &done).await?;
             }

@@ -12,6 +12,7 @@ pub mod inventory;
 pub mod ledger;
 pub mod maintenance;
 pub mod metrics;
+pub mod notify;
 pub mod payment_job;
 pub mod profile;
 pub mod quotas;

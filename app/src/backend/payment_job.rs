@@ -13,6 +13,8 @@
 use crate::backend::db;
 use crate::backend::db::ledger::PostError;
 use crate::backend::entity::reservation;
+use crate::backend::notify;
+use crate::domain::notify::NewEvent;
 use crate::domain::payment::ChargePolicy;
 use crate::domain::reservation::{PaymentStatus, ReleaseReason};
 use chrono::{DateTime, Utc};
@@ -102,6 +104,12 @@ async fn expire_approvals(db: &DatabaseConnection, now: DateTime<Utc>) -> Result
                 )
                 .await? =>
             {
+                let events: Vec<NewEvent> = db::reservations::view_of(&txn, id, now)
+                    .await?
+                    .map(|view| NewEvent::released(&view, ReleaseReason::ApprovalExpired, 0, now))
+                    .into_iter()
+                    .collect();
+                notify::withdrawn(&txn, id, &events).await?;
                 txn.commit().await?;
                 expired += 1;
                 tracing::info!(reservation.id = id, "booking released: approval expired");
@@ -172,6 +180,10 @@ async fn settle(
     match db::ledger::charge(&txn, &row, None, now).await {
         Ok(_) => {
             db::payments::set_payment_status(&txn, id, PaymentStatus::Paid).await?;
+            if let Some(view) = db::reservations::view_of(&txn, id, now).await? {
+                let charged = NewEvent::charged(&view, row.price_minor, now);
+                notify::record(&txn, &[charged]).await?;
+            }
             if let Some(checkpoint) = checkpoint {
                 checkpoint(id).await;
             }
@@ -186,6 +198,12 @@ async fn settle(
                 if db::reservations::withdraw(&txn, &row, now, None, Some(ReleaseReason::Unpaid))
                     .await?
                 {
+                    let events: Vec<NewEvent> = db::reservations::view_of(&txn, id, now)
+                        .await?
+                        .map(|view| NewEvent::released(&view, ReleaseReason::Unpaid, 0, now))
+                        .into_iter()
+                        .collect();
+                    notify::withdrawn(&txn, id, &events).await?;
                     txn.commit().await?;
                     tracing::info!(reservation.id = id, "unpaid reservation released");
                     return Ok(Settled::Released);
@@ -194,6 +212,15 @@ async fn settle(
                 return Ok(Settled::Skipped);
             }
             db::payments::set_payment_status(&txn, id, PaymentStatus::Due).await?;
+            // Told once, when the charge first fails (a due reservation is tried again on every
+            // run until credits arrive or it is released).
+            if row.payment_status == PaymentStatus::Pending
+                && let Some(policy) = policy
+                && let Some(view) = db::reservations::view_of(&txn, id, now).await?
+            {
+                let due = NewEvent::payment_due(&view, policy.release_at(row.start_at), now);
+                notify::record(&txn, &[due]).await?;
+            }
             txn.commit().await?;
             tracing::info!(
                 reservation.id = id,

@@ -7,12 +7,13 @@ use crate::backend::db::audit::NewEntry;
 use crate::backend::state::AppState;
 use crate::backend::team_access::{locked, require_manage};
 use crate::domain::audit::AuditAction;
+use crate::domain::notify::NewEvent;
 use crate::domain::problem::Problem;
 use crate::domain::quota::{
     IDLE_LOOKBACK, IdleBooking, Priority, Quota, TeamPolicy, TeamRules, idle_average, parse_policy,
     parse_quota, quota_use,
 };
-use crate::domain::reservation::{PaymentStatus, Reservation};
+use crate::domain::reservation::{PaymentStatus, ReleaseReason, Reservation};
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -217,7 +218,16 @@ pub async fn decide(
         }),
     )
     .await?;
+    let events = if approve {
+        let mut events = vec![NewEvent::approved(&after, actor.user.name.clone(), now)];
+        events.extend(NewEvent::reminders(&after, now));
+        events
+    } else {
+        vec![NewEvent::released(&after, ReleaseReason::Rejected, 0, now)]
+    };
+    crate::backend::notify::record(&txn, &events).await?;
     txn.commit().await?;
+    state.wake.poke();
     tracing::info!(reservation.id = id, approve, "booking decided");
     Ok(after)
 }

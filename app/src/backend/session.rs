@@ -18,11 +18,12 @@ pub async fn signed_in_user(
     now: DateTime<Utc>,
 ) -> Result<SignedInUser, AppError> {
     let db = &state.db;
-    let (teams, payments_due, displaced, approvals_waiting) = tokio::try_join!(
+    let (teams, payments_due, displaced, approvals_waiting, unread) = tokio::try_join!(
         db::teams::memberships_of(db, actor.user.id),
         db::payments::count_due(db, actor.user.id),
         db::quotas::count_displaced(db, actor.user.id, now),
         db::quotas::count_awaiting_for_admin(db, actor.user.id),
+        db::notify::unread(db, actor.user.id),
     )?;
     Ok(SignedInUser {
         user: actor.user,
@@ -30,6 +31,7 @@ pub async fn signed_in_user(
         payments_due,
         displaced,
         approvals_waiting,
+        unread,
     })
 }
 

@@ -72,6 +72,8 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// The portal's own metrics (requests, jobs, samples), counted per application.
     pub metrics: Arc<crate::backend::metrics::PortalMetrics>,
+    /// Wakes the notification worker after a change that recorded events.
+    pub wake: Arc<crate::backend::notify::Wake>,
 }
 
 impl AppState {

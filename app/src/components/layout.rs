@@ -171,7 +171,23 @@ fn UserMenu(user: Resource<Result<Option<SignedInUser>, crate::error::AppError>>
                     user.get()
                         .map(|result| match result {
                             Ok(Some(user)) => {
+                                let unread = user.unread;
+                                let bell_class = if unread > 0 { "bell has-unread" } else { "bell" };
+                                let label = if unread > 0 {
+                                    t_string!(i18n, inbox_bell_unread, count = unread).to_string()
+                                } else {
+                                    t_string!(i18n, inbox_bell).to_string()
+                                };
                                 view! {
+                                    <a class=bell_class href="/inbox" aria-label=label.clone() title=label>
+                                        <svg viewBox="0 0 24 24" width="20" height="20" aria-hidden="true" focusable="false">
+                                            <path
+                                                fill="currentColor"
+                                                d="M12 22a2.5 2.5 0 0 0 2.45-2h-4.9A2.5 2.5 0 0 0 12 22Zm7-6V11a7 7 0 0 0-5.5-6.84V3.5a1.5 1.5 0 0 0-3 0v.66A7 7 0 0 0 5 11v5l-2 2v1h18v-1l-2-2Z"
+                                            />
+                                        </svg>
+                                        {(unread > 0).then(|| view! { <span class="bell-count">{unread}</span> })}
+                                    </a>
                                     <span class="user-name" title=move || t_string!(i18n, signed_in_as).to_string()>
                                         {user.user.name.clone()}
                                     </span>

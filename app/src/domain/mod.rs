@@ -12,6 +12,7 @@ pub mod inventory;
 pub mod ledger;
 pub mod maintenance;
 pub mod money;
+pub mod notify;
 pub mod numbers;
 pub mod payment;
 pub mod problem;

@@ -40,6 +40,9 @@ pub struct SignedInUser {
     /// How many bookings wait for their approval (as a team admin).
     #[serde(default)]
     pub approvals_waiting: u32,
+    /// How many notices in their inbox are unread (the header's bell).
+    #[serde(default)]
+    pub unread: u32,
 }
 
 /// The most powerful role a user holds, as the header shows it.
@@ -226,6 +229,7 @@ mod tests {
             payments_due: 0,
             displaced: 0,
             approvals_waiting: 0,
+            unread: 0,
             user: UserSummary {
                 id: 1,
                 email: Email::parse("ana@example.com").unwrap(),

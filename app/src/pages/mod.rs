@@ -5,6 +5,7 @@ pub mod calendar;
 pub mod credits;
 pub mod fleet;
 pub mod gpu;
+pub mod inbox;
 pub mod inventory;
 pub mod maintenance;
 pub mod nodes;

@@ -7,6 +7,8 @@ pub mod booking;
 pub mod format;
 #[cfg(feature = "ssr")]
 pub mod language;
+#[cfg(feature = "ssr")]
+pub mod notify;
 pub mod problem;
 #[cfg(feature = "ssr")]
 pub mod report;

@@ -12,6 +12,7 @@ mod ledger;
 mod locale;
 mod maintenance;
 mod migrations;
+mod notify;
 mod oidc;
 mod oidc_provider;
 mod payments;

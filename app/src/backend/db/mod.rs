@@ -7,6 +7,7 @@ pub mod idempotency;
 pub mod inventory;
 pub mod ledger;
 pub mod maintenance;
+pub mod notify;
 pub mod payments;
 pub mod quotas;
 pub mod reports;

@@ -16,6 +16,8 @@ pub mod ledger_transaction;
 pub mod maintenance_window;
 pub mod node;
 pub mod node_token;
+pub mod notification_event;
+pub mod notification_inbox;
 pub mod reservation;
 pub mod reservation_gpu;
 pub mod reservation_usage;

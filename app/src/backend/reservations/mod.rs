@@ -22,10 +22,12 @@ use crate::backend::auth::actor::Actor;
 use crate::backend::db::ledger::PostError;
 use crate::backend::db::{self, begin_write};
 use crate::backend::entity::reservation;
+use crate::backend::notify;
 use crate::backend::state::AppState;
 use crate::backend::viewer;
 use crate::domain::ledger::Account;
 use crate::domain::money::{Currency, Money};
+use crate::domain::notify::NewEvent;
 use crate::domain::payment::{ChargeMode, ChargePlan, ChargePolicy};
 use crate::domain::problem::Problem;
 use crate::domain::reservation::{PaymentStatus, ReleaseReason, Reservation};
@@ -60,10 +62,12 @@ pub async fn create(
             now,
             currency: &state.portal.currency,
             charge: &state.portal.charge,
+            notify: true,
         },
         key.as_ref(),
     )
     .await?;
+    state.wake.poke();
     tracing::info!(reservation.id = reservation.id, "reservation booked");
     Ok(reservation)
 }
@@ -170,7 +174,15 @@ pub async fn cancel(
     let view = db::reservations::view_of(&txn, id, now)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
+    let by = (actor_id != row.owner_id).then(|| actor.user.name.clone());
+    notify::withdrawn(
+        &txn,
+        id,
+        &[NewEvent::cancelled(&view, view.refunded_minor, by, now)],
+    )
+    .await?;
     txn.commit().await?;
+    state.wake.poke();
     tracing::info!(reservation.id = id, "reservation cancelled");
     Ok(view)
 }
@@ -352,6 +364,17 @@ pub(crate) async fn release(
     if let Some((charge_id, paid)) = db::ledger::charge_of(txn, id).await? {
         db::ledger::refund(txn, &row, charge_id, paid, admin, now).await?;
     }
+    // A displaced owner hears of it with the window offered instead, once the booking that
+    // took its place has found one (place.rs).
+    let events = match reason {
+        ReleaseReason::Preempted => Vec::new(),
+        _ => db::reservations::view_of(txn, id, now)
+            .await?
+            .map(|view| NewEvent::released(&view, reason, view.refunded_minor, now))
+            .into_iter()
+            .collect(),
+    };
+    notify::withdrawn(txn, id, &events).await?;
     tracing::info!(
         reservation.id = id,
         reason = reason.as_str(),

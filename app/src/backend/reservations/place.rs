@@ -26,9 +26,11 @@ use crate::backend::db::reservations::{
 };
 use crate::backend::db::{self, begin_write};
 use crate::backend::entity::reservation;
+use crate::backend::notify;
 use crate::backend::retry;
 use crate::domain::ledger::Account;
 use crate::domain::money::{Currency, Money};
+use crate::domain::notify::NewEvent;
 use crate::domain::payment::{ChargeMode, ChargePlan, ChargePolicy};
 use crate::domain::problem::Problem;
 use crate::domain::quota::{
@@ -55,6 +57,9 @@ pub struct BookingTerms<'a> {
     pub currency: &'a Currency,
     /// When bookings are charged.
     pub charge: &'a ChargePolicy,
+    /// Whether the booking's holder (and whoever it displaces) is told (the demo's seeded
+    /// history is not).
+    pub notify: bool,
 }
 
 /// Books `request`, all GPUs or none, in one transaction; retried (see [`retry`]) when the
@@ -610,12 +615,26 @@ async fn record(
     }
     let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
     db::reservations::hold_gpus(&txn, &row, &ids).await?;
-    // Each displaced owner is offered the nearest window that is free now.
+    // Each displaced owner is offered the nearest window that is free now, and told so.
     for victim in displaced {
         offer_instead(&txn, *victim, terms.now, terms.latest_start).await?;
+        if terms.notify
+            && let Some(view) = db::reservations::view_of(&txn, *victim, terms.now).await?
+        {
+            let event = NewEvent::released(
+                &view,
+                ReleaseReason::Preempted,
+                view.refunded_minor,
+                terms.now,
+            );
+            notify::record(&txn, &[event]).await?;
+        }
     }
     let mut reservation = db::reservations::reservation_view(&txn, row, terms.now).await?;
     reservation.budget = warning;
+    if terms.notify {
+        notify::record(&txn, &NewEvent::booked(&reservation, terms.now)).await?;
+    }
     if let Some(key) = idempotency {
         db::idempotency::record(&txn, key, 201, &reservation).await?;
     }

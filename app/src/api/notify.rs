@@ -1,0 +1,107 @@
+//! The inbox page's read and its forms: mark one notice read, or every one.
+
+use crate::domain::money::Currency;
+use crate::domain::notify::InboxItem;
+use crate::domain::zone::ZoneOffsets;
+use crate::error::AppError;
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// A notice with its words, in the reader's language.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InboxEntry {
+    /// The notice.
+    pub item: InboxItem,
+    /// Its title.
+    pub title: String,
+    /// What it says, line by line.
+    pub lines: Vec<String>,
+}
+
+/// What the inbox page shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InboxPage {
+    /// The latest notices, newest first.
+    pub items: Vec<InboxEntry>,
+    /// How many are unread.
+    pub unread: u32,
+    /// The currency amounts are in.
+    pub currency: Currency,
+    /// The viewer's time zone over the notices' times.
+    pub zone: ZoneOffsets,
+}
+
+/// The signed-in user's inbox.
+#[server(endpoint = "get_inbox_page")]
+pub async fn get_inbox_page() -> Result<InboxPage, AppError> {
+    use crate::api::context::signed_in;
+    use crate::backend::notify;
+    signed_in(|call| async move {
+        let (items, unread) = tokio::try_join!(
+            notify::inbox(&call.state, &call.actor),
+            notify::unread(&call.state, &call.actor),
+        )?;
+        // Times named: when each happened, and the windows and deadlines it mentions.
+        let times = items.iter().flat_map(|item| {
+            let notice = &item.notice;
+            [Some(item.occurred_at), notice.until]
+                .into_iter()
+                .chain(
+                    notice
+                        .reservation
+                        .iter()
+                        .flat_map(|r| [Some(r.window.start()), Some(r.window.end())]),
+                )
+                .chain(notice.offer.iter().map(|offer| Some(offer.window.start())))
+                .flatten()
+        });
+        let (from, to) = times.fold((call.now, call.now), |(from, to), at| {
+            (from.min(at), to.max(at))
+        });
+        let zone = call.zone_over(from, to);
+        let currency = call.state.portal.currency.clone();
+        let items = crate::text::language::in_request_language(|i18n| {
+            items
+                .into_iter()
+                .map(|item| InboxEntry {
+                    title: crate::text::notify::title(i18n, item.kind),
+                    lines: crate::text::notify::lines(
+                        i18n,
+                        item.kind,
+                        &item.notice,
+                        &zone,
+                        &currency,
+                    ),
+                    item,
+                })
+                .collect()
+        });
+        Ok(InboxPage {
+            items,
+            unread,
+            currency,
+            zone,
+        })
+    })
+    .await
+}
+
+/// Marks notice `id` read (the inbox page's form); back to the inbox.
+#[server(endpoint = "forms/notice_read")]
+pub async fn mark_notice_read(id: i64) -> Result<(), AppError> {
+    let call = crate::api::context::signed_in(|call| async move { Ok(call) }).await?;
+    let result = crate::backend::notify::mark_read(&call.state, &call.actor, Some(id), call.now)
+        .await
+        .map(|_| ("done", "read".to_owned()));
+    crate::api::forms::back_to("/inbox", result)
+}
+
+/// Marks every notice read (the inbox page's form); back to the inbox.
+#[server(endpoint = "forms/notices_read")]
+pub async fn mark_all_notices_read() -> Result<(), AppError> {
+    let call = crate::api::context::signed_in(|call| async move { Ok(call) }).await?;
+    let result = crate::backend::notify::mark_read(&call.state, &call.actor, None, call.now)
+        .await
+        .map(|_| ("done", "read".to_owned()));
+    crate::api::forms::back_to("/inbox", result)
+}

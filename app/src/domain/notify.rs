@@ -1,0 +1,546 @@
+//! What Berth tells people, and when: the events worth a message, who receives each, and the
+//! notice an event carries (a snapshot of what happened, put into words only when it is shown, in
+//! the reader's language and time zone).
+//!
+//! An event is written in the same transaction as the change that causes it (the outbox), with
+//! a key that makes it unique (`confirmed:42`): a retried transaction or a replayed request
+//! cannot write it twice. Events about the future (a reservation starting in 15 minutes) are
+//! rows due later; a worker hands each to its recipients once it is due.
+
+use crate::domain::reservation::{ReleaseReason, Reservation, SlotOffer};
+use crate::domain::schedule::{Share, Window};
+use chrono::{DateTime, TimeDelta, Utc};
+use serde::{Deserialize, Serialize};
+
+/// How long before a reservation's start (and before its end) its holder is reminded.
+pub const REMINDER_LEAD: TimeDelta = TimeDelta::minutes(15);
+
+/// Most notices an inbox page lists.
+pub const INBOX_PAGE: u64 = 100;
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum))]
+#[cfg_attr(
+    feature = "ssr",
+    sea_orm(rs_type = "String", db_type = "Text", rename_all = "snake_case")
+)]
+pub enum EventKind {
+    /// A booking was confirmed (or, waiting for approval, recorded).
+    BookingConfirmed,
+    /// Its holder or an admin cancelled a reservation (with what was refunded).
+    BookingCancelled,
+    /// Berth released a reservation: unpaid, its GPU taken for maintenance or retired.
+    BookingReleased,
+    /// A higher-priority booking took a preemptible reservation's place (with the window offered
+    /// instead).
+    Displaced,
+    /// A reservation starts in [`REMINDER_LEAD`].
+    StartingSoon,
+    /// A reservation ends in [`REMINDER_LEAD`].
+    EndingSoon,
+    /// The payment job charged a reservation.
+    PaymentCharged,
+    /// The payment job found the wallet short: the reservation is released unless credits
+    /// arrive before the release time.
+    PaymentDue,
+    /// A booking waits for a team admin's approval (sent to the team's admins).
+    ApprovalRequested,
+    /// A team admin approved the booking.
+    ApprovalApproved,
+    /// A team admin rejected the booking.
+    ApprovalRejected,
+    /// Nobody decided in time: the booking was released.
+    ApprovalExpired,
+    /// Credits were added to a wallet.
+    CreditsAdded,
+}
+
+impl EventKind {
+    /// Every kind, in the order a preferences page lists them.
+    pub const ALL: [EventKind; 13] = [
+        EventKind::BookingConfirmed,
+        EventKind::BookingCancelled,
+        EventKind::BookingReleased,
+        EventKind::Displaced,
+        EventKind::StartingSoon,
+        EventKind::EndingSoon,
+        EventKind::PaymentCharged,
+        EventKind::PaymentDue,
+        EventKind::ApprovalRequested,
+        EventKind::ApprovalApproved,
+        EventKind::ApprovalRejected,
+        EventKind::ApprovalExpired,
+        EventKind::CreditsAdded,
+    ];
+
+    /// As stored, sent and used in keys.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::BookingConfirmed => "booking_confirmed",
+            EventKind::BookingCancelled => "booking_cancelled",
+            EventKind::BookingReleased => "booking_released",
+            EventKind::Displaced => "displaced",
+            EventKind::StartingSoon => "starting_soon",
+            EventKind::EndingSoon => "ending_soon",
+            EventKind::PaymentCharged => "payment_charged",
+            EventKind::PaymentDue => "payment_due",
+            EventKind::ApprovalRequested => "approval_requested",
+            EventKind::ApprovalApproved => "approval_approved",
+            EventKind::ApprovalRejected => "approval_rejected",
+            EventKind::ApprovalExpired => "approval_expired",
+            EventKind::CreditsAdded => "credits_added",
+        }
+    }
+
+    /// Whether it is about money or a reservation's start and end: the kinds people want outside
+    /// the portal by default (the rest go to the inbox only).
+    pub fn urgent(self) -> bool {
+        matches!(
+            self,
+            EventKind::BookingConfirmed
+                | EventKind::BookingCancelled
+                | EventKind::BookingReleased
+                | EventKind::Displaced
+                | EventKind::StartingSoon
+                | EventKind::EndingSoon
+                | EventKind::PaymentCharged
+                | EventKind::PaymentDue
+                | EventKind::CreditsAdded
+        )
+    }
+}
+
+/// Who receives an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Audience {
+    /// One user (a reservation's holder, a wallet's owner).
+    User(i64),
+    /// The admins of a team (approvals, a team wallet's credits).
+    TeamAdmins(i64),
+}
+
+/// A reservation as a notice describes it, kept as it was when the event happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReservationBrief {
+    /// Its id (links go to it).
+    pub id: i64,
+    /// GPU model.
+    pub model: String,
+    /// Node name.
+    pub node: String,
+    /// How many GPUs.
+    pub gpus: u32,
+    /// Share of each.
+    pub share: Share,
+    /// When.
+    pub window: Window,
+    /// Price, minor units.
+    pub price_minor: i64,
+    /// The holder's name (for team admins).
+    pub owner: String,
+    /// The team it is booked for (name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+}
+
+impl ReservationBrief {
+    /// The brief of `reservation`.
+    pub fn of(reservation: &Reservation) -> Self {
+        Self {
+            id: reservation.id,
+            model: reservation.model.clone(),
+            node: reservation.node_name.clone(),
+            gpus: u32::try_from(reservation.gpu_ids.len()).unwrap_or(u32::MAX),
+            share: reservation.share,
+            window: reservation.window,
+            price_minor: reservation.price_minor,
+            owner: reservation.owner_name.clone(),
+            team: reservation.team.as_ref().map(|(_, name)| name.clone()),
+        }
+    }
+}
+
+/// What a notice says, beyond its kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Notice {
+    /// The reservation it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservation: Option<ReservationBrief>,
+    /// Money moved: a refund, a charge, credits added (minor units).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amount_minor: Option<i64>,
+    /// Why Berth released a reservation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<ReleaseReason>,
+    /// A displaced booking's offered window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offer: Option<SlotOffer>,
+    /// A deadline: when an unpaid reservation is released, when an approval expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<DateTime<Utc>>,
+    /// Who did it (a cancelling admin, an approving team admin), by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
+/// A notice in a user's inbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InboxItem {
+    /// Its id in the inbox (to mark it read).
+    pub id: i64,
+    /// What happened.
+    pub kind: EventKind,
+    /// What it says.
+    pub notice: Notice,
+    /// When it happened.
+    pub occurred_at: DateTime<Utc>,
+    /// Whether its reader marked it read.
+    pub read: bool,
+}
+
+/// An event to write in the transaction of the change that causes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEvent {
+    /// What happened.
+    pub kind: EventKind,
+    /// Unique per event: the same key again writes nothing.
+    pub key: String,
+    /// Who receives it.
+    pub audience: Audience,
+    /// The reservation it is about (scheduled reminders of a withdrawn one are dropped).
+    pub reservation_id: Option<i64>,
+    /// What it says.
+    pub notice: Notice,
+    /// When it happened.
+    pub occurred_at: DateTime<Utc>,
+    /// When it is handed to its recipients (`occurred_at`, or later for reminders).
+    pub due_at: DateTime<Utc>,
+}
+
+impl NewEvent {
+    fn about(
+        kind: EventKind,
+        reservation: &Reservation,
+        notice: Notice,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            kind,
+            key: format!("{}:{}", kind.as_str(), reservation.id),
+            audience: Audience::User(reservation.owner_id),
+            reservation_id: Some(reservation.id),
+            notice: Notice {
+                reservation: Some(ReservationBrief::of(reservation)),
+                ..notice
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+
+    /// A booking was made: its confirmation now, and its reminders 15 minutes before its start
+    /// (unless that is already past) and before its end. A booking that waits for approval gets
+    /// its confirmation, and its team's admins a request; its reminders wait for the approval.
+    pub fn booked(reservation: &Reservation, now: DateTime<Utc>) -> Vec<Self> {
+        let mut events = vec![Self::about(
+            EventKind::BookingConfirmed,
+            reservation,
+            Notice {
+                until: reservation.approval_expires_at,
+                ..Notice::default()
+            },
+            now,
+        )];
+        match (reservation.approval_expires_at, &reservation.team) {
+            (Some(until), Some((team_id, _))) => {
+                let mut request = Self::about(
+                    EventKind::ApprovalRequested,
+                    reservation,
+                    Notice {
+                        until: Some(until),
+                        ..Notice::default()
+                    },
+                    now,
+                );
+                request.audience = Audience::TeamAdmins(*team_id);
+                events.push(request);
+            }
+            _ => events.extend(Self::reminders(reservation, now)),
+        }
+        events
+    }
+
+    /// The reminders of a reservation that holds its GPUs: 15 minutes before its start (none when
+    /// that has passed) and before its end.
+    pub fn reminders(reservation: &Reservation, now: DateTime<Utc>) -> Vec<Self> {
+        let mut events = Vec::with_capacity(2);
+        for (kind, at) in [
+            (EventKind::StartingSoon, reservation.window.start()),
+            (EventKind::EndingSoon, reservation.window.end()),
+        ] {
+            let due = at - REMINDER_LEAD;
+            if due > now {
+                let mut event = Self::about(kind, reservation, Notice::default(), now);
+                event.due_at = due;
+                events.push(event);
+            }
+        }
+        events
+    }
+
+    /// A person cancelled the reservation (`by`: who, when not its holder); `refund_minor` went
+    /// back to the paying wallet.
+    pub fn cancelled(
+        reservation: &Reservation,
+        refund_minor: i64,
+        by: Option<String>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self::about(
+            EventKind::BookingCancelled,
+            reservation,
+            Notice {
+                amount_minor: Some(refund_minor),
+                by,
+                ..Notice::default()
+            },
+            now,
+        )
+    }
+
+    /// Berth released the reservation for `reason`, refunding `refund_minor`. A displacement
+    /// carries the window offered instead; a rejection or an expired approval is the answer to
+    /// the approval request.
+    pub fn released(
+        reservation: &Reservation,
+        reason: ReleaseReason,
+        refund_minor: i64,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let kind = match reason {
+            ReleaseReason::Preempted => EventKind::Displaced,
+            ReleaseReason::Rejected => EventKind::ApprovalRejected,
+            ReleaseReason::ApprovalExpired => EventKind::ApprovalExpired,
+            ReleaseReason::Unpaid | ReleaseReason::Maintenance | ReleaseReason::Retired => {
+                EventKind::BookingReleased
+            }
+        };
+        Self::about(
+            kind,
+            reservation,
+            Notice {
+                amount_minor: (refund_minor > 0).then_some(refund_minor),
+                reason: Some(reason),
+                offer: reservation.displaced_offer.clone(),
+                ..Notice::default()
+            },
+            now,
+        )
+    }
+
+    /// A team admin approved the booking.
+    pub fn approved(reservation: &Reservation, by: String, now: DateTime<Utc>) -> Self {
+        Self::about(
+            EventKind::ApprovalApproved,
+            reservation,
+            Notice {
+                by: Some(by),
+                ..Notice::default()
+            },
+            now,
+        )
+    }
+
+    /// The payment job charged `amount_minor` for the reservation.
+    pub fn charged(reservation: &Reservation, amount_minor: i64, now: DateTime<Utc>) -> Self {
+        Self::about(
+            EventKind::PaymentCharged,
+            reservation,
+            Notice {
+                amount_minor: Some(amount_minor),
+                ..Notice::default()
+            },
+            now,
+        )
+    }
+
+    /// The wallet was short when the reservation's charge was due: it is released at `until`
+    /// unless credits arrive.
+    pub fn payment_due(
+        reservation: &Reservation,
+        until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self::about(
+            EventKind::PaymentDue,
+            reservation,
+            Notice {
+                amount_minor: Some(reservation.price_minor),
+                until: Some(until),
+                ..Notice::default()
+            },
+            now,
+        )
+    }
+
+    /// `amount_minor` of credits were added to the wallet of `audience` by ledger transaction
+    /// `transaction_id`.
+    pub fn credits_added(
+        audience: Audience,
+        transaction_id: i64,
+        amount_minor: i64,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            kind: EventKind::CreditsAdded,
+            key: format!("{}:{transaction_id}", EventKind::CreditsAdded.as_str()),
+            audience,
+            reservation_id: None,
+            notice: Notice {
+                amount_minor: Some(amount_minor),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::payment::ChargeMode;
+    use crate::domain::reservation::{PaymentStatus, ReservationStatus};
+    use chrono::TimeZone;
+
+    fn at(hour: u32, minute: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 12, 3, hour, minute, 0).unwrap()
+    }
+
+    fn reservation(start: DateTime<Utc>, hours: i64) -> Reservation {
+        Reservation {
+            id: 42,
+            owner_id: 7,
+            owner_name: "Ana".into(),
+            node_id: 1,
+            node_name: "node-a".into(),
+            model: "H100".into(),
+            gpu_ids: vec![3, 4],
+            share: Share::Whole,
+            window: Window::new(start, start + TimeDelta::hours(hours)).unwrap(),
+            status: ReservationStatus::Confirmed,
+            price_minor: 1_000,
+            payment_status: PaymentStatus::Paid,
+            refunded_minor: 0,
+            charge_mode: ChargeMode::AtBooking,
+            charge_at: None,
+            released: None,
+            created_at: at(8, 0),
+            team: None,
+            budget: None,
+            priority: Default::default(),
+            preemptible: false,
+            approval_expires_at: None,
+            displaced_offer: None,
+        }
+    }
+
+    #[test]
+    fn a_booking_is_confirmed_now_and_reminded_before_its_start_and_end() {
+        let events = NewEvent::booked(&reservation(at(10, 0), 2), at(8, 0));
+        let kinds: Vec<_> = events.iter().map(|e| (e.kind, e.due_at)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (EventKind::BookingConfirmed, at(8, 0)),
+                (EventKind::StartingSoon, at(9, 45)),
+                (EventKind::EndingSoon, at(11, 45)),
+            ]
+        );
+        assert_eq!(events[0].key, "booking_confirmed:42");
+        assert_eq!(events[1].key, "starting_soon:42");
+        assert!(events.iter().all(|e| e.audience == Audience::User(7)));
+        assert_eq!(events[0].notice.reservation.as_ref().unwrap().gpus, 2);
+    }
+
+    #[test]
+    fn no_start_reminder_once_its_time_has_passed() {
+        let events = NewEvent::booked(&reservation(at(10, 0), 2), at(9, 50));
+        let kinds: Vec<_> = events.iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![EventKind::BookingConfirmed, EventKind::EndingSoon]
+        );
+    }
+
+    #[test]
+    fn a_booking_waiting_for_approval_asks_the_team_admins_and_is_not_reminded_yet() {
+        let mut waiting = reservation(at(10, 0), 2);
+        waiting.team = Some((5, "Vision".into()));
+        waiting.approval_expires_at = Some(at(9, 0));
+        let events = NewEvent::booked(&waiting, at(8, 0));
+        let kinds: Vec<_> = events.iter().map(|e| (e.kind, e.audience)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (EventKind::BookingConfirmed, Audience::User(7)),
+                (EventKind::ApprovalRequested, Audience::TeamAdmins(5)),
+            ]
+        );
+        assert_eq!(events[1].notice.until, Some(at(9, 0)));
+    }
+
+    #[test]
+    fn a_release_is_told_by_its_reason() {
+        let r = reservation(at(10, 0), 2);
+        for (reason, kind) in [
+            (ReleaseReason::Preempted, EventKind::Displaced),
+            (ReleaseReason::Rejected, EventKind::ApprovalRejected),
+            (ReleaseReason::ApprovalExpired, EventKind::ApprovalExpired),
+            (ReleaseReason::Unpaid, EventKind::BookingReleased),
+            (ReleaseReason::Maintenance, EventKind::BookingReleased),
+            (ReleaseReason::Retired, EventKind::BookingReleased),
+        ] {
+            let event = NewEvent::released(&r, reason, 1_000, at(8, 0));
+            assert_eq!(event.kind, kind, "{reason:?}");
+            assert_eq!(event.notice.reason, Some(reason));
+            assert_eq!(event.notice.amount_minor, Some(1_000));
+        }
+        let free = NewEvent::released(&r, ReleaseReason::Unpaid, 0, at(8, 0));
+        assert_eq!(free.notice.amount_minor, None, "nothing was refunded");
+    }
+
+    #[test]
+    fn credits_are_keyed_by_their_ledger_transaction() {
+        let event = NewEvent::credits_added(Audience::TeamAdmins(5), 900, 2_500, at(8, 0));
+        assert_eq!(event.key, "credits_added:900");
+        assert_eq!(event.reservation_id, None);
+    }
+
+    #[test]
+    fn money_and_start_and_end_are_urgent_the_rest_is_not() {
+        assert!(EventKind::PaymentDue.urgent());
+        assert!(EventKind::StartingSoon.urgent());
+        assert!(!EventKind::ApprovalRequested.urgent());
+        assert!(!EventKind::ApprovalApproved.urgent());
+        for kind in EventKind::ALL {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+        }
+    }
+
+    #[test]
+    fn a_notice_survives_its_json() {
+        let event = NewEvent::cancelled(
+            &reservation(at(10, 0), 2),
+            500,
+            Some("Bia".into()),
+            at(8, 0),
+        );
+        let json = serde_json::to_string(&event.notice).unwrap();
+        let back: Notice = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, event.notice);
+    }
+}

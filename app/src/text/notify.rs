@@ -1,0 +1,149 @@
+//! A notice put into words: its title and lines, in the reader's language, with times in the
+//! reader's zone and amounts in the portal's currency.
+
+use crate::domain::money::{Currency, Money};
+use crate::domain::notify::{EventKind, Notice};
+use crate::domain::reservation::ReleaseReason;
+use crate::domain::schedule::Share;
+use crate::domain::time_text::date_minute;
+use crate::domain::zone::ZoneOffsets;
+use crate::i18n::*;
+use crate::text::format::money_string;
+use chrono::{DateTime, Utc};
+use leptos_i18n::I18nContext;
+
+/// The title of a notice of `kind`.
+pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
+    match kind {
+        EventKind::BookingConfirmed => t_string!(i18n, notice_booking_confirmed),
+        EventKind::BookingCancelled => t_string!(i18n, notice_booking_cancelled),
+        EventKind::BookingReleased => t_string!(i18n, notice_booking_released),
+        EventKind::Displaced => t_string!(i18n, notice_displaced),
+        EventKind::StartingSoon => t_string!(i18n, notice_starting_soon),
+        EventKind::EndingSoon => t_string!(i18n, notice_ending_soon),
+        EventKind::PaymentCharged => t_string!(i18n, notice_payment_charged),
+        EventKind::PaymentDue => t_string!(i18n, notice_payment_due),
+        EventKind::ApprovalRequested => t_string!(i18n, notice_approval_requested),
+        EventKind::ApprovalApproved => t_string!(i18n, notice_approval_approved),
+        EventKind::ApprovalRejected => t_string!(i18n, notice_approval_rejected),
+        EventKind::ApprovalExpired => t_string!(i18n, notice_approval_expired),
+        EventKind::CreditsAdded => t_string!(i18n, notice_credits_added),
+    }
+    .to_string()
+}
+
+/// What a notice of `kind` says, line by line.
+pub fn lines(
+    i18n: I18nContext<Locale>,
+    kind: EventKind,
+    notice: &Notice,
+    zone: &ZoneOffsets,
+    currency: &Currency,
+) -> Vec<String> {
+    let at = |when: DateTime<Utc>| date_minute(zone.local(when));
+    let amount = |minor: i64| money_string(i18n, Money::from_minor(minor), currency);
+    let mut lines = Vec::new();
+    if let Some(r) = &notice.reservation {
+        let share = match r.share {
+            Share::Whole => t_string!(i18n, share_whole),
+            Share::Half => t_string!(i18n, share_half),
+            Share::Quarter => t_string!(i18n, share_quarter),
+        }
+        .to_string();
+        let (id, gpus, model, node) = (r.id, r.gpus, r.model.clone(), r.node.clone());
+        let (start, end) = (at(r.window.start()), at(r.window.end()));
+        lines.push(
+            t_string!(
+                i18n,
+                notice_line_reservation,
+                id,
+                gpus,
+                model,
+                share,
+                node,
+                start,
+                end
+            )
+            .to_string(),
+        );
+    }
+    let until = notice.until.map(at).unwrap_or_default();
+    let money = notice.amount_minor.map(amount).unwrap_or_default();
+    match kind {
+        EventKind::BookingConfirmed if notice.until.is_some() => {
+            lines.push(t_string!(i18n, notice_line_awaiting, until).to_string());
+        }
+        EventKind::ApprovalRequested => {
+            let owner = notice
+                .reservation
+                .as_ref()
+                .map(|r| r.owner.clone())
+                .unwrap_or_default();
+            let team = notice
+                .reservation
+                .as_ref()
+                .and_then(|r| r.team.clone())
+                .unwrap_or_default();
+            lines.push(t_string!(i18n, notice_line_requested, owner, team, until).to_string());
+        }
+        EventKind::StartingSoon => {
+            if let Some(r) = &notice.reservation {
+                let start = at(r.window.start());
+                lines.push(t_string!(i18n, notice_line_starting, start).to_string());
+            }
+        }
+        EventKind::EndingSoon => {
+            if let Some(r) = &notice.reservation {
+                let end = at(r.window.end());
+                lines.push(t_string!(i18n, notice_line_ending, end).to_string());
+            }
+        }
+        EventKind::PaymentCharged => {
+            lines.push(t_string!(i18n, notice_line_charged, amount = money).to_string());
+        }
+        EventKind::PaymentDue => {
+            lines.push(t_string!(i18n, notice_line_due, amount = money, until).to_string());
+        }
+        EventKind::CreditsAdded => {
+            lines.push(t_string!(i18n, notice_line_credits, amount = money).to_string());
+        }
+        EventKind::BookingReleased | EventKind::Displaced | EventKind::ApprovalExpired => {
+            let reason = match notice.reason {
+                Some(ReleaseReason::Unpaid) => t_string!(i18n, reservations_released_unpaid),
+                Some(ReleaseReason::Maintenance) => {
+                    t_string!(i18n, reservations_released_maintenance)
+                }
+                Some(ReleaseReason::Retired) => t_string!(i18n, reservations_released_retired),
+                Some(ReleaseReason::Preempted) => {
+                    t_string!(i18n, reservations_released_preempted)
+                }
+                Some(ReleaseReason::Rejected) => t_string!(i18n, reservations_released_rejected),
+                Some(ReleaseReason::ApprovalExpired) | None => {
+                    t_string!(i18n, reservations_released_approval_expired)
+                }
+            };
+            lines.push(reason.to_string());
+        }
+        EventKind::BookingConfirmed
+        | EventKind::BookingCancelled
+        | EventKind::ApprovalApproved
+        | EventKind::ApprovalRejected => {}
+    }
+    let refunded = matches!(
+        kind,
+        EventKind::BookingCancelled | EventKind::BookingReleased | EventKind::Displaced
+    );
+    if refunded && let Some(refund) = notice.amount_minor {
+        let amount = amount(refund);
+        lines.push(t_string!(i18n, notice_line_refund, amount).to_string());
+    }
+    if let Some(offer) = &notice.offer {
+        let node = offer.node_name.clone();
+        let (start, end) = (at(offer.window.start()), at(offer.window.end()));
+        lines.push(t_string!(i18n, notice_line_offer, node, start, end).to_string());
+    }
+    if let Some(name) = notice.by.clone() {
+        lines.push(t_string!(i18n, notice_line_by, name).to_string());
+    }
+    lines
+}

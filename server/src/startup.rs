@@ -190,6 +190,7 @@ impl Application {
             clock: config.clock.clone(),
             metrics: Arc::default(),
             wake: Arc::default(),
+            payments: Arc::new(berth_app::backend::ledger::ManualProvider),
         };
         let per_minute = std::num::NonZeroU32::new(config.rate_limit.per_minute)
             .unwrap_or(std::num::NonZeroU32::MIN);

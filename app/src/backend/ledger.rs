@@ -133,7 +133,7 @@ pub struct CreditRequest<'a> {
 }
 
 /// A platform admin (`actor`) grants (positive `amount_minor`) or deducts (negative) credits
-/// for `wallet` by hand, money received by invoice or transfer ([`ManualProvider`]), with
+/// for `wallet` by hand, money received by invoice or transfer (the state's provider), with
 /// `reason`; the same `idempotency_key` again answers the first result. 403 for anyone else.
 #[allow(clippy::too_many_arguments)]
 pub async fn admin_credits(
@@ -156,7 +156,7 @@ pub async fn admin_credits(
             amount_minor,
             reason,
             idempotency_key: idempotency_key.filter(|key| !key.is_empty()),
-            provider: &ManualProvider,
+            provider: state.payments.as_ref(),
         },
         now,
     )

@@ -1,6 +1,5 @@
 //! The inbox page's read and its forms: mark one notice read, or every one.
 
-use crate::domain::money::Currency;
 use crate::domain::notify::InboxItem;
 use crate::domain::zone::ZoneOffsets;
 use crate::error::AppError;
@@ -25,8 +24,6 @@ pub struct InboxPage {
     pub items: Vec<InboxEntry>,
     /// How many are unread.
     pub unread: u32,
-    /// The currency amounts are in.
-    pub currency: Currency,
     /// The viewer's time zone over the notices' times.
     pub zone: ZoneOffsets,
 }
@@ -79,7 +76,6 @@ pub async fn get_inbox_page() -> Result<InboxPage, AppError> {
         Ok(InboxPage {
             items,
             unread,
-            currency,
             zone,
         })
     })

@@ -118,10 +118,13 @@ pub async fn mark_read(
     id: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<u64, AppError> {
-    if let Some(id) = id
+    let marked = db::notify::mark_read(&state.db, actor.user.id, id, now).await?;
+    // Nothing marked: already read, or not the actor's (told apart only then).
+    if marked == 0
+        && let Some(id) = id
         && !db::notify::owns(&state.db, actor.user.id, id).await?
     {
         return Err(AppError::NotFound(format!("notice {id}")));
     }
-    Ok(db::notify::mark_read(&state.db, actor.user.id, id, now).await?)
+    Ok(marked)
 }

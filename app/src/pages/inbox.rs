@@ -50,7 +50,6 @@ fn InboxView(data: InboxData) -> impl IntoView {
         items,
         unread,
         zone,
-        ..
     } = data;
     if items.is_empty() {
         return Either::Left(view! { <p class="empty">{t!(i18n, inbox_none)}</p> });

@@ -23,6 +23,20 @@ ensure_node_modules() {
   fi
 }
 
+# Python tools the tests start on loopback: aiosmtpd (the SMTP server the e-mail tests send to)
+# and icalendar (parses the calendar files Berth attaches), in a venv under .tools/.
+PY_TOOLS=("aiosmtpd==1.4.6" "icalendar==7.3.2")
+ensure_python_tools() {
+  local venv="$TOOLS/venv" stamp="$TOOLS/venv/.berth-tools"
+  if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "${PY_TOOLS[*]}" ]; then
+    say "Installing the Python test tools (${PY_TOOLS[*]}) in .tools/venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "${PY_TOOLS[@]}"
+    echo "${PY_TOOLS[*]}" > "$stamp"
+  fi
+  export BERTH_TEST_PYTHON="$venv/bin/python"
+}
+
 check_postgres() {
   local hostport host port
   hostport="$(sed -E 's#^[a-z]+://([^@/]*@)?([^/?]*).*#\2#' <<<"$PG_URL")"
@@ -40,6 +54,7 @@ check_postgres() {
 ensure_rust_tools
 ensure_chromium
 ensure_node_modules
+ensure_python_tools
 check_postgres
 
 say "cargo fmt --check"

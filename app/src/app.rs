@@ -6,6 +6,7 @@ use crate::pages::{
     audit::AuditPage,
     calendar::CalendarPage,
     credits::CreditsPage,
+    deliveries::DeliveriesPage,
     fleet::FleetPage,
     gpu::GpuDetailPage,
     inbox::InboxPage,
@@ -110,6 +111,11 @@ pub fn App() -> impl IntoView {
                         <Route
                             path=(StaticSegment("admin"), StaticSegment("fleet"))
                             view=FleetPage
+                            ssr=SsrMode::Async
+                        />
+                        <Route
+                            path=(StaticSegment("admin"), StaticSegment("deliveries"))
+                            view=DeliveriesPage
                             ssr=SsrMode::Async
                         />
                         <Route

@@ -26,6 +26,8 @@ mod m20261202_000018_booking_totals;
 mod m20261202_000019_token_scopes_session_hashes;
 mod m20261202_000020_pending_gpus;
 mod m20261203_000021_notifications;
+mod m20261203_000022_deliveries;
+mod m20261203_000023_calendar_feeds;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -56,6 +58,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261202_000019_token_scopes_session_hashes::Migration),
             Box::new(m20261202_000020_pending_gpus::Migration),
             Box::new(m20261203_000021_notifications::Migration),
+            Box::new(m20261203_000022_deliveries::Migration),
+            Box::new(m20261203_000023_calendar_feeds::Migration),
         ]
     }
 }

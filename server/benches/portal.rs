@@ -740,6 +740,7 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 gpu_count: Set(i32::try_from(count).expect("a few GPUs")),
                 charged_minor: Set(price),
                 refunded_minor: Set(if cancelled { price } else { 0 }),
+                calendar_sequence: Set(i32::from(cancelled)),
             });
             for i in chosen {
                 holds.push((id, node_gpus[*i], start, end));

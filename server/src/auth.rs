@@ -74,6 +74,7 @@ pub async fn oidc_callback(
     State(state): State<AppState>,
     Path(provider): Path<String>,
     session: Session,
+    headers: axum::http::HeaderMap,
     Query(params): Query<CallbackParams>,
 ) -> Result<Response, AppError> {
     // Single use: whatever happens next, this sign-in attempt is over.
@@ -95,7 +96,7 @@ pub async fn oidc_callback(
             // at this sign-in, the very address stored on the account.
             let verified =
                 vouched_address(&user.email, &identity.email, identity.email_verified).is_some();
-            sign_in(&session, &state, &user, verified).await?;
+            sign_in(&session, &state, &user, verified, &headers).await?;
             tracing::Span::current().record("user.id", user.id);
             tracing::info!(user.id = user.id, "signed in");
             Ok(Redirect::to(&local_path_or_home(Some(&return_to))).into_response())
@@ -126,6 +127,7 @@ pub struct DevSignInForm {
 pub async fn dev_sign_in(
     State(state): State<AppState>,
     session: Session,
+    headers: axum::http::HeaderMap,
     Form(form): Form<DevSignInForm>,
 ) -> Result<Response, AppError> {
     if !state.portal.dev_sign_in {
@@ -140,7 +142,7 @@ pub async fn dev_sign_in(
         )
     })?;
     let user = demo::demo_account(&state.db, account, state.now()).await?;
-    sign_in(&session, &state, &user, true).await?;
+    sign_in(&session, &state, &user, true, &headers).await?;
     tracing::info!(user.id = user.id, "dev sign-in");
     let back = ReturnTo {
         return_to: form.return_to,
@@ -157,14 +159,22 @@ pub async fn sign_out(session: Session) -> Result<Response, AppError> {
 
 /// Starts a signed-in session for `user` under a new session id, so that an id known before
 /// sign-in (session fixation) is worthless afterwards, and accepts the team invitations sent to
-/// their address when it is verified.
+/// their address when it is verified. The language the browser asks for becomes the language of
+/// the user's e-mails if they have none yet.
 async fn sign_in(
     session: &Session,
     state: &AppState,
     user: &berth_app::domain::user::UserSummary,
     email_verified: bool,
+    headers: &axum::http::HeaderMap,
 ) -> Result<(), AppError> {
     let user_id = user.id;
+    berth_app::backend::profile::set_first_locale(
+        state,
+        user_id,
+        berth_app::text::language::language_of(headers),
+    )
+    .await?;
     let joined = if email_verified {
         berth_app::backend::teams::accept_invitations(state, user_id, &user.email, state.now())
             .await?

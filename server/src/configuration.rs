@@ -106,6 +106,16 @@ pub struct RawSettings {
     pub telemetry_job_seconds: u32,
     /// If set, `GET /metrics` requires `Authorization: Bearer <this>`.
     pub metrics_token: Option<String>,
+    /// The SMTP server notices are e-mailed through: `smtp://host:25` (plain),
+    /// `smtp://user:password@host:587?tls=required` (STARTTLS) or `smtps://host:465` (TLS).
+    /// Unset: no e-mail, notices stay in the portal's inbox. Needs `public_url` for the links.
+    pub smtp_url: Option<String>,
+    /// The sender of Berth's e-mails (`Berth <berth@example.org>`); default
+    /// `Berth <noreply@<public_url's host>>`.
+    pub mail_from: Option<String>,
+    /// Let webhooks call private and local addresses (loopback, 10/8, 192.168/16, …). Off: a
+    /// user cannot make Berth call inside the network it runs in.
+    pub webhook_allow_private: bool,
 }
 
 /// The agent inside `berth serve`.
@@ -240,6 +250,9 @@ impl Default for RawSettings {
             nvml_library: None,
             telemetry_job_seconds: 60,
             metrics_token: None,
+            smtp_url: None,
+            mail_from: None,
+            webhook_allow_private: false,
         }
     }
 }
@@ -339,6 +352,10 @@ pub struct Config {
     pub payment_job_every: std::time::Duration,
     /// Time between runs of the notification worker.
     pub notify_job_every: std::time::Duration,
+    /// The e-mail channel, when `smtp_url` is set.
+    pub mail: Option<std::sync::Arc<berth_app::backend::mail::MailChannel>>,
+    /// Whether webhooks may call private and local addresses.
+    pub webhook_allow_private: bool,
     /// The time every service and job reads: the system clock, or a clock a test moves.
     pub clock: std::sync::Arc<dyn berth_app::backend::clock::Clock>,
 }
@@ -379,6 +396,9 @@ pub enum ConfigError {
     /// `public_url` is not an http(s) URL.
     #[error("invalid public URL `{0}` (BERTH_PUBLIC_URL): expected http://… or https://…")]
     PublicUrl(String),
+    /// `smtp_url` or `mail_from` is unusable, or `public_url` is missing for the links.
+    #[error("{0}")]
+    Mail(String),
     /// `session_idle_days` is 0.
     #[error("session_idle_days (BERTH_SESSION_IDLE_DAYS) must be at least 1")]
     SessionIdle,
@@ -490,6 +510,7 @@ impl Config {
         if raw.session_idle_days == 0 {
             return Err(ConfigError::SessionIdle);
         }
+        let mail = mail_channel(&raw)?;
         if !(1..=366).contains(&raw.max_booking_days) {
             return Err(ConfigError::BookingLimit(
                 "max_booking_days (BERTH_MAX_BOOKING_DAYS) must be between 1 and 366",
@@ -581,6 +602,11 @@ impl Config {
                     new_gpu_price_minor: raw.new_gpu_price_minor,
                     idle_util_percent: f64::from(raw.idle_util_percent),
                 },
+                public_url: raw
+                    .public_url
+                    .as_deref()
+                    .map(|url| url.trim().trim_end_matches('/').to_owned())
+                    .filter(|url| !url.is_empty()),
             },
             site_root: raw.site_root,
             sessions: SessionSettings {
@@ -601,9 +627,34 @@ impl Config {
             metrics_token: raw.metrics_token.filter(|t| !t.trim().is_empty()),
             payment_job_every: std::time::Duration::from_secs(u64::from(raw.payment_job_seconds)),
             notify_job_every: std::time::Duration::from_secs(u64::from(raw.notify_job_seconds)),
+            mail,
+            webhook_allow_private: raw.webhook_allow_private,
             clock: std::sync::Arc::new(berth_app::backend::clock::SystemClock),
         })
     }
+}
+
+/// The e-mail channel `smtp_url` asks for (none when it is unset).
+fn mail_channel(
+    raw: &RawSettings,
+) -> Result<Option<std::sync::Arc<berth_app::backend::mail::MailChannel>>, ConfigError> {
+    let Some(smtp_url) = raw.smtp_url.as_deref().filter(|url| !url.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let Some(public_url) = raw
+        .public_url
+        .as_deref()
+        .filter(|url| !url.trim().is_empty())
+    else {
+        return Err(ConfigError::Mail(
+            "smtp_url (BERTH_SMTP_URL) needs public_url (BERTH_PUBLIC_URL): e-mails link back \
+             to the portal"
+                .to_owned(),
+        ));
+    };
+    berth_app::backend::mail::MailChannel::smtp(smtp_url, raw.mail_from.as_deref(), public_url)
+        .map(|channel| Some(std::sync::Arc::new(channel)))
+        .map_err(ConfigError::Mail)
 }
 
 /// The charge modes offered and their timing.

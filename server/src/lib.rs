@@ -11,6 +11,7 @@ pub mod admin;
 pub mod agent;
 pub mod api;
 pub mod auth;
+pub mod calendar;
 pub mod cli;
 pub mod configuration;
 pub mod logging;

@@ -1,21 +1,14 @@
-//! Runs the notification worker (`berth_app::backend::notify::run`) in the background of
-//! `berth serve`: every `every`, and at once when a change in this replica recorded events.
-//! Every replica runs it; each event is claimed under a lock, so replicas share the work and
-//! never hand an event out twice.
+//! Runs the notification worker in the background of `berth serve`: every `every`, and at once
+//! when a change in this replica recorded events. Each run hands due events out
+//! (`berth_app::backend::notify::run`) and then sends the e-mails due
+//! (`berth_app::backend::notify::deliver`). Every replica runs it; events are claimed under a
+//! lock and deliveries under a lease, so replicas share the work and never do it twice.
 
-use berth_app::backend::clock::Clock;
-use berth_app::backend::notify::{self, Wake};
-use sea_orm::DatabaseConnection;
-use std::sync::Arc;
+use berth_app::backend::notify;
+use berth_app::backend::state::AppState;
 
 /// Runs the worker until the task is aborted.
-pub fn spawn_job(
-    db: DatabaseConnection,
-    every: std::time::Duration,
-    clock: Arc<dyn Clock>,
-    wake: Arc<Wake>,
-    metrics: Arc<berth_app::backend::metrics::PortalMetrics>,
-) -> tokio::task::JoinHandle<()> {
+pub fn spawn_job(state: AppState, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         // The first run at once: what fell due while the portal was down goes out now.
         let mut ticker = tokio::time::interval(every);
@@ -23,15 +16,30 @@ pub fn spawn_job(
         loop {
             tokio::select! {
                 _ = ticker.tick() => {}
-                () = wake.poked() => {}
+                () = state.wake.poked() => {}
             }
             let started = std::time::Instant::now();
-            let result = notify::run(&db, clock.now()).await;
-            metrics.job_run("notify", result.is_ok(), started.elapsed().as_secs_f64());
+            let result = notify::run(&state, state.now()).await;
+            state
+                .metrics
+                .job_run("notify", result.is_ok(), started.elapsed().as_secs_f64());
             match result {
                 Ok(outcome) if outcome == notify::Outcome::default() => {}
                 Ok(outcome) => tracing::debug!(?outcome, "notification worker"),
                 Err(err) => tracing::warn!(error = %err, "notification worker failed"),
+            }
+            if state.mail.is_none() {
+                continue;
+            }
+            let started = std::time::Instant::now();
+            let result = notify::deliver(&state, state.now()).await;
+            state
+                .metrics
+                .job_run("mail", result.is_ok(), started.elapsed().as_secs_f64());
+            match result {
+                Ok(sent) if sent == notify::Sent::default() => {}
+                Ok(sent) => tracing::debug!(?sent, "e-mail sender"),
+                Err(err) => tracing::warn!(error = %err, "e-mail sender failed"),
             }
         }
     })

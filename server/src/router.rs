@@ -104,7 +104,7 @@ fn ops_routes(metrics_token: MetricsToken) -> Router<AppState> {
         )
 }
 
-/// Signing in and out, and the language switch for browsers without JavaScript.
+/// Signing in and out, the language switch for browsers without JavaScript, and calendar feeds.
 fn auth_routes() -> Router<AppState> {
     Router::new()
         .route("/auth/oidc/{provider}/start", get(auth::oidc_start))
@@ -112,4 +112,6 @@ fn auth_routes() -> Router<AppState> {
         .route("/auth/dev", post(auth::dev_sign_in))
         .route("/auth/signout", post(auth::sign_out))
         .route("/locale", post(locale::set_locale))
+        // A calendar program's subscription: the secret address is the credential.
+        .route("/ical/{file}", get(crate::calendar::feed))
 }

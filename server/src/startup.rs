@@ -65,6 +65,9 @@ pub enum StartupError {
     /// The OpenID Connect client could not be set up.
     #[error("{0}")]
     Oidc(String),
+    /// The webhook client could not be built.
+    #[error("webhooks: {0}")]
+    Webhooks(String),
     /// The local agent could not start.
     #[error("{0}")]
     Agent(String),
@@ -191,6 +194,11 @@ impl Application {
             metrics: Arc::default(),
             wake: Arc::default(),
             payments: Arc::new(berth_app::backend::ledger::ManualProvider),
+            mail: config.mail.clone(),
+            webhooks: berth_app::backend::webhooks::WebhookClient::new(
+                config.webhook_allow_private,
+            )
+            .map_err(StartupError::Webhooks)?,
         };
         let per_minute = std::num::NonZeroU32::new(config.rate_limit.per_minute)
             .unwrap_or(std::num::NonZeroU32::MIN);
@@ -273,13 +281,7 @@ impl Application {
             self.clock.clone(),
             self.metrics.clone(),
         );
-        let notices = crate::notify::spawn_job(
-            self.db.clone(),
-            self.notify_job_every,
-            self.clock.clone(),
-            self.state.wake.clone(),
-            self.metrics.clone(),
-        );
+        let notices = crate::notify::spawn_job(self.state.clone(), self.notify_job_every);
         // The peer address feeds the sign-in rate limit.
         let service = self
             .router

@@ -101,3 +101,112 @@ pub async fn mark_all_notices_read() -> Result<(), AppError> {
         .map(|_| ("done", "read".to_owned()));
     crate::api::forms::back_to("/inbox", result)
 }
+
+/// One kind of notice on the profile page: its name in the reader's language and the choice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingRow {
+    /// The kind (`booking_confirmed`: the form's value).
+    pub kind: crate::domain::notify::EventKind,
+    /// Its name.
+    pub title: String,
+    /// Where the user wants it.
+    pub choice: crate::domain::notify::ChannelChoice,
+}
+
+/// The profile page's notification section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotificationSettingsPage {
+    /// Every kind, in the order the page lists them.
+    pub rows: Vec<SettingRow>,
+    /// Whether this portal sends e-mail.
+    pub email_available: bool,
+}
+
+/// The signed-in user's notification settings (the profile page's section).
+#[server(endpoint = "get_notification_settings")]
+pub async fn get_notification_settings() -> Result<NotificationSettingsPage, AppError> {
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        let settings = crate::backend::notify::settings(&call.state, &call.actor).await?;
+        let rows = crate::text::language::in_request_language(|i18n| {
+            settings
+                .kinds
+                .iter()
+                .map(|(kind, choice)| SettingRow {
+                    kind: *kind,
+                    title: crate::text::notify::title(i18n, *kind),
+                    choice: *choice,
+                })
+                .collect()
+        });
+        Ok(NotificationSettingsPage {
+            rows,
+            email_available: settings.email_available,
+        })
+    })
+    .await
+}
+
+/// Saves the notification settings (the profile page's form): `inbox[]` and `email[]` name the
+/// kinds ticked for each channel; back to the profile page.
+#[server(endpoint = "forms/notification_settings")]
+pub async fn save_notification_settings(
+    #[server(default)] inbox: Vec<String>,
+    #[server(default)] email: Vec<String>,
+    #[server(default)] webhook: Vec<String>,
+) -> Result<(), AppError> {
+    let call = crate::api::context::signed_in(|call| async move { Ok(call) }).await?;
+    let result = crate::backend::notify::save_settings(
+        &call.state,
+        &call.actor,
+        &inbox,
+        &email,
+        &webhook,
+        call.now,
+    )
+    .await
+    .map(|_| ("done", "notifications".to_owned()));
+    crate::api::forms::back_to("/profile", result)
+}
+
+/// What the platform admins' deliveries page shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveriesPage {
+    /// The latest deliveries of the chosen status, newest first.
+    pub rows: Vec<crate::domain::notify::DeliveryRow>,
+    /// How many stand where.
+    pub counts: crate::domain::notify::DeliveryCounts,
+    /// The status shown (`None`: all).
+    pub status: Option<crate::domain::notify::DeliveryStatus>,
+    /// Whether this portal sends e-mail.
+    pub email_available: bool,
+    /// The viewer's zone over the times shown.
+    pub zone: ZoneOffsets,
+}
+
+/// The latest notification deliveries (platform admins): queued, sent, failed with the reason.
+#[server(endpoint = "get_deliveries_page")]
+pub async fn get_deliveries_page(status: Option<String>) -> Result<DeliveriesPage, AppError> {
+    use crate::api::context::platform_admin;
+    platform_admin(|call| async move {
+        let (rows, counts) =
+            crate::backend::notify::deliveries(&call.state, &call.actor, status.as_deref()).await?;
+        let times = rows
+            .iter()
+            .flat_map(|row| [Some(row.created_at), Some(row.next_at), row.sent_at])
+            .flatten();
+        let (from, to) = times.fold((call.now, call.now), |(from, to), at| {
+            (from.min(at), to.max(at))
+        });
+        Ok(DeliveriesPage {
+            rows,
+            counts,
+            status: status
+                .as_deref()
+                .and_then(crate::domain::notify::DeliveryStatus::parse),
+            email_available: call.state.mail.is_some(),
+            zone: call.zone_over(from, to),
+        })
+    })
+    .await
+}

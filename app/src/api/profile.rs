@@ -69,3 +69,113 @@ pub async fn set_time_zone(time_zone: String) -> Result<Option<String>, AppError
     })
     .await
 }
+
+/// The profile page's calendar section: the caller's feeds and the teams they may make one for.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CalendarFeedsPage {
+    /// Feeds made, own first.
+    pub feeds: Vec<crate::domain::notify::CalendarFeedInfo>,
+    /// Teams the caller manages, by id and name.
+    pub teams: Vec<(i64, String)>,
+}
+
+/// The caller's calendar feeds.
+#[server(endpoint = "get_calendar_feeds")]
+pub async fn get_calendar_feeds() -> Result<CalendarFeedsPage, AppError> {
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        let feeds = crate::backend::calendar_feeds::feeds(&call.state, &call.actor).await?;
+        let teams = crate::backend::calendar_feeds::teams_to_feed(&call.state, &call.actor).await?;
+        Ok(CalendarFeedsPage { feeds, teams })
+    })
+    .await
+}
+
+/// Makes (or replaces) a calendar feed of the caller's bookings (`team` empty) or of a team they
+/// manage; answers the whole address, shown this once.
+#[server(endpoint = "create_calendar_feed")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
+pub async fn create_calendar_feed(#[server(default)] team: String) -> Result<String, AppError> {
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        let team = crate::backend::input::whole_number("team", Some(&team))?;
+        let path = crate::backend::calendar_feeds::create(&call.state, &call.actor, team, call.now)
+            .await?;
+        let base = match call.state.portal.public_url.clone() {
+            Some(base) => base,
+            None => {
+                let host = leptos::prelude::use_context::<http::request::Parts>()
+                    .and_then(|parts| {
+                        parts
+                            .headers
+                            .get(http::header::HOST)
+                            .and_then(|host| host.to_str().ok().map(str::to_owned))
+                    })
+                    .unwrap_or_else(|| "localhost".to_owned());
+                format!("http://{host}")
+            }
+        };
+        Ok(format!("{base}{path}"))
+    })
+    .await
+}
+
+/// Revokes the caller's calendar feed of their bookings (`team` empty) or of a team.
+#[server(endpoint = "revoke_calendar_feed")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
+pub async fn revoke_calendar_feed(#[server(default)] team: String) -> Result<(), AppError> {
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        let team = crate::backend::input::whole_number("team", Some(&team))?;
+        crate::backend::calendar_feeds::revoke(&call.state, &call.actor, team).await
+    })
+    .await
+}
+
+/// The profile page's webhooks section: the caller's webhooks and the teams they may add one for.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WebhooksPage {
+    /// Their webhooks.
+    pub hooks: Vec<crate::domain::notify::WebhookInfo>,
+    /// Teams the caller manages, by id and name.
+    pub teams: Vec<(i64, String)>,
+}
+
+/// The caller's webhooks.
+#[server(endpoint = "get_webhooks")]
+pub async fn get_webhooks() -> Result<WebhooksPage, AppError> {
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        let hooks = crate::backend::webhooks::list(&call.state, &call.actor).await?;
+        let teams = crate::backend::calendar_feeds::teams_to_feed(&call.state, &call.actor).await?;
+        Ok(WebhooksPage { hooks, teams })
+    })
+    .await
+}
+
+/// Adds a webhook at `url` for the caller's notices (`team` empty) or a managed team's; answers
+/// its signing secret, shown this once.
+#[server(endpoint = "create_webhook")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
+pub async fn create_webhook(
+    url: String,
+    #[server(default)] team: String,
+) -> Result<crate::domain::notify::CreatedWebhook, AppError> {
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        let team = crate::backend::input::whole_number("team", Some(&team))?;
+        crate::backend::webhooks::create(&call.state, &call.actor, &url, team, call.now).await
+    })
+    .await
+}
+
+/// Removes one of the caller's webhooks; another's is "not found".
+#[server(endpoint = "delete_webhook")]
+#[cfg_attr(feature = "ssr", tracing::instrument(skip_all, fields(webhook.id = id)))]
+pub async fn delete_webhook(id: i64) -> Result<(), AppError> {
+    use crate::api::context::signed_in;
+    signed_in(
+        |call| async move { crate::backend::webhooks::delete(&call.state, &call.actor, id).await },
+    )
+    .await
+}

@@ -2,6 +2,8 @@
 //! function takes its connection or transaction explicitly.
 
 pub mod auth;
+pub mod calendar_feeds;
+pub mod calendar_file;
 pub mod clock;
 pub mod db;
 pub mod demo;
@@ -10,6 +12,7 @@ pub mod fleet;
 pub mod input;
 pub mod inventory;
 pub mod ledger;
+pub mod mail;
 pub mod maintenance;
 pub mod metrics;
 pub mod notify;
@@ -25,3 +28,4 @@ pub mod team_access;
 pub mod teams;
 pub mod telemetry;
 pub mod viewer;
+pub mod webhooks;

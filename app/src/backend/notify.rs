@@ -10,12 +10,17 @@
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::entity::reservation;
+use crate::backend::mail::MailError;
 use crate::backend::state::AppState;
-use crate::domain::notify::{EventKind, INBOX_PAGE, InboxItem, NewEvent};
+use crate::domain::notify::{
+    Audience, Channel, ChannelChoice, DELIVERIES_PAGE, DELIVERY_LEASE, DeliveryCounts, DeliveryRow,
+    DeliveryStatus, EventKind, INBOX_PAGE, InboxItem, NewEvent, NotificationSettings,
+    WEBHOOK_FAILURES_TO_DISABLE, retry_after,
+};
 use crate::domain::reservation::PaymentStatus;
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
-use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr};
+use sea_orm::{DatabaseTransaction, DbErr};
 
 /// Most events one run hands out.
 const BATCH: u64 = 500;
@@ -66,8 +71,11 @@ pub struct Outcome {
     pub dropped: u32,
 }
 
-/// Hands every event due at `now` to its recipients' inboxes.
-pub async fn run(db: &DatabaseConnection, now: DateTime<Utc>) -> Result<Outcome, DbErr> {
+/// Hands every event due at `now` to its recipients' inboxes, and queues an e-mail for each
+/// recipient who wants one of its kind (when the portal has an e-mail channel), in the same
+/// transaction.
+pub async fn run(state: &AppState, now: DateTime<Utc>) -> Result<Outcome, DbErr> {
+    let db = &state.db;
     let mut outcome = Outcome::default();
     for id in db::notify::due_ids(db, now, BATCH).await? {
         let txn = db::begin_write(db).await?;
@@ -90,7 +98,39 @@ pub async fn run(db: &DatabaseConnection, now: DateTime<Utc>) -> Result<Outcome,
             (true, None, Some(team)) => db::notify::team_admins(&txn, team).await?,
             (true, None, None) => Vec::new(),
         };
-        db::notify::hand_out(&txn, event.id, &users, now).await?;
+        // Each recipient's choice for this kind, else the default.
+        let chosen = db::notify::preferences_for(&txn, &users, event.kind).await?;
+        let choice = |user: i64| {
+            chosen.iter().find(|row| row.user_id == user).map_or(
+                ChannelChoice::default_for(event.kind),
+                |row| ChannelChoice {
+                    inbox: row.inbox,
+                    email: row.email,
+                    webhook: row.webhook,
+                },
+            )
+        };
+        let inbox: Vec<i64> = users.iter().copied().filter(|u| choice(*u).inbox).collect();
+        db::notify::hand_out(&txn, event.id, &inbox, now).await?;
+        if state.mail.is_some() {
+            let email: Vec<(i64, i64)> = users
+                .iter()
+                .filter(|u| choice(**u).email)
+                .map(|u| (*u, *u))
+                .collect();
+            db::notify::queue_deliveries(&txn, event.id, Channel::Email, &email, now).await?;
+        }
+        // A user's own hooks when they want this kind there; a team's hooks get its notices.
+        let hooks = match (holds, event.user_id, event.team_id) {
+            (false, _, _) => Vec::new(),
+            (true, Some(user), _) if choice(user).webhook => {
+                db::webhooks::active_of_users(&txn, &[user]).await?
+            }
+            (true, None, Some(team)) => db::webhooks::active_of_team(&txn, team).await?,
+            _ => Vec::new(),
+        };
+        let hooks: Vec<(i64, i64)> = hooks.iter().map(|hook| (hook.id, hook.user_id)).collect();
+        db::notify::queue_deliveries(&txn, event.id, Channel::Webhook, &hooks, now).await?;
         txn.commit().await?;
         if holds {
             outcome.handed_out += 1;
@@ -99,6 +139,181 @@ pub async fn run(db: &DatabaseConnection, now: DateTime<Utc>) -> Result<Outcome,
         }
     }
     Ok(outcome)
+}
+
+/// What one run of the sender did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// Messages the recipient's server accepted.
+    pub sent: u32,
+    /// Tries that failed and will be made again later.
+    pub retried: u32,
+    /// Messages given up (refused for good, or out of tries).
+    pub failed: u32,
+}
+
+/// Sends every delivery due at `now` that no other sender holds (e-mails when the portal has an
+/// e-mail channel, webhook calls). Each is taken with a short conditional update and released
+/// with another, so no lock is held while a message goes out; a sender that dies mid-try loses
+/// its lease and the delivery is tried again. A failed try is tried again later
+/// ([`retry_after`]) until it succeeds or runs out of tries; a webhook that fails
+/// [`WEBHOOK_FAILURES_TO_DISABLE`] times in a row is turned off and its owner told.
+pub async fn deliver(state: &AppState, now: DateTime<Utc>) -> Result<Sent, DbErr> {
+    let mut outcome = Sent::default();
+    let db = &state.db;
+    for id in db::notify::due_deliveries(db, now, BATCH).await? {
+        let Some(delivery) = db::notify::take_delivery(db, id, now, now + DELIVERY_LEASE).await?
+        else {
+            continue;
+        };
+        let event = db::notify::event(db, delivery.event_id).await?;
+        let owner = db::users::row(db, delivery.user_id).await?;
+        let gone = || MailError {
+            permanent: true,
+            reason: "the event or its recipient is gone".to_owned(),
+        };
+        let (result, hook) = match (delivery.channel, &event, &owner) {
+            (_, None, _) | (_, _, None) => (Err(gone()), None),
+            (Channel::Email, Some(event), Some(owner)) => match state.mail.as_deref() {
+                Some(mail) => {
+                    let result = match mail.message(
+                        delivery.id,
+                        event,
+                        owner,
+                        &state.portal.currency,
+                        now,
+                    ) {
+                        Ok(message) => mail.mailer.send(message).await,
+                        Err(err) => Err(err),
+                    };
+                    (result, None)
+                }
+                // E-mail was turned off since it was queued.
+                None => (
+                    Err(MailError {
+                        permanent: true,
+                        reason: "e-mail is not set up (smtp_url)".to_owned(),
+                    }),
+                    None,
+                ),
+            },
+            (Channel::Webhook, Some(event), Some(owner)) => {
+                match db::webhooks::row(db, delivery.target_id).await? {
+                    Some(hook) if hook.active => {
+                        let result =
+                            call_webhook(state, &hook, event, owner, delivery.id, now).await;
+                        (result, Some(hook))
+                    }
+                    _ => (
+                        Err(MailError {
+                            permanent: true,
+                            reason: "the webhook was removed or turned off".to_owned(),
+                        }),
+                        None,
+                    ),
+                }
+            }
+        };
+        let attempts = u32::try_from(delivery.attempts).unwrap_or(u32::MAX);
+        let (status, next_at, error) = match &result {
+            Ok(()) => (DeliveryStatus::Sent, None, None),
+            Err(err) => match retry_after(attempts).filter(|_| !err.permanent) {
+                Some(wait) => (
+                    DeliveryStatus::Queued,
+                    Some(now + wait),
+                    Some(err.reason.clone()),
+                ),
+                None => (DeliveryStatus::Failed, None, Some(err.reason.clone())),
+            },
+        };
+        if let Some(reason) = &error {
+            tracing::info!(delivery.id = id, delivery.attempts = attempts, %reason, ?status, "notice not delivered");
+        }
+        let recorded =
+            db::notify::finish_delivery(db, id, delivery.attempts, status, next_at, error, now)
+                .await?;
+        if !recorded {
+            tracing::warn!(delivery.id = id, "a delivery try outlived its lease");
+            continue;
+        }
+        if let Some(hook) = hook {
+            webhook_outcome(state, &hook, result.err().map(|err| err.reason), now).await?;
+        }
+        match status {
+            DeliveryStatus::Sent => outcome.sent += 1,
+            DeliveryStatus::Queued => outcome.retried += 1,
+            DeliveryStatus::Failed => outcome.failed += 1,
+        }
+    }
+    Ok(outcome)
+}
+
+/// Posts `event` to `hook`, its words in `owner`'s language.
+async fn call_webhook(
+    state: &AppState,
+    hook: &crate::backend::entity::webhook::Model,
+    event: &crate::backend::entity::notification_event::Model,
+    owner: &crate::backend::entity::user::Model,
+    delivery_id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), MailError> {
+    let notice: crate::domain::notify::Notice =
+        serde_json::from_str(&event.notice).map_err(|err| MailError {
+            permanent: true,
+            reason: format!("unreadable notice: {err}"),
+        })?;
+    let body = crate::backend::webhooks::body(state, event, &notice, owner, now);
+    state
+        .webhooks
+        .post(
+            &hook.url,
+            &hook.secret,
+            event.kind.as_str(),
+            delivery_id,
+            body,
+        )
+        .await
+        .map_err(|(permanent, reason)| MailError { permanent, reason })
+}
+
+/// Counts a webhook call's outcome: a success ends its run of failures; the failure that makes
+/// [`WEBHOOK_FAILURES_TO_DISABLE`] in a row turns it off and tells its owner (or the team's
+/// admins), in one transaction.
+async fn webhook_outcome(
+    state: &AppState,
+    hook: &crate::backend::entity::webhook::Model,
+    error: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let Some(error) = error else {
+        return db::webhooks::succeeded(&state.db, hook.id).await;
+    };
+    let txn = db::begin_write(&state.db).await?;
+    let Some(now_hook) = db::webhooks::failed(&txn, hook.id, &error).await? else {
+        return txn.commit().await;
+    };
+    let failures = u32::try_from(now_hook.failures).unwrap_or(0);
+    if failures >= WEBHOOK_FAILURES_TO_DISABLE && db::webhooks::disable(&txn, hook.id, now).await? {
+        let audience = match now_hook.team_id {
+            Some(team) => Audience::TeamAdmins(team),
+            None => Audience::User(now_hook.user_id),
+        };
+        record(
+            &txn,
+            &[NewEvent::webhook_disabled(
+                audience, hook.id, &hook.url, &error, now,
+            )],
+        )
+        .await?;
+        tracing::warn!(
+            webhook.id = hook.id,
+            failures,
+            "webhook turned off after repeated failures"
+        );
+    }
+    txn.commit().await?;
+    state.wake.poke();
+    Ok(())
 }
 
 /// The actor's latest notices, newest first.
@@ -127,4 +342,105 @@ pub async fn mark_read(
         return Err(AppError::NotFound(format!("notice {id}")));
     }
     Ok(marked)
+}
+
+/// The actor's notification settings: every kind with their choice (or the default).
+pub async fn settings(state: &AppState, actor: &Actor) -> Result<NotificationSettings, AppError> {
+    let chosen = db::notify::preferences(&state.db, actor.user.id).await?;
+    let kinds = EventKind::ALL
+        .iter()
+        .map(|kind| {
+            let choice = chosen.iter().find(|row| row.kind == *kind).map_or(
+                ChannelChoice::default_for(*kind),
+                |row| ChannelChoice {
+                    inbox: row.inbox,
+                    email: row.email,
+                    webhook: row.webhook,
+                },
+            );
+            (*kind, choice)
+        })
+        .collect();
+    Ok(NotificationSettings {
+        kinds,
+        email_available: state.mail.is_some(),
+    })
+}
+
+/// Stores the actor's settings from the profile form: `inbox`, `email` and `webhook` name the
+/// kinds ticked for each channel (`booking_confirmed`, …); every kind not named is off for that channel. An
+/// unknown kind refuses the whole form and changes nothing.
+pub async fn save_settings(
+    state: &AppState,
+    actor: &Actor,
+    inbox: &[String],
+    email: &[String],
+    webhook: &[String],
+    now: DateTime<Utc>,
+) -> Result<NotificationSettings, AppError> {
+    let parse = |field: &'static str, raw: &[String]| {
+        raw.iter()
+            .map(|raw| {
+                EventKind::ALL
+                    .into_iter()
+                    .find(|kind| kind.as_str() == raw.trim())
+                    .ok_or_else(|| {
+                        AppError::invalid(
+                            field,
+                            crate::domain::problem::Problem::UnknownNoticeKind {
+                                raw: raw.chars().take(60).collect(),
+                            },
+                        )
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let (inbox, email, webhook) = (
+        parse("inbox", inbox)?,
+        parse("email", email)?,
+        parse("webhook", webhook)?,
+    );
+    let choices: Vec<_> = EventKind::ALL
+        .into_iter()
+        .map(|kind| {
+            (
+                kind,
+                ChannelChoice {
+                    inbox: inbox.contains(&kind),
+                    email: email.contains(&kind),
+                    webhook: webhook.contains(&kind),
+                },
+            )
+        })
+        .collect();
+    let txn = db::begin_write(&state.db).await?;
+    db::notify::save_preferences(&txn, actor.user.id, &choices, now).await?;
+    txn.commit().await?;
+    settings(state, actor).await
+}
+
+/// The latest deliveries (those with `status` when one is given) and how many stand where: the
+/// platform admins' view of what went out and what did not.
+pub async fn deliveries(
+    state: &AppState,
+    actor: &Actor,
+    status: Option<&str>,
+) -> Result<(Vec<DeliveryRow>, DeliveryCounts), AppError> {
+    actor.require_platform_admin()?;
+    let status = match status.map(str::trim).filter(|raw| !raw.is_empty()) {
+        None => None,
+        Some(raw) => Some(DeliveryStatus::parse(raw).ok_or_else(|| {
+            AppError::invalid(
+                "status",
+                crate::domain::problem::Problem::UnknownDeliveryStatus {
+                    raw: raw.chars().take(60).collect(),
+                },
+            )
+        })?),
+    };
+    let db = &state.db;
+    Ok(tokio::try_join!(
+        db::notify::delivery_rows(db, status, DELIVERIES_PAGE),
+        db::notify::delivery_counts(db),
+    )?)
 }

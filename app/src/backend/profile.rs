@@ -109,3 +109,25 @@ pub async fn set_time_zone(
     db::users::set_time_zone(db, actor.user.id, zone.as_deref(), now).await?;
     Ok(zone)
 }
+
+/// Remembers `locale` (a code Berth speaks, checked by the caller) as the language of the actor's
+/// e-mails: the language they last chose in the portal.
+pub async fn set_locale(
+    state: &AppState,
+    actor: &Actor,
+    locale: &str,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    db::users::set_locale(&state.db, actor.user.id, locale, now).await?;
+    Ok(())
+}
+
+/// Sets the language of `user_id`'s e-mails at sign-in when none is set yet (the browser's).
+pub async fn set_first_locale(
+    state: &AppState,
+    user_id: i64,
+    locale: &str,
+) -> Result<(), AppError> {
+    db::users::set_first_locale(&state.db, user_id, locale).await?;
+    Ok(())
+}

@@ -29,6 +29,9 @@ pub struct PortalConfig {
     pub charge: crate::domain::payment::ChargePolicy,
     /// Telemetry retention and new-GPU defaults.
     pub telemetry: TelemetrySettings,
+    /// The address users reach Berth at, without a trailing slash (`public_url`), for links
+    /// that leave the portal (calendar feeds); `None`: not set.
+    pub public_url: Option<String>,
 }
 
 /// How long telemetry is kept, and what GPUs found by an agent start with.
@@ -78,6 +81,10 @@ pub struct AppState {
     /// [`crate::backend::ledger::ManualProvider`], money received by invoice or transfer and
     /// recorded by a platform admin.
     pub payments: Arc<dyn crate::backend::ledger::PaymentProvider>,
+    /// The e-mail channel (`smtp_url`); `None`: notices stay in the portal.
+    pub mail: Option<Arc<crate::backend::mail::MailChannel>>,
+    /// Posts webhook calls.
+    pub webhooks: crate::backend::webhooks::WebhookClient,
 }
 
 impl AppState {

@@ -4,6 +4,7 @@
 use crate::backend::auth::tokens;
 use crate::backend::db::{self, begin_write, telemetry as store};
 use crate::backend::state::{AppState, TelemetrySettings};
+use crate::domain::notify::{GpuProblem, NODE_SILENT_AFTER, NewEvent};
 use crate::domain::problem::Problem;
 use crate::domain::telemetry::{
     GpuEvent, GpuHistory, LiveFleet, LiveNode, MAX_HISTORY_DAYS, RawPoint, Registration, Report,
@@ -192,6 +193,11 @@ pub async fn register(
         now,
     )
     .await?;
+    // The holders of a vanished GPU are told, in the same transaction.
+    for (gpu_id, uuid) in &outcome.vanished_gpus {
+        let problem = GpuProblem::Missing { gpu: uuid.clone() };
+        tell_holders(&txn, *gpu_id, problem, now, now).await?;
+    }
     txn.commit().await?;
     if outcome != store::SyncOutcome::default() {
         tracing::info!(
@@ -251,8 +257,78 @@ pub async fn report(
     .await?;
     let samples = store::store_samples(&txn, node_id, &report.samples, &gpus, now).await?;
     let events = store::store_events(&txn, &report.events, &gpus).await?;
+    // An XID error on a booked GPU is told to the booking's holder, in the same transaction.
+    for event in &report.events {
+        if let (crate::domain::telemetry::EventKind::Xid, Some(code), Some(gpu_id)) =
+            (event.kind, event.code, gpus.get(&event.uuid))
+        {
+            let problem = GpuProblem::Xid {
+                gpu: event.uuid.clone(),
+                code,
+            };
+            tell_holders(&txn, *gpu_id, problem, event.at, now).await?;
+        }
+    }
     txn.commit().await?;
     Ok(ReportOutcome { samples, events })
+}
+
+/// Tells the holders of the bookings that hold `gpu_id` at `at` that it had `problem` (once per
+/// booking, GPU and kind of problem), inside the caller's transaction.
+async fn tell_holders(
+    txn: &sea_orm::DatabaseTransaction,
+    gpu_id: i64,
+    problem: GpuProblem,
+    at: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    // The booking slot `at` falls in: bookings lie on the slot grid, so those overlapping it
+    // hold the GPU at `at`.
+    let slot = crate::domain::schedule::slot_floor(at);
+    let Ok(instant) = crate::domain::schedule::Window::new(
+        slot,
+        slot + Duration::minutes(crate::domain::schedule::SLOT_MINUTES),
+    ) else {
+        return Ok(());
+    };
+    let holds = crate::backend::db::reservations::holds_on(txn, &[gpu_id], &instant).await?;
+    for hold in holds {
+        if let Some(view) =
+            crate::backend::db::reservations::view_of(txn, hold.reservation_id, now).await?
+        {
+            crate::backend::notify::record(
+                txn,
+                &[NewEvent::gpu_problem(&view, problem.clone(), now)],
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Tells every platform admin about each node whose agent has been silent for
+/// [`NODE_SILENT_AFTER`] (once per silence: a report ends it), in one transaction.
+pub async fn tell_silent_nodes(
+    db: &DatabaseConnection,
+    now: DateTime<Utc>,
+) -> Result<u32, AppError> {
+    let txn = begin_write(db).await?;
+    let silent = store::newly_silent_nodes(&txn, now - NODE_SILENT_AFTER).await?;
+    if silent.is_empty() {
+        txn.rollback().await?;
+        return Ok(0);
+    }
+    let admins = crate::backend::db::users::platform_admins(&txn).await?;
+    for (node_id, name, last_seen) in &silent {
+        let events: Vec<NewEvent> = admins
+            .iter()
+            .map(|admin| NewEvent::node_silent(*admin, *node_id, name, *last_seen, now))
+            .collect();
+        crate::backend::notify::record(&txn, &events).await?;
+        store::mark_silence_told(&txn, *node_id, now).await?;
+    }
+    txn.commit().await?;
+    Ok(u32::try_from(silent.len()).unwrap_or(u32::MAX))
 }
 
 /// What a Prometheus scrape of `/metrics` reports: the live fleet, every node with its GPUs

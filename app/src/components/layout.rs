@@ -62,6 +62,12 @@ pub fn Header() -> impl IntoView {
                                     <a href="/admin/audit" aria-current=move || current("/admin/audit")>
                                         {t!(i18n, nav_audit)}
                                     </a>
+                                    <a
+                                        href="/admin/deliveries"
+                                        aria-current=move || current("/admin/deliveries")
+                                    >
+                                        {t!(i18n, nav_deliveries)}
+                                    </a>
                                 }
                             })
                     }}

@@ -55,11 +55,22 @@ pub enum EventKind {
     ApprovalExpired,
     /// Credits were added to a wallet.
     CreditsAdded,
+    /// A webhook failed again and again: Berth stopped calling it (sent to its maker, or to the
+    /// team's admins).
+    WebhookDisabled,
+    /// A team's bookings this month reached the budget's warning share (to its admins).
+    BudgetWarning,
+    /// A team's bookings this month reached its budget (to its admins).
+    BudgetReached,
+    /// A GPU of a running booking reported a problem (an XID error) or went missing.
+    GpuProblem,
+    /// A node's agent stopped reporting (to platform admins).
+    NodeSilent,
 }
 
 impl EventKind {
     /// Every kind, in the order a preferences page lists them.
-    pub const ALL: [EventKind; 13] = [
+    pub const ALL: [EventKind; 18] = [
         EventKind::BookingConfirmed,
         EventKind::BookingCancelled,
         EventKind::BookingReleased,
@@ -73,6 +84,11 @@ impl EventKind {
         EventKind::ApprovalRejected,
         EventKind::ApprovalExpired,
         EventKind::CreditsAdded,
+        EventKind::WebhookDisabled,
+        EventKind::BudgetWarning,
+        EventKind::BudgetReached,
+        EventKind::GpuProblem,
+        EventKind::NodeSilent,
     ];
 
     /// As stored, sent and used in keys.
@@ -91,6 +107,11 @@ impl EventKind {
             EventKind::ApprovalRejected => "approval_rejected",
             EventKind::ApprovalExpired => "approval_expired",
             EventKind::CreditsAdded => "credits_added",
+            EventKind::WebhookDisabled => "webhook_disabled",
+            EventKind::BudgetWarning => "budget_warning",
+            EventKind::BudgetReached => "budget_reached",
+            EventKind::GpuProblem => "gpu_problem",
+            EventKind::NodeSilent => "node_silent",
         }
     }
 
@@ -108,6 +129,10 @@ impl EventKind {
                 | EventKind::PaymentCharged
                 | EventKind::PaymentDue
                 | EventKind::CreditsAdded
+                | EventKind::WebhookDisabled
+                | EventKind::BudgetReached
+                | EventKind::GpuProblem
+                | EventKind::NodeSilent
         )
     }
 }
@@ -183,7 +208,197 @@ pub struct Notice {
     /// Who did it (a cancelling admin, an approving team admin), by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// What it is about outside Berth (a webhook's URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// What went wrong there (the last answer a webhook gave).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// A budget's limit (minor units), with what was spent in `amount_minor`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_minor: Option<i64>,
+    /// What a GPU reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<GpuProblem>,
 }
+
+/// What went wrong with a GPU, as a notice tells it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GpuProblem {
+    /// The driver reported an XID error.
+    Xid {
+        /// The GPU (its NVML UUID).
+        gpu: String,
+        /// The XID code.
+        code: i64,
+    },
+    /// The node's agent no longer finds the GPU.
+    Missing {
+        /// The GPU (its NVML UUID).
+        gpu: String,
+    },
+}
+
+/// A node's agent counts as gone silent for notices after this long without a report.
+pub const NODE_SILENT_AFTER: TimeDelta = TimeDelta::minutes(5);
+
+/// A way a notice leaves the portal (the inbox is always written).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum))]
+#[cfg_attr(
+    feature = "ssr",
+    sea_orm(rs_type = "String", db_type = "Text", rename_all = "snake_case")
+)]
+pub enum Channel {
+    /// An e-mail to the recipient's address.
+    Email,
+    /// A signed JSON call to a webhook.
+    Webhook,
+}
+
+/// Where a user wants notices of one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelChoice {
+    /// In the portal's inbox (and the bell).
+    pub inbox: bool,
+    /// By e-mail (when the portal sends e-mail).
+    pub email: bool,
+    /// To the user's webhooks.
+    pub webhook: bool,
+}
+
+impl ChannelChoice {
+    /// The choice of a user who chose nothing: everything in the inbox; by e-mail what is about
+    /// money or a reservation's start and end ([`EventKind::urgent`]).
+    pub fn default_for(kind: EventKind) -> Self {
+        Self {
+            inbox: true,
+            email: kind.urgent(),
+            webhook: kind.urgent(),
+        }
+    }
+}
+
+/// A user's notification settings, as the profile page shows them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotificationSettings {
+    /// Every kind, in [`EventKind::ALL`] order, with the user's choice (or the default).
+    pub kinds: Vec<(EventKind, ChannelChoice)>,
+    /// Whether this portal sends e-mail at all (`smtp_url`).
+    pub email_available: bool,
+}
+
+/// Where a delivery stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "ssr", derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum))]
+#[cfg_attr(
+    feature = "ssr",
+    sea_orm(rs_type = "String", db_type = "Text", rename_all = "snake_case")
+)]
+pub enum DeliveryStatus {
+    /// Waiting for its first or next try.
+    Queued,
+    /// Accepted by the recipient's server.
+    Sent,
+    /// Given up: refused for good, or every try failed.
+    Failed,
+}
+
+/// Tries a delivery gets before it is given up.
+pub const MAX_ATTEMPTS: u32 = 8;
+
+/// How long a sender holds a delivery it is trying: another replica takes it over after this
+/// (a sender that died mid-try).
+pub const DELIVERY_LEASE: TimeDelta = TimeDelta::minutes(2);
+
+/// When a delivery that failed for the `attempts`-th time is tried again: after 1, 2, 4, … minutes
+/// (at most an hour), or never once [`MAX_ATTEMPTS`] tries have failed.
+pub fn retry_after(attempts: u32) -> Option<TimeDelta> {
+    if attempts >= MAX_ATTEMPTS {
+        return None;
+    }
+    let minutes = 1_i64 << attempts.saturating_sub(1).min(6);
+    Some(TimeDelta::minutes(minutes.min(60)))
+}
+
+/// A delivery as platform admins see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryRow {
+    /// Its id.
+    pub id: i64,
+    /// What it tells.
+    pub kind: EventKind,
+    /// How it goes.
+    pub channel: Channel,
+    /// To whom (their address).
+    pub recipient: String,
+    /// Queued, sent or failed.
+    pub status: DeliveryStatus,
+    /// Tries so far.
+    pub attempts: u32,
+    /// When it was queued.
+    pub created_at: DateTime<Utc>,
+    /// Its next try (while queued).
+    pub next_at: DateTime<Utc>,
+    /// When it was sent.
+    pub sent_at: Option<DateTime<Utc>>,
+    /// Why the last try failed.
+    pub last_error: Option<String>,
+}
+
+/// How many deliveries stand where.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryCounts {
+    /// Waiting for a try.
+    pub queued: u64,
+    /// Sent.
+    pub sent: u64,
+    /// Given up.
+    pub failed: u64,
+}
+
+/// Most deliveries the admins' view lists.
+pub const DELIVERIES_PAGE: u64 = 200;
+
+impl DeliveryStatus {
+    /// As stored and used in page addresses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryStatus::Queued => "queued",
+            DeliveryStatus::Sent => "sent",
+            DeliveryStatus::Failed => "failed",
+        }
+    }
+
+    /// The status called `raw`, if any.
+    pub fn parse(raw: &str) -> Option<Self> {
+        [
+            DeliveryStatus::Queued,
+            DeliveryStatus::Sent,
+            DeliveryStatus::Failed,
+        ]
+        .into_iter()
+        .find(|status| status.as_str() == raw.trim())
+    }
+}
+
+/// A calendar feed as its owner sees it (the address itself is shown only when made).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalendarFeedInfo {
+    /// The team whose bookings it lists, by id and name (None: the owner's own bookings).
+    pub team: Option<(i64, String)>,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A calendar feed lists bookings that ended at most this long ago (and every later one).
+pub const FEED_PAST: TimeDelta = TimeDelta::days(60);
+
+/// Most bookings one feed lists.
+pub const FEED_LIMIT: u64 = 1000;
 
 /// A notice in a user's inbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -269,6 +484,7 @@ impl NewEvent {
             }
             _ => events.extend(Self::reminders(reservation, now)),
         }
+        events.extend(Self::budget(reservation, now));
         events
     }
 
@@ -408,6 +624,157 @@ impl NewEvent {
     }
 }
 
+impl NewEvent {
+    /// Webhook `webhook_id` (at `url`) was disabled at `now` after failing again and again, the
+    /// last time with `error`.
+    pub fn webhook_disabled(
+        audience: Audience,
+        webhook_id: i64,
+        url: &str,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            kind: EventKind::WebhookDisabled,
+            key: format!(
+                "{}:{webhook_id}:{}",
+                EventKind::WebhookDisabled.as_str(),
+                now.timestamp()
+            ),
+            audience,
+            reservation_id: None,
+            notice: Notice {
+                target: Some(url.to_owned()),
+                error: Some(error.chars().take(300).collect()),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+}
+
+impl NewEvent {
+    /// What a team booking tells its team's admins about the month's budget: a warning when its
+    /// bookings reach the warning share, or that they reached the limit (once a month each).
+    pub fn budget(reservation: &Reservation, now: DateTime<Utc>) -> Option<Self> {
+        let (team_id, _) = reservation.team.as_ref()?;
+        let Some(crate::domain::team::BudgetCheck::Warn {
+            spent_minor,
+            limit_minor,
+        }) = reservation.budget
+        else {
+            return None;
+        };
+        let kind = if spent_minor >= limit_minor {
+            EventKind::BudgetReached
+        } else {
+            EventKind::BudgetWarning
+        };
+        let month = reservation.window.start().format("%Y-%m");
+        Some(Self {
+            kind,
+            key: format!("{}:{team_id}:{month}", kind.as_str()),
+            audience: Audience::TeamAdmins(*team_id),
+            reservation_id: None,
+            notice: Notice {
+                reservation: Some(ReservationBrief::of(reservation)),
+                amount_minor: Some(spent_minor),
+                limit_minor: Some(limit_minor),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        })
+    }
+
+    /// A GPU of `reservation` had `problem` (told once per reservation, GPU and kind of problem).
+    pub fn gpu_problem(reservation: &Reservation, problem: GpuProblem, now: DateTime<Utc>) -> Self {
+        let what = match &problem {
+            GpuProblem::Xid { gpu, .. } => format!("{gpu}:xid"),
+            GpuProblem::Missing { gpu } => format!("{gpu}:missing"),
+        };
+        Self {
+            kind: EventKind::GpuProblem,
+            key: format!(
+                "{}:{}:{what}",
+                EventKind::GpuProblem.as_str(),
+                reservation.id
+            ),
+            audience: Audience::User(reservation.owner_id),
+            reservation_id: Some(reservation.id),
+            notice: Notice {
+                reservation: Some(ReservationBrief::of(reservation)),
+                problem: Some(problem),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+
+    /// Node `node` (named `name`) has not reported since `last_seen`: told to platform admin
+    /// `admin` (once per silence).
+    pub fn node_silent(
+        admin: i64,
+        node: i64,
+        name: &str,
+        last_seen: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            kind: EventKind::NodeSilent,
+            key: format!(
+                "{}:{node}:{}:{admin}",
+                EventKind::NodeSilent.as_str(),
+                last_seen.timestamp()
+            ),
+            audience: Audience::User(admin),
+            reservation_id: None,
+            notice: Notice {
+                target: Some(name.to_owned()),
+                until: Some(last_seen),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+}
+
+/// A webhook's tries that may fail in a row before Berth disables it.
+pub const WEBHOOK_FAILURES_TO_DISABLE: u32 = 5;
+
+/// A webhook as its maker sees it (the secret is shown only when made).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebhookInfo {
+    /// Its id.
+    pub id: i64,
+    /// Where it posts.
+    pub url: String,
+    /// The team whose notices it receives, by id and name (None: its maker's own).
+    pub team: Option<(i64, String)>,
+    /// Whether it is called.
+    pub active: bool,
+    /// Tries that failed in a row.
+    pub failures: u32,
+    /// The last failure.
+    pub last_error: Option<String>,
+    /// When Berth disabled it.
+    pub disabled_at: Option<DateTime<Utc>>,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+}
+
+/// A webhook just made: its id and signing secret, shown this once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedWebhook {
+    /// Its id.
+    pub id: i64,
+    /// The HMAC-SHA256 key its calls are signed with.
+    pub secret: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -542,5 +909,46 @@ mod tests {
         let json = serde_json::to_string(&event.notice).unwrap();
         let back: Notice = serde_json::from_str(&json).unwrap();
         assert_eq!(back, event.notice);
+    }
+
+    #[test]
+    fn failed_deliveries_back_off_and_give_up() {
+        assert_eq!(retry_after(1), Some(TimeDelta::minutes(1)));
+        assert_eq!(retry_after(2), Some(TimeDelta::minutes(2)));
+        assert_eq!(retry_after(3), Some(TimeDelta::minutes(4)));
+        assert_eq!(retry_after(7), Some(TimeDelta::minutes(60)));
+        assert_eq!(retry_after(MAX_ATTEMPTS), None);
+        assert_eq!(retry_after(u32::MAX), None);
+        let waits: Vec<_> = (1..MAX_ATTEMPTS).map(|n| retry_after(n).unwrap()).collect();
+        assert!(waits.windows(2).all(|pair| pair[0] <= pair[1]));
+    }
+
+    #[test]
+    fn by_default_money_and_start_and_end_are_mailed_the_rest_stays_in_the_inbox() {
+        for kind in EventKind::ALL {
+            let choice = ChannelChoice::default_for(kind);
+            assert!(choice.inbox, "{kind:?}");
+            assert_eq!(choice.email, kind.urgent(), "{kind:?}");
+        }
+        assert!(ChannelChoice::default_for(EventKind::PaymentDue).email);
+        assert!(ChannelChoice::default_for(EventKind::StartingSoon).email);
+        assert!(!ChannelChoice::default_for(EventKind::ApprovalRequested).email);
+    }
+
+    #[test]
+    fn delivery_statuses_read_back_from_their_word() {
+        for status in [
+            DeliveryStatus::Queued,
+            DeliveryStatus::Sent,
+            DeliveryStatus::Failed,
+        ] {
+            assert_eq!(DeliveryStatus::parse(status.as_str()), Some(status));
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                serde_json::Value::String(status.as_str().to_owned())
+            );
+        }
+        assert_eq!(DeliveryStatus::parse("bogus"), None);
+        assert_eq!(DeliveryStatus::parse(""), None);
     }
 }

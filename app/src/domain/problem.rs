@@ -86,6 +86,24 @@ pub enum Problem {
         /// What was sent.
         raw: String,
     },
+    /// Not a kind of notice.
+    #[error("`{raw}` is not a kind of notice")]
+    UnknownNoticeKind {
+        /// What was sent.
+        raw: String,
+    },
+    /// Not a delivery status.
+    #[error("`{raw}` is not a delivery status (queued, sent or failed)")]
+    UnknownDeliveryStatus {
+        /// What was sent.
+        raw: String,
+    },
+    /// A webhook address Berth will not call: not http(s), or a private or local host.
+    #[error("`{raw}` cannot receive webhooks: use a public http:// or https:// address")]
+    BadWebhookUrl {
+        /// What was sent.
+        raw: String,
+    },
     /// Not one of the shares.
     #[error("the share must be 1, 0.5 or 0.25 of a GPU")]
     BadShare,

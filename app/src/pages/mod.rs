@@ -3,6 +3,7 @@
 pub mod audit;
 pub mod calendar;
 pub mod credits;
+pub mod deliveries;
 pub mod fleet;
 pub mod gpu;
 pub mod inbox;

@@ -1,11 +1,16 @@
-//! `/profile`: who you are, your teams, the time zone you see times in, and your personal API
-//! tokens (create, list, revoke).
+//! `/profile`: who you are, your teams, the time zone you see times in, where Berth tells you
+//! what (inbox, e-mail, per kind of notice), and your personal API tokens (create, list, revoke).
 
+use crate::api::notify::{
+    NotificationSettingsPage, SaveNotificationSettings, get_notification_settings,
+};
 use crate::api::profile::{
-    CreateApiToken, RevokeApiToken, SetTimeZone, get_time_zone, list_api_tokens,
+    CreateApiToken, CreateCalendarFeed, CreateWebhook, DeleteWebhook, RevokeApiToken,
+    RevokeCalendarFeed, SetTimeZone, get_calendar_feeds, get_time_zone, get_webhooks,
+    list_api_tokens,
 };
 use crate::api::session::current_user;
-use crate::components::error::ErrorPanel;
+use crate::components::error::{ErrorPanel, form_outcome};
 use crate::components::layout::RoleText;
 use crate::domain::api_token::{MAX_EXPIRY_DAYS, TokenScope};
 use crate::domain::team::TeamRole;
@@ -14,7 +19,9 @@ use crate::i18n::*;
 use crate::text::format::date_text;
 use leptos::either::{Either, EitherOf3};
 use leptos::prelude::*;
+use leptos::server_fn::ServerFn;
 use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
 
 /// The profile page.
 #[component]
@@ -73,6 +80,9 @@ pub fn ProfilePage() -> impl IntoView {
                 }}
             </Transition>
             <TimeZoneSetting />
+            <NotificationSettings />
+            <CalendarFeeds />
+            <Webhooks />
             <ApiTokens />
         </section>
     }
@@ -140,6 +150,351 @@ fn TimeZoneSetting() -> impl IntoView {
                         }
                         Err(error) => EitherOf3::C(view! { <ErrorPanel error /> }),
                     })
+            }}
+        </section>
+    }
+}
+
+/// Where each kind of notice goes: a plain form (no island) that works without JavaScript.
+#[component]
+fn NotificationSettings() -> impl IntoView {
+    let i18n = use_i18n();
+    let (done, error) = use_query_map().with_untracked(|q| (q.get("done"), q.get("error")));
+    let flash = form_outcome(
+        (done.as_deref() == Some("notifications"))
+            .then(|| t_string!(i18n, notify_settings_saved).to_string()),
+        error,
+    );
+    let data = Resource::new(|| (), |()| get_notification_settings());
+    view! {
+        <section class="notify-settings" id="notifications" aria-labelledby="notify-settings-title">
+            <h2 id="notify-settings-title">{t!(i18n, notify_settings_title)}</h2>
+            <p class="lede">{t!(i18n, notify_settings_intro)}</p>
+            {flash}
+            <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+                {move || {
+                    data.get()
+                        .map(|result| match result {
+                            Ok(page) => Either::Left(view! { <NotificationSettingsForm page /> }),
+                            Err(error) => Either::Right(view! { <ErrorPanel error /> }),
+                        })
+                }}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn NotificationSettingsForm(page: NotificationSettingsPage) -> impl IntoView {
+    let i18n = use_i18n();
+    let email_available = page.email_available;
+    let rows = page
+        .rows
+        .into_iter()
+        .map(|row| {
+            let kind = row.kind.as_str();
+            let (inbox_id, email_id) = (format!("inbox-{kind}"), format!("email-{kind}"));
+            view! {
+                <tr>
+                    <th scope="row">{row.title.clone()}</th>
+                    <td>
+                        <input
+                            type="checkbox"
+                            id=inbox_id.clone()
+                            name="inbox[]"
+                            value=kind
+                            checked=row.choice.inbox
+                            aria-label=format!("{} · {}", row.title, t_string!(i18n, notify_settings_inbox))
+                        />
+                    </td>
+                    <td>
+                        <input
+                            type="checkbox"
+                            id=email_id.clone()
+                            name="email[]"
+                            value=kind
+                            checked=row.choice.email
+                            aria-label=format!("{} · {}", row.title, t_string!(i18n, notify_settings_email))
+                        />
+                    </td>
+                    <td>
+                        <input
+                            type="checkbox"
+                            id=format!("webhook-{kind}")
+                            name="webhook[]"
+                            value=kind
+                            checked=row.choice.webhook
+                            aria-label=format!("{} · {}", row.title, t_string!(i18n, notify_settings_webhook))
+                        />
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <form method="post" action=SaveNotificationSettings::PATH class="notify-settings-form">
+            <table class="notify-settings-table">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, notify_settings_kind)}</th>
+                        <th scope="col">{t!(i18n, notify_settings_inbox)}</th>
+                        <th scope="col">{t!(i18n, notify_settings_email)}</th>
+                        <th scope="col">{t!(i18n, notify_settings_webhook)}</th>
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+            {(!email_available)
+                .then(|| view! { <p class="hint">{t!(i18n, notify_settings_no_email)}</p> })}
+            <button type="submit" class="button-primary">{t!(i18n, notify_settings_save)}</button>
+        </form>
+    }
+}
+
+/// Calendar feeds: a secret address of the user's (or a managed team's) bookings that calendar
+/// programs subscribe to, shown once when made; made again or turned off here.
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
+fn CalendarFeeds() -> impl IntoView {
+    let i18n = use_i18n();
+    let create = ServerAction::<CreateCalendarFeed>::new();
+    let revoke = ServerAction::<RevokeCalendarFeed>::new();
+    let page = Resource::new(
+        move || (create.version().get(), revoke.version().get()),
+        |_| get_calendar_feeds(),
+    );
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
+    view! {
+        <section class="calendar-feeds" id="calendar-feeds" aria-labelledby="feeds-title">
+            <h2 id="feeds-title">{t!(i18n, feeds_title)}</h2>
+            <p class="lede">{t!(i18n, feeds_intro)}</p>
+            <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+                {move || {
+                    page.get()
+                        .map(|result| match result {
+                            Ok(page) => {
+                                let teams = page.teams.clone();
+                                let empty = page.feeds.is_empty();
+                                let rows = page
+                                    .feeds
+                                    .into_iter()
+                                    .map(|feed| {
+                                        let created = feed.created_at;
+                                        let team_id = feed.team.as_ref().map(|(id, _)| id.to_string()).unwrap_or_default();
+                                        let team_name = feed.team.map(|(_, name)| name);
+                                        let label = move || match team_name.clone() {
+                                            Some(team) => t_string!(i18n, feeds_team, team = team).to_string(),
+                                            None => t_string!(i18n, feeds_mine).to_string(),
+                                        };
+                                        view! {
+                                            <tr>
+                                                <td>{label}</td>
+                                                <td>{move || date_text(i18n, created)}</td>
+                                                <td>
+                                                    <ActionForm action=revoke>
+                                                        <input type="hidden" name="team" value=team_id />
+                                                        <button type="submit" class="button-secondary">
+                                                            {t!(i18n, feeds_revoke)}
+                                                        </button>
+                                                    </ActionForm>
+                                                </td>
+                                            </tr>
+                                        }
+                                    })
+                                    .collect_view();
+                                Either::Left(view! {
+                                    <ActionForm
+                                        action=create
+                                        attr:class="feed-form"
+                                        attr:data-hydrated=move || hydrated.get().to_string()
+                                    >
+                                        <label for="feed-team">{t!(i18n, feeds_for)}</label>
+                                        <select id="feed-team" name="team">
+                                            <option value="">{t!(i18n, feeds_mine)}</option>
+                                            {teams
+                                                .into_iter()
+                                                .map(|(id, name)| {
+                                                    let label = move || t_string!(i18n, feeds_team, team = name.clone()).to_string();
+                                                    view! { <option value=id.to_string()>{label}</option> }
+                                                })
+                                                .collect_view()}
+                                        </select>
+                                        <button type="submit" class="button-primary">{t!(i18n, feeds_create)}</button>
+                                    </ActionForm>
+                                    {empty.then(|| view! { <p class="empty">{t!(i18n, feeds_none)}</p> })}
+                                    <table class="token-table feed-table" hidden=empty>
+                                        <thead>
+                                            <tr>
+                                                <th scope="col">{t!(i18n, feeds_col_bookings)}</th>
+                                                <th scope="col">{t!(i18n, col_created)}</th>
+                                                <th scope="col"><span class="visually-hidden">{t!(i18n, feeds_revoke)}</span></th>
+                                            </tr>
+                                        </thead>
+                                        <tbody>{rows}</tbody>
+                                    </table>
+                                })
+                            }
+                            Err(error) => Either::Right(view! { <ErrorPanel error /> }),
+                        })
+                }}
+            </Transition>
+            {move || {
+                create
+                    .value()
+                    .get()
+                    .map(|result| match result {
+                        Ok(address) => Either::Left(view! {
+                            <div class="token-created" role="status">
+                                <p class="token-created-title">{t!(i18n, feeds_created_title)}</p>
+                                <code class="token-secret feed-address">{address}</code>
+                                <p class="hint">{t!(i18n, feeds_created_once)}</p>
+                            </div>
+                        }),
+                        Err(error) => Either::Right(view! { <ErrorPanel error /> }),
+                    })
+            }}
+            {move || {
+                revoke
+                    .value()
+                    .get()
+                    .and_then(Result::err)
+                    .map(|error| view! { <ErrorPanel error /> })
+            }}
+        </section>
+    }
+}
+
+/// Webhooks: URLs that receive the user's (or a managed team's) notices as signed JSON; the
+/// signing secret is shown once, when one is added.
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
+fn Webhooks() -> impl IntoView {
+    let i18n = use_i18n();
+    let create = ServerAction::<CreateWebhook>::new();
+    let delete = ServerAction::<DeleteWebhook>::new();
+    let page = Resource::new(
+        move || (create.version().get(), delete.version().get()),
+        |_| get_webhooks(),
+    );
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
+    view! {
+        <section class="calendar-feeds webhooks" id="webhooks" aria-labelledby="webhooks-title">
+            <h2 id="webhooks-title">{t!(i18n, webhooks_title)}</h2>
+            <p class="lede">{t!(i18n, webhooks_intro)}</p>
+            <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+                {move || {
+                    page.get()
+                        .map(|result| match result {
+                            Ok(page) => {
+                                let teams = page.teams.clone();
+                                let empty = page.hooks.is_empty();
+                                let rows = page
+                                    .hooks
+                                    .into_iter()
+                                    .map(|hook| {
+                                        let url = hook.url.clone();
+                                        let label_url = hook.url.clone();
+                                        let team_name = hook.team.map(|(_, name)| name);
+                                        let scope = move || match team_name.clone() {
+                                            Some(team) => t_string!(i18n, feeds_team, team = team).to_string(),
+                                            None => t_string!(i18n, feeds_mine).to_string(),
+                                        };
+                                        let (active, failures) = (hook.active, hook.failures);
+                                        let state = move || {
+                                            if !active {
+                                                t_string!(i18n, webhooks_disabled).to_string()
+                                            } else if failures > 0 {
+                                                t_string!(i18n, webhooks_failing, count = failures).to_string()
+                                            } else {
+                                                t_string!(i18n, webhooks_active).to_string()
+                                            }
+                                        };
+                                        let error = hook
+                                            .last_error
+                                            .map(|error| view! { <span class="delivery-error">{error}</span> });
+                                        view! {
+                                            <tr data-active=active.to_string()>
+                                                <td class="webhook-url">{url}</td>
+                                                <td>{scope}</td>
+                                                <td class="delivery-detail">{state} {error}</td>
+                                                <td>
+                                                    <ActionForm action=delete>
+                                                        <input type="hidden" name="id" value=hook.id />
+                                                        <button
+                                                            type="submit"
+                                                            class="button-secondary"
+                                                            aria-label=move || t_string!(i18n, webhooks_delete_label, url = label_url.clone()).to_string()
+                                                        >
+                                                            {t!(i18n, webhooks_delete)}
+                                                        </button>
+                                                    </ActionForm>
+                                                </td>
+                                            </tr>
+                                        }
+                                    })
+                                    .collect_view();
+                                Either::Left(view! {
+                                    <ActionForm
+                                        action=create
+                                        attr:class="feed-form webhook-form"
+                                        attr:data-hydrated=move || hydrated.get().to_string()
+                                    >
+                                        <label for="webhook-url">{t!(i18n, webhooks_url)}</label>
+                                        <input id="webhook-url" name="url" type="url" required maxlength="2048" autocomplete="off" />
+                                        <label for="webhook-team">{t!(i18n, webhooks_for)}</label>
+                                        <select id="webhook-team" name="team">
+                                            <option value="">{t!(i18n, feeds_mine)}</option>
+                                            {teams
+                                                .into_iter()
+                                                .map(|(id, name)| {
+                                                    let label = move || t_string!(i18n, feeds_team, team = name.clone()).to_string();
+                                                    view! { <option value=id.to_string()>{label}</option> }
+                                                })
+                                                .collect_view()}
+                                        </select>
+                                        <button type="submit" class="button-primary">{t!(i18n, webhooks_create)}</button>
+                                    </ActionForm>
+                                    {empty.then(|| view! { <p class="empty">{t!(i18n, webhooks_none)}</p> })}
+                                    <table class="token-table feed-table" hidden=empty>
+                                        <thead>
+                                            <tr>
+                                                <th scope="col">{t!(i18n, webhooks_col_url)}</th>
+                                                <th scope="col">{t!(i18n, webhooks_col_for)}</th>
+                                                <th scope="col">{t!(i18n, webhooks_col_state)}</th>
+                                                <th scope="col"><span class="visually-hidden">{t!(i18n, webhooks_delete)}</span></th>
+                                            </tr>
+                                        </thead>
+                                        <tbody>{rows}</tbody>
+                                    </table>
+                                })
+                            }
+                            Err(error) => Either::Right(view! { <ErrorPanel error /> }),
+                        })
+                }}
+            </Transition>
+            {move || {
+                create
+                    .value()
+                    .get()
+                    .map(|result| match result {
+                        Ok(created) => Either::Left(view! {
+                            <div class="token-created" role="status">
+                                <p class="token-created-title">{t!(i18n, webhooks_created_title)}</p>
+                                <code class="token-secret webhook-secret">{created.secret}</code>
+                                <p class="hint">{t!(i18n, webhooks_created_once)}</p>
+                            </div>
+                        }),
+                        Err(error) => Either::Right(view! { <ErrorPanel error /> }),
+                    })
+            }}
+            {move || {
+                delete
+                    .value()
+                    .get()
+                    .and_then(Result::err)
+                    .map(|error| view! { <ErrorPanel error /> })
             }}
         </section>
     }

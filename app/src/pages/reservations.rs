@@ -157,6 +157,16 @@ fn ReservationTable(
                                                 </span>
                                             }
                                         })}
+                                        {matches!(status, ReservationStatus::Confirmed | ReservationStatus::Active).then(|| view! {
+                                            <a
+                                                class="add-to-calendar"
+                                                href=format!("/api/v1/reservations/{id}/calendar.ics")
+                                                download=format!("berth-reservation-{id}.ics")
+                                                aria-label=move || t_string!(i18n, add_to_calendar_label, id = id).to_string()
+                                            >
+                                                {t!(i18n, add_to_calendar)}
+                                            </a>
+                                        })}
                                         {(status == ReservationStatus::Confirmed).then(|| view! {
                                             <ActionForm action=cancel>
                                                 <input type="hidden" name="id" value=id />

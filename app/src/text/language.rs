@@ -71,3 +71,10 @@ pub fn in_request_language<R>(
         f(i18n)
     })
 }
+
+/// The language a request with `headers` asks for (cookie, else `Accept-Language`), as a code
+/// (`en`, `pt-BR`).
+pub fn language_of(headers: &http::HeaderMap) -> &'static str {
+    use leptos_i18n::Locale as _;
+    in_language_of(headers, |i18n| i18n.get_locale_untracked()).as_str()
+}

@@ -4,6 +4,8 @@
 
 #[cfg(feature = "ssr")]
 pub mod booking;
+#[cfg(feature = "ssr")]
+pub mod email;
 pub mod format;
 #[cfg(feature = "ssr")]
 pub mod language;

@@ -28,6 +28,11 @@ pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
         EventKind::ApprovalRejected => t_string!(i18n, notice_approval_rejected),
         EventKind::ApprovalExpired => t_string!(i18n, notice_approval_expired),
         EventKind::CreditsAdded => t_string!(i18n, notice_credits_added),
+        EventKind::WebhookDisabled => t_string!(i18n, notice_webhook_disabled),
+        EventKind::BudgetWarning => t_string!(i18n, notice_budget_warning),
+        EventKind::BudgetReached => t_string!(i18n, notice_budget_reached),
+        EventKind::GpuProblem => t_string!(i18n, notice_gpu_problem),
+        EventKind::NodeSilent => t_string!(i18n, notice_node_silent),
     }
     .to_string()
 }
@@ -106,6 +111,34 @@ pub fn lines(
         }
         EventKind::CreditsAdded => {
             lines.push(t_string!(i18n, notice_line_credits, amount = money).to_string());
+        }
+        EventKind::BudgetWarning | EventKind::BudgetReached => {
+            let team = notice
+                .reservation
+                .as_ref()
+                .and_then(|r| r.team.clone())
+                .unwrap_or_default();
+            let limit = notice.limit_minor.map(amount).unwrap_or_default();
+            lines.push(t_string!(i18n, notice_line_budget, team, spent = money, limit).to_string());
+        }
+        EventKind::GpuProblem => match notice.problem.clone() {
+            Some(crate::domain::notify::GpuProblem::Xid { gpu, code }) => {
+                lines.push(t_string!(i18n, notice_line_xid, gpu, code).to_string());
+            }
+            Some(crate::domain::notify::GpuProblem::Missing { gpu }) => {
+                lines.push(t_string!(i18n, notice_line_gpu_missing, gpu).to_string());
+            }
+            None => {}
+        },
+        EventKind::NodeSilent => {
+            let node = notice.target.clone().unwrap_or_default();
+            lines.push(t_string!(i18n, notice_line_node_silent, node, since = until).to_string());
+        }
+        EventKind::WebhookDisabled => {
+            let url = notice.target.clone().unwrap_or_default();
+            let error = notice.error.clone().unwrap_or_default();
+            let failures = crate::domain::notify::WEBHOOK_FAILURES_TO_DISABLE;
+            lines.push(t_string!(i18n, notice_line_webhook, url, failures, error).to_string());
         }
         EventKind::BookingReleased | EventKind::Displaced | EventKind::ApprovalExpired => {
             let reason = match notice.reason {

@@ -30,6 +30,13 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_no_such_local_time, raw, zone).to_string()
         }
         Problem::UnknownZone { raw } => t_string!(i18n, problem_unknown_zone, raw).to_string(),
+        Problem::UnknownNoticeKind { raw } => {
+            t_string!(i18n, problem_unknown_notice_kind, raw).to_string()
+        }
+        Problem::UnknownDeliveryStatus { raw } => {
+            t_string!(i18n, problem_unknown_delivery_status, raw).to_string()
+        }
+        Problem::BadWebhookUrl { raw } => t_string!(i18n, problem_bad_webhook_url, raw).to_string(),
         Problem::BadShare => t_string!(i18n, problem_bad_share).to_string(),
         Problem::NotShareable { gpu } => t_string!(i18n, problem_not_shareable, gpu).to_string(),
         Problem::NoGpu => t_string!(i18n, problem_no_gpu).to_string(),

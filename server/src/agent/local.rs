@@ -123,6 +123,12 @@ pub fn spawn_job(
                 Ok(outcome) => tracing::debug!(?outcome, "telemetry rolled up and pruned"),
                 Err(err) => tracing::warn!(error = %err, "telemetry rollup failed"),
             }
+            // Platform admins hear about agents gone silent.
+            match telemetry::tell_silent_nodes(&db, clock.now()).await {
+                Ok(0) => {}
+                Ok(told) => tracing::warn!(nodes = told, "node agents went silent"),
+                Err(err) => tracing::warn!(error = %err, "checking for silent agents failed"),
+            }
         }
     })
 }

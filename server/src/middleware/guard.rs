@@ -16,8 +16,9 @@ const SEEN_ON: &str = "seen_on";
 
 /// Paths anyone may fetch.
 const PUBLIC_PATHS: [&str; 5] = ["/signin", "/healthz", "/readyz", "/locale", "/metrics"];
-/// Path prefixes that are not pages or check the caller themselves.
-const PUBLIC_PREFIXES: [&str; 3] = ["/auth/", "/api/", "/pkg/"];
+/// Path prefixes that are not pages or check the caller themselves (a calendar feed's secret
+/// address is its own credential).
+const PUBLIC_PREFIXES: [&str; 4] = ["/auth/", "/api/", "/pkg/", "/ical/"];
 
 /// Whether a request is for a page that needs sign-in.
 fn is_guarded_page(method: &Method, path: &str) -> bool {

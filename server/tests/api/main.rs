@@ -2,8 +2,11 @@
 //! database — an SQLite file and a PostgreSQL database — and talks to it like a browser.
 
 mod calendar;
+mod calendar_feeds;
 mod cli;
 mod csrf;
+mod email;
+mod events;
 mod health;
 mod helpers;
 mod input_ranges;
@@ -27,3 +30,4 @@ mod sign_in;
 mod teams;
 mod telemetry;
 mod tokens;
+mod webhooks;

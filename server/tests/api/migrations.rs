@@ -4,7 +4,7 @@ use crate::helpers::*;
 use berth_app::backend::db;
 use berth_app::backend::demo::demo_fleet;
 use berth_app::backend::entity::{reservation, reservation_gpu};
-use berth_app::domain::user::{Email, NewUser, PlatformRole, UserName};
+use berth_app::domain::user::{Email, PlatformRole};
 use berth_migrations::{Migrator, MigratorTrait};
 use chrono::{TimeZone, Utc};
 use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter};
@@ -49,17 +49,7 @@ async fn holds_get_their_reservations_window_when_migrating(backend: Backend) {
         .await
         .unwrap();
     }
-    let owner = db::users::upsert_user(
-        &conn,
-        &NewUser {
-            email: Email::parse("ana@example.com").unwrap(),
-            name: UserName::parse("Ana").unwrap(),
-            role: PlatformRole::User,
-        },
-        now,
-    )
-    .await
-    .unwrap();
+    let owner = user_of_old_schema(&conn, now).await;
     let start = Utc.with_ymd_and_hms(2026, 12, 3, 9, 0, 0).unwrap();
     let end = Utc.with_ymd_and_hms(2026, 12, 3, 17, 30, 0).unwrap();
     conn.execute_unprepared(&format!(
@@ -146,17 +136,7 @@ async fn the_ledger_survives_the_team_wallets_migration(backend: Backend) {
     let conn = db::connect(&database.url).await.unwrap();
     Migrator::up(&conn, Some(13)).await.unwrap();
     let now = Utc::now();
-    let owner = db::users::upsert_user(
-        &conn,
-        &NewUser {
-            email: Email::parse("ana@example.com").unwrap(),
-            name: UserName::parse("Ana").unwrap(),
-            role: PlatformRole::User,
-        },
-        now,
-    )
-    .await
-    .unwrap();
+    let owner = user_of_old_schema(&conn, now).await;
     // A grant of 500 as the ledger of migration 9 wrote it, in plain SQL.
     conn.execute_unprepared(&format!(
         "INSERT INTO ledger_accounts (kind, user_id, balance_minor, created_at) \
@@ -322,17 +302,7 @@ async fn with_a_fleet_at(
         .all(&conn)
         .await
         .unwrap();
-    let owner = db::users::upsert_user(
-        &conn,
-        &NewUser {
-            email: Email::parse("ana@example.com").unwrap(),
-            name: UserName::parse("Ana").unwrap(),
-            role: PlatformRole::User,
-        },
-        now,
-    )
-    .await
-    .unwrap();
+    let owner = user_of_old_schema(&conn, now).await;
     (database, conn, gpus, owner)
 }
 
@@ -620,3 +590,40 @@ crate::on_both_backends!(
     holds_get_their_reservations_window_when_migrating,
     the_ledger_survives_the_team_wallets_migration,
 );
+
+/// Ana, written with only the columns every old schema has (the entity has columns added by later
+/// migrations, so the usual insert would name columns these schemas lack).
+async fn user_of_old_schema(
+    conn: &sea_orm::DatabaseConnection,
+    now: chrono::DateTime<Utc>,
+) -> berth_app::domain::user::UserSummary {
+    use berth_app::backend::entity::user;
+    use sea_orm::{ActiveValue::Set, ColumnTrait, QuerySelect};
+    user::Entity::insert(user::ActiveModel {
+        email: Set("ana@example.com".to_owned()),
+        name: Set("Ana".to_owned()),
+        is_platform_admin: Set(false),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ..Default::default()
+    })
+    .exec_without_returning(conn)
+    .await
+    .unwrap();
+    let id: i64 = user::Entity::find()
+        .select_only()
+        .column(user::Column::Id)
+        .filter(user::Column::Email.eq("ana@example.com"))
+        .into_tuple()
+        .one(conn)
+        .await
+        .unwrap()
+        .unwrap();
+    berth_app::domain::user::UserSummary {
+        id,
+        email: Email::parse("ana@example.com").unwrap(),
+        name: "Ana".to_owned(),
+        role: PlatformRole::User,
+        time_zone: None,
+    }
+}

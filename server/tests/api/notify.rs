@@ -37,6 +37,23 @@ fn kinds(items: &[InboxItem]) -> Vec<EventKind> {
     items.iter().map(|item| item.kind).collect()
 }
 
+/// Runs the worker at `now` until every event due is handed out: the app's own worker may hold
+/// one (a row lock ours skips on PostgreSQL) for a moment.
+pub(crate) async fn settle(app: &TestApp, now: DateTime<Utc>) {
+    for _ in 0..200 {
+        notify::run(&app.state, now).await.unwrap();
+        if db::notify::due_ids(&app.db, now, 1)
+            .await
+            .unwrap()
+            .is_empty()
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("events still due at {now}");
+}
+
 async fn events_of(app: &TestApp, kind: EventKind) -> u64 {
     notification_event::Entity::find()
         .filter(notification_event::Column::Kind.eq(kind))
@@ -55,7 +72,7 @@ async fn a_booking_is_confirmed_at_once_and_reminded_before_its_start_and_end(ba
     assert_eq!(status, 201, "{booked}");
 
     // The confirmation is due now; the reminders wait for their time.
-    notify::run(&app.db, clock.now()).await.unwrap();
+    settle(&app, clock.now()).await;
     let inbox = inbox_of(&app, "ana@example.org").await;
     assert_eq!(kinds(&inbox), vec![EventKind::BookingConfirmed]);
     let brief = inbox[0].notice.reservation.as_ref().unwrap();
@@ -64,18 +81,18 @@ async fn a_booking_is_confirmed_at_once_and_reminded_before_its_start_and_end(ba
     assert!(!inbox[0].read);
 
     clock.set(start - TimeDelta::minutes(16));
-    notify::run(&app.db, clock.now()).await.unwrap();
+    settle(&app, clock.now()).await;
     assert_eq!(
         kinds(&inbox_of(&app, "ana@example.org").await).len(),
         1,
         "not due yet"
     );
     clock.set(start - TimeDelta::minutes(15));
-    notify::run(&app.db, clock.now()).await.unwrap();
+    settle(&app, clock.now()).await;
     clock.set(start + TimeDelta::hours(2) - TimeDelta::minutes(15));
-    notify::run(&app.db, clock.now()).await.unwrap();
+    settle(&app, clock.now()).await;
     // Again: nothing is handed out twice.
-    notify::run(&app.db, clock.now()).await.unwrap();
+    settle(&app, clock.now()).await;
     assert_eq!(
         kinds(&inbox_of(&app, "ana@example.org").await),
         vec![
@@ -102,7 +119,7 @@ async fn a_cancelled_booking_tells_its_refund_and_is_never_reminded(backend: Bac
     assert_eq!(status, 200, "{cancelled}");
 
     clock.set(start + TimeDelta::hours(3));
-    notify::run(&app.db, clock.now()).await.unwrap();
+    settle(&app, clock.now()).await;
     let inbox = inbox_of(&app, "ana@example.org").await;
     assert_eq!(
         kinds(&inbox),
@@ -148,9 +165,11 @@ async fn two_hundred_concurrent_bookings_write_exactly_their_confirmations(backe
     );
     // Handed out once each, whoever runs the worker (here two runs at once).
     let now = Utc::now();
-    let (a, b) = tokio::join!(notify::run(&app.db, now), notify::run(&app.db, now));
+    let (a, b) = tokio::join!(notify::run(&app.state, now), notify::run(&app.state, now));
     let (a, b) = (a.unwrap(), b.unwrap());
     assert!(a.handed_out + b.handed_out <= u32::try_from(booked).unwrap());
+    // The app's own worker may still hold the last few.
+    settle(&app, now).await;
     let mut received = 0;
     for n in 0..8 {
         received += kinds(&inbox_of(&app, &format!("user{n}@example.org")).await).len();
@@ -176,7 +195,7 @@ async fn the_inbox_page_shows_notices_in_the_readers_language_and_marks_them_rea
     )
     .await;
     assert_eq!(status, 201, "{granted}");
-    notify::run(&app.db, Utc::now()).await.unwrap();
+    settle(&app, Utc::now()).await;
 
     let html = without_markers(app.get_in_language("/inbox", "pt-BR").await);
     assert!(html.contains("Créditos adicionados"), "{html}");

@@ -3,6 +3,7 @@
 
 pub mod api_tokens;
 pub mod audit;
+pub mod calendar_feeds;
 pub mod idempotency;
 pub mod inventory;
 pub mod ledger;
@@ -16,6 +17,7 @@ pub mod sessions;
 pub mod teams;
 pub mod telemetry;
 pub mod users;
+pub mod webhooks;
 
 use berth_migrations::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};

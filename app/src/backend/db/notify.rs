@@ -1,13 +1,19 @@
 //! The notification outbox and the inbox: writing events in the caller's transaction, the
 //! worker's queue, and what each user has received.
 
-use crate::backend::entity::{notification_event, notification_inbox, team_member};
-use crate::domain::notify::{Audience, EventKind, InboxItem, NewEvent};
+use crate::backend::entity::{
+    notification_delivery, notification_event, notification_inbox, notification_preference,
+    team_member, user, webhook,
+};
+use crate::domain::notify::{
+    Audience, Channel, ChannelChoice, DeliveryCounts, DeliveryRow, DeliveryStatus, EventKind,
+    InboxItem, NewEvent,
+};
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, LockBehavior, LockType, OnConflict};
+use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr,
-    EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbBackend,
+    DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 
 /// Writes `event` in the caller's transaction; an event with the same key is kept as it is.
@@ -149,7 +155,7 @@ pub async fn unread(db: &impl ConnectionTrait, user_id: i64) -> Result<u32, DbEr
     Ok(u32::try_from(count).unwrap_or(u32::MAX))
 }
 
-/// The user's latest `limit` notices, newest first.
+/// The user's latest `limit` notices, the most recent event first.
 pub async fn inbox(
     db: &impl ConnectionTrait,
     user_id: i64,
@@ -158,8 +164,10 @@ pub async fn inbox(
     let rows = notification_inbox::Entity::find()
         .find_also_related(notification_event::Entity)
         .filter(notification_inbox::Column::UserId.eq(user_id))
-        .order_by_desc(notification_inbox::Column::CreatedAt)
-        .order_by_desc(notification_inbox::Column::Id)
+        // By when it happened, not when the worker handed it out: two workers may hand out
+        // one user's events in either order.
+        .order_by_desc(notification_event::Column::OccurredAt)
+        .order_by_desc(notification_event::Column::Id)
         .limit(limit)
         .all(db)
         .await?;
@@ -204,4 +212,304 @@ pub async fn owns(db: &impl ConnectionTrait, user_id: i64, id: i64) -> Result<bo
         .count(db)
         .await?
         > 0)
+}
+
+/// Queues event `event_id` on `channel` for each `(target, user)` of `targets` (the recipient,
+/// or a webhook and its owner), due at `now`, once each: a delivery already queued is kept.
+pub async fn queue_deliveries(
+    txn: &DatabaseTransaction,
+    event_id: i64,
+    channel: Channel,
+    targets: &[(i64, i64)],
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    if targets.is_empty() {
+        return Ok(());
+    }
+    notification_delivery::Entity::insert_many(targets.iter().map(|(target, user)| {
+        notification_delivery::ActiveModel {
+            event_id: Set(event_id),
+            channel: Set(channel),
+            target_id: Set(*target),
+            user_id: Set(*user),
+            status: Set(DeliveryStatus::Queued),
+            attempts: Set(0),
+            next_at: Set(now),
+            lease_until: Set(None),
+            last_error: Set(None),
+            sent_at: Set(None),
+            created_at: Set(now),
+            ..Default::default()
+        }
+    }))
+    .on_conflict(
+        OnConflict::columns([
+            notification_delivery::Column::EventId,
+            notification_delivery::Column::Channel,
+            notification_delivery::Column::TargetId,
+        ])
+        .do_nothing()
+        .to_owned(),
+    )
+    .exec_without_returning(txn)
+    .await?;
+    Ok(())
+}
+
+/// Deliveries queued, due at `now` and held by no sender, the earliest first (at most `limit`).
+pub async fn due_deliveries(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<i64>, DbErr> {
+    notification_delivery::Entity::find()
+        .select_only()
+        .column(notification_delivery::Column::Id)
+        .filter(notification_delivery::Column::Status.eq(DeliveryStatus::Queued))
+        .filter(notification_delivery::Column::NextAt.lte(now))
+        .filter(
+            Condition::any()
+                .add(notification_delivery::Column::LeaseUntil.is_null())
+                .add(notification_delivery::Column::LeaseUntil.lt(now)),
+        )
+        .order_by_asc(notification_delivery::Column::NextAt)
+        .order_by_asc(notification_delivery::Column::Id)
+        .limit(limit)
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+/// Takes delivery `id` for one try until `until`, counting the try; `None` when it is not due
+/// or another sender holds it. One conditional update, committed at once: no lock is held while
+/// the message goes out.
+pub async fn take_delivery(
+    db: &impl ConnectionTrait,
+    id: i64,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<Option<notification_delivery::Model>, DbErr> {
+    let taken = notification_delivery::Entity::update_many()
+        .col_expr(
+            notification_delivery::Column::LeaseUntil,
+            Expr::value(until),
+        )
+        .col_expr(
+            notification_delivery::Column::Attempts,
+            Expr::col(notification_delivery::Column::Attempts).add(1),
+        )
+        .filter(notification_delivery::Column::Id.eq(id))
+        .filter(notification_delivery::Column::Status.eq(DeliveryStatus::Queued))
+        .filter(notification_delivery::Column::NextAt.lte(now))
+        .filter(
+            Condition::any()
+                .add(notification_delivery::Column::LeaseUntil.is_null())
+                .add(notification_delivery::Column::LeaseUntil.lt(now)),
+        )
+        .exec(db)
+        .await?;
+    if taken.rows_affected == 0 {
+        return Ok(None);
+    }
+    notification_delivery::Entity::find_by_id(id).one(db).await
+}
+
+/// Records the outcome of try number `attempt` of delivery `id`: sent at `now`, queued again for
+/// `next_at`, or failed; `error` says why a try failed. Answers false when the try lost the
+/// delivery meanwhile (its lease ran out and another sender took it over, counting a new try).
+pub async fn finish_delivery(
+    db: &impl ConnectionTrait,
+    id: i64,
+    attempt: i32,
+    status: DeliveryStatus,
+    next_at: Option<DateTime<Utc>>,
+    error: Option<String>,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let mut update = notification_delivery::Entity::update_many()
+        .col_expr(notification_delivery::Column::Status, Expr::value(status))
+        .col_expr(
+            notification_delivery::Column::LeaseUntil,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .col_expr(notification_delivery::Column::LastError, Expr::value(error));
+    if status == DeliveryStatus::Sent {
+        update = update.col_expr(notification_delivery::Column::SentAt, Expr::value(now));
+    }
+    if let Some(next_at) = next_at {
+        update = update.col_expr(notification_delivery::Column::NextAt, Expr::value(next_at));
+    }
+    let finished = update
+        .filter(notification_delivery::Column::Id.eq(id))
+        .filter(notification_delivery::Column::Attempts.eq(attempt))
+        .exec(db)
+        .await?;
+    Ok(finished.rows_affected == 1)
+}
+
+/// The event a delivery carries.
+pub async fn event(
+    db: &impl ConnectionTrait,
+    id: i64,
+) -> Result<Option<notification_event::Model>, DbErr> {
+    notification_event::Entity::find_by_id(id).one(db).await
+}
+
+/// The latest `limit` deliveries with `status` (any when `None`), newest first, as the admins'
+/// view shows them.
+pub async fn delivery_rows(
+    db: &impl ConnectionTrait,
+    status: Option<DeliveryStatus>,
+    limit: u64,
+) -> Result<Vec<DeliveryRow>, DbErr> {
+    let mut query = notification_delivery::Entity::find()
+        .find_also_related(notification_event::Entity)
+        .order_by_desc(notification_delivery::Column::CreatedAt)
+        .order_by_desc(notification_delivery::Column::Id)
+        .limit(limit);
+    if let Some(status) = status {
+        query = query.filter(notification_delivery::Column::Status.eq(status));
+    }
+    let rows = query.all(db).await?;
+    let mut ids: Vec<i64> = rows.iter().map(|(row, _)| row.user_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut hooks: Vec<i64> = rows
+        .iter()
+        .filter(|(row, _)| row.channel == Channel::Webhook)
+        .map(|(row, _)| row.target_id)
+        .collect();
+    hooks.sort_unstable();
+    hooks.dedup();
+    let urls: Vec<(i64, String)> = if hooks.is_empty() {
+        Vec::new()
+    } else {
+        webhook::Entity::find()
+            .select_only()
+            .column(webhook::Column::Id)
+            .column(webhook::Column::Url)
+            .filter(webhook::Column::Id.is_in(hooks))
+            .into_tuple()
+            .all(db)
+            .await?
+    };
+    let emails: Vec<(i64, String)> = user::Entity::find()
+        .select_only()
+        .column(user::Column::Id)
+        .column(user::Column::Email)
+        .filter(user::Column::Id.is_in(ids))
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(row, event)| event.map(|event| (row, event)))
+        .map(|(row, event)| DeliveryRow {
+            id: row.id,
+            kind: event.kind,
+            channel: row.channel,
+            recipient: match row.channel {
+                Channel::Email => &emails,
+                Channel::Webhook => &urls,
+            }
+            .iter()
+            .find(|(id, _)| *id == row.target_id)
+            .map(|(_, name)| name.clone())
+            .unwrap_or_default(),
+            status: row.status,
+            attempts: u32::try_from(row.attempts).unwrap_or(0),
+            created_at: row.created_at,
+            next_at: row.next_at,
+            sent_at: row.sent_at,
+            last_error: row.last_error,
+        })
+        .collect())
+}
+
+/// How many deliveries are queued, sent and failed.
+pub async fn delivery_counts(db: &impl ConnectionTrait) -> Result<DeliveryCounts, DbErr> {
+    let counts: Vec<(DeliveryStatus, i64)> = notification_delivery::Entity::find()
+        .select_only()
+        .column(notification_delivery::Column::Status)
+        .column_as(notification_delivery::Column::Id.count(), "n")
+        .group_by(notification_delivery::Column::Status)
+        .into_tuple()
+        .all(db)
+        .await?;
+    let count = |wanted: DeliveryStatus| {
+        counts
+            .iter()
+            .find(|(status, _)| *status == wanted)
+            .map_or(0, |(_, n)| u64::try_from(*n).unwrap_or(0))
+    };
+    Ok(DeliveryCounts {
+        queued: count(DeliveryStatus::Queued),
+        sent: count(DeliveryStatus::Sent),
+        failed: count(DeliveryStatus::Failed),
+    })
+}
+
+/// The choices `user_id` made (kinds without a row take the defaults).
+pub async fn preferences(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+) -> Result<Vec<notification_preference::Model>, DbErr> {
+    notification_preference::Entity::find()
+        .filter(notification_preference::Column::UserId.eq(user_id))
+        .all(db)
+        .await
+}
+
+/// The choices `users` made for notices of `kind` (users without a row take the default).
+pub async fn preferences_for(
+    db: &impl ConnectionTrait,
+    users: &[i64],
+    kind: EventKind,
+) -> Result<Vec<notification_preference::Model>, DbErr> {
+    if users.is_empty() {
+        return Ok(Vec::new());
+    }
+    notification_preference::Entity::find()
+        .filter(notification_preference::Column::UserId.is_in(users.iter().copied()))
+        .filter(notification_preference::Column::Kind.eq(kind))
+        .all(db)
+        .await
+}
+
+/// Stores `user_id`'s choice for every kind in `choices`, replacing what was there.
+pub async fn save_preferences(
+    txn: &DatabaseTransaction,
+    user_id: i64,
+    choices: &[(EventKind, ChannelChoice)],
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    if choices.is_empty() {
+        return Ok(());
+    }
+    notification_preference::Entity::insert_many(choices.iter().map(|(kind, choice)| {
+        notification_preference::ActiveModel {
+            user_id: Set(user_id),
+            kind: Set(*kind),
+            inbox: Set(choice.inbox),
+            email: Set(choice.email),
+            webhook: Set(choice.webhook),
+            updated_at: Set(now),
+        }
+    }))
+    .on_conflict(
+        OnConflict::columns([
+            notification_preference::Column::UserId,
+            notification_preference::Column::Kind,
+        ])
+        .update_columns([
+            notification_preference::Column::Inbox,
+            notification_preference::Column::Email,
+            notification_preference::Column::Webhook,
+            notification_preference::Column::UpdatedAt,
+        ])
+        .to_owned(),
+    )
+    .exec_without_returning(txn)
+    .await?;
+    Ok(())
 }

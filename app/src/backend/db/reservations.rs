@@ -433,6 +433,10 @@ pub async fn withdraw(
         .col_expr(reservation::Column::CancelledAt, Expr::value(now))
         .col_expr(reservation::Column::CancelledBy, Expr::value(cancelled_by))
         .col_expr(reservation::Column::ReleasedReason, Expr::value(released))
+        .col_expr(
+            reservation::Column::CalendarSequence,
+            Expr::col(reservation::Column::CalendarSequence).add(1),
+        )
         .filter(reservation::Column::Id.eq(row.id))
         .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .exec(txn)
@@ -591,6 +595,10 @@ pub async fn set_payment(
         .col_expr(
             reservation::Column::ApprovalExpiresAt,
             Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .col_expr(
+            reservation::Column::CalendarSequence,
+            Expr::col(reservation::Column::CalendarSequence).add(1),
         )
         .filter(reservation::Column::Id.eq(id))
         .exec(txn)

@@ -158,6 +158,8 @@ pub struct SyncOutcome {
     pub returned: usize,
     /// Of the GPUs added, those waiting for a platform admin's acceptance.
     pub pending: usize,
+    /// The GPUs flagged as vanished, by id and UUID.
+    pub vanished_gpus: Vec<(i64, String)>,
 }
 
 /// Records what a node's agent said about itself: source, driver, interval, host name; and that
@@ -182,6 +184,10 @@ pub async fn note_agent(
             Expr::value(registration.hostname.clone()),
         )
         .col_expr(node::Column::LastSeenAt, Expr::value(now))
+        .col_expr(
+            node::Column::SilenceToldAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
         .col_expr(
             node::Column::ReportIntervalS,
             Expr::value(i32::try_from(registration.interval_seconds).unwrap_or(i32::MAX)),
@@ -243,6 +249,7 @@ pub async fn sync_inventory(
                     update.vanished_at = Set(Some(now));
                     events.push((row.id, EventKind::Vanished));
                     outcome.vanished += 1;
+                    outcome.vanished_gpus.push((row.id, row.uuid.clone()));
                 }
             }
         }
@@ -421,6 +428,10 @@ pub async fn store_samples(
 
     node::Entity::update_many()
         .col_expr(node::Column::LastSeenAt, Expr::value(now))
+        .col_expr(
+            node::Column::SilenceToldAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
         .filter(node::Column::Id.eq(node_id))
         .exec(db)
         .await?;
@@ -1002,4 +1013,36 @@ pub async fn average_utilization(
         .into_iter()
         .map(|(gpu, (sum, minutes))| (gpu, (sum / minutes as f64, minutes)))
         .collect())
+}
+
+/// Nodes with an agent whose last report is older than `before` and whose silence nobody was
+/// told about yet: id, name, last report.
+pub async fn newly_silent_nodes(
+    db: &impl ConnectionTrait,
+    before: DateTime<Utc>,
+) -> Result<Vec<(i64, String, DateTime<Utc>)>, DbErr> {
+    let rows = node::Entity::find()
+        .filter(node::Column::AgentSource.is_not_null())
+        .filter(node::Column::LastSeenAt.lt(before))
+        .filter(node::Column::SilenceToldAt.is_null())
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|row| row.last_seen_at.map(|seen| (row.id, row.name, seen)))
+        .collect())
+}
+
+/// Notes that node `node_id`'s silence was told at `now` (until its next report).
+pub async fn mark_silence_told(
+    db: &impl ConnectionTrait,
+    node_id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    node::Entity::update_many()
+        .col_expr(node::Column::SilenceToldAt, Expr::value(now))
+        .filter(node::Column::Id.eq(node_id))
+        .exec(db)
+        .await?;
+    Ok(())
 }

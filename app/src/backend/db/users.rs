@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    QueryFilter, QueryOrder,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 
 /// Adds the user, or updates the name and role of the user with that e-mail address; returns it.
@@ -78,6 +78,53 @@ pub async fn set_time_zone(
         .exec(db)
         .await?;
     Ok(updated.rows_affected == 1)
+}
+
+/// Sets the language of `user_id`'s e-mails (a locale code checked by the caller).
+pub async fn set_locale(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    locale: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let updated = user::Entity::update_many()
+        .col_expr(user::Column::Locale, Expr::value(locale.to_owned()))
+        .col_expr(user::Column::UpdatedAt, Expr::value(now))
+        .filter(user::Column::Id.eq(user_id))
+        .exec(db)
+        .await?;
+    Ok(updated.rows_affected == 1)
+}
+
+/// Sets the language of `user_id`'s e-mails unless one is set already (their first sign-in).
+pub async fn set_first_locale(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    locale: &str,
+) -> Result<(), DbErr> {
+    user::Entity::update_many()
+        .col_expr(user::Column::Locale, Expr::value(locale.to_owned()))
+        .filter(user::Column::Id.eq(user_id))
+        .filter(user::Column::Locale.is_null())
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// The platform admins' ids.
+pub async fn platform_admins(db: &impl ConnectionTrait) -> Result<Vec<i64>, DbErr> {
+    user::Entity::find()
+        .select_only()
+        .column(user::Column::Id)
+        .filter(user::Column::IsPlatformAdmin.eq(true))
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+/// A user's row (address, language and zone for an e-mail).
+pub async fn row(db: &impl ConnectionTrait, id: i64) -> Result<Option<user::Model>, DbErr> {
+    user::Entity::find_by_id(id).one(db).await
 }
 
 /// The names of the users `ids`.

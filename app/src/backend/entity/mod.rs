@@ -2,6 +2,7 @@
 
 pub mod api_token;
 pub mod audit_entry;
+pub mod calendar_feed;
 pub mod fleet_usage_hour;
 pub mod gpu;
 pub mod gpu_event;
@@ -16,8 +17,10 @@ pub mod ledger_transaction;
 pub mod maintenance_window;
 pub mod node;
 pub mod node_token;
+pub mod notification_delivery;
 pub mod notification_event;
 pub mod notification_inbox;
+pub mod notification_preference;
 pub mod reservation;
 pub mod reservation_gpu;
 pub mod reservation_usage;
@@ -28,3 +31,4 @@ pub mod team_member;
 pub mod team_quota;
 pub mod telemetry_state;
 pub mod user;
+pub mod webhook;

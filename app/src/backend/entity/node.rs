@@ -27,6 +27,8 @@ pub struct Model {
     pub report_interval_s: Option<i32>,
     /// GPUs its agent reports for the first time are accepted at once (not pending).
     pub accept_new_gpus: bool,
+    /// When platform admins were told its agent went silent (None: reporting, or not told).
+    pub silence_told_at: Option<DateTimeUtc>,
 }
 
 /// Relations of `nodes`.

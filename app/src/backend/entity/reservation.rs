@@ -70,6 +70,8 @@ pub struct Model {
     pub charged_minor: i64,
     /// What its refunds gave back to the paying wallet, minor units (kept with each refund).
     pub refunded_minor: i64,
+    /// Bumped whenever calendars must replace their copy (approved, cancelled, released).
+    pub calendar_sequence: i32,
 }
 
 /// Relations of `reservations`.

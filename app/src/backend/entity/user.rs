@@ -21,6 +21,9 @@ pub struct Model {
     pub updated_at: DateTimeUtc,
     /// IANA time zone chosen on the profile page; NULL: the browser's.
     pub time_zone: Option<String>,
+    /// Language of the user's e-mails (`en`, `pt-BR`), the last one they chose in the portal;
+    /// NULL: English.
+    pub locale: Option<String>,
 }
 
 /// Relations of `users`.

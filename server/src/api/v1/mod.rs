@@ -75,6 +75,10 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/reservations/{id}", delete(reservations::cancel))
         .route(
+            "/reservations/{id}/calendar.ics",
+            get(crate::calendar::reservation_file),
+        )
+        .route(
             "/maintenance",
             get(maintenance::list).post(maintenance::create),
         )

@@ -321,9 +321,20 @@ pub async fn spawn_app_at(
     backend: Backend,
     at: chrono::DateTime<chrono::Utc>,
 ) -> (TestApp, TestDatabase, ManualClock) {
+    spawn_app_with(backend, at, |_| {}).await
+}
+
+/// Like [`spawn_app_at`], with the test settings changed by `change` (an SMTP server, say).
+pub async fn spawn_app_with(
+    backend: Backend,
+    at: chrono::DateTime<chrono::Utc>,
+    change: impl FnOnce(&mut RawSettings),
+) -> (TestApp, TestDatabase, ManualClock) {
     let db = TestDatabase::create(backend).await;
     let clock = ManualClock::new(at);
-    let mut config = Config::from_raw(test_settings(&db)).expect("valid test settings");
+    let mut settings = test_settings(&db);
+    change(&mut settings);
+    let mut config = Config::from_raw(settings).expect("valid test settings");
     config.clock = std::sync::Arc::new(clock.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

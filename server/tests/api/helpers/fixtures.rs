@@ -150,6 +150,7 @@ pub(crate) async fn insert_past_booking(
         gpu_count: if totals { Set(1) } else { NotSet },
         charged_minor: total(0),
         refunded_minor: total(0),
+        calendar_sequence: NotSet,
     };
     let id = reservation::Entity::insert(row)
         .exec(db)

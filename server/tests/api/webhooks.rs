@@ -1,0 +1,268 @@
+//! Webhooks against a real receiver on loopback: a booking posts signed JSON (the signature checks
+//! out with the secret shown once; Slack's `text` field carries the words), an address inside the
+//! network is refused unless the portal allows it, and a receiver that keeps failing is retried,
+//! then turned off, and its owner told.
+
+use crate::helpers::*;
+use axum::http::StatusCode;
+use berth_app::backend::clock::Clock;
+use berth_app::backend::entity::{notification_delivery, webhook};
+use berth_app::backend::notify;
+use berth_app::domain::notify::{Channel, DeliveryStatus, EventKind, WEBHOOK_FAILURES_TO_DISABLE};
+use berth_app::domain::user::PlatformRole;
+use chrono::{DateTime, TimeDelta, Utc};
+use hmac::{Hmac, Mac};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+
+fn booking(gpu: i64, start: DateTime<Utc>, hours: i64) -> Value {
+    json!({
+        "gpu_ids": [gpu],
+        "start": start.to_rfc3339(),
+        "end": (start + TimeDelta::hours(hours)).to_rfc3339(),
+    })
+}
+
+async fn spawn(backend: Backend, allow_private: bool) -> (TestApp, TestDatabase, ManualClock) {
+    let now = on_grid_in(TimeDelta::hours(1));
+    spawn_app_with(backend, now, move |settings| {
+        settings.webhook_allow_private = allow_private;
+    })
+    .await
+}
+
+/// `create_webhook` as `token`: status and answer.
+async fn create_hook(app: &TestApp, token: &str, url: &str) -> (u16, Value) {
+    let response = client()
+        .post(app.url("/api/create_webhook"))
+        .bearer_auth(token)
+        .form(&[("url", url), ("team", "")])
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn work(app: &TestApp, clock: &ManualClock) {
+    crate::notify::settle(app, clock.now()).await;
+    notify::deliver(&app.state, clock.now()).await.unwrap();
+}
+
+async fn hook_deliveries(app: &TestApp) -> Vec<notification_delivery::Model> {
+    notification_delivery::Entity::find()
+        .filter(notification_delivery::Column::Channel.eq(Channel::Webhook))
+        .all(&app.db)
+        .await
+        .unwrap()
+}
+
+/// Waits until no webhook delivery is queued and untried at `now` (the app's worker may hold one).
+async fn settled(app: &TestApp, now: DateTime<Utc>) {
+    for _ in 0..100 {
+        let pending = hook_deliveries(app)
+            .await
+            .into_iter()
+            .any(|d| d.status == DeliveryStatus::Queued && d.next_at <= now);
+        if !pending {
+            return;
+        }
+        notify::deliver(&app.state, now).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!(
+        "webhook deliveries still due: {:#?}",
+        hook_deliveries(app).await
+    );
+}
+
+async fn a_booking_posts_signed_json_to_its_owners_webhook(backend: Backend) {
+    let receiver = Receiver::start(StatusCode::NO_CONTENT).await;
+    let (app, _db, clock) = spawn(backend, true).await;
+    let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let (status, created) = create_hook(&app, &ana, &receiver.url).await;
+    assert_eq!(status, 200, "{created}");
+    let secret = created["secret"].as_str().unwrap().to_owned();
+    // The secret is shown once: the list does not carry it.
+    let response = client()
+        .post(app.url("/api/get_webhooks"))
+        .bearer_auth(&ana)
+        .send()
+        .await
+        .unwrap();
+    let listed: Value = response.json().await.unwrap();
+    assert_eq!(listed["hooks"][0]["url"], receiver.url.as_str());
+    assert!(!listed.to_string().contains(&secret));
+
+    let h100 = gpus_of(&app, H100).await;
+    let start = clock.now() + TimeDelta::days(3);
+    let (status, booked) = book(&app, &ana, booking(h100[0], start, 2)).await;
+    assert_eq!(status, 201, "{booked}");
+    work(&app, &clock).await;
+    settled(&app, clock.now()).await;
+
+    let calls = receiver.calls();
+    let confirmed: Vec<_> = calls
+        .iter()
+        .filter(|call| call.headers["x-berth-event"] == "booking_confirmed")
+        .collect();
+    assert_eq!(confirmed.len(), 1, "{calls:#?}");
+    let call = confirmed[0];
+    assert_eq!(call.headers["content-type"], "application/json");
+    // The signature a receiver computes from the body and the secret.
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(&call.body);
+    let expected: String = mac
+        .finalize()
+        .into_bytes()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    assert_eq!(
+        call.headers["x-berth-signature"].to_str().unwrap(),
+        format!("sha256={expected}")
+    );
+    let body: Value = serde_json::from_slice(&call.body).unwrap();
+    assert_eq!(body["event"], "booking_confirmed");
+    assert_eq!(body["reservation"]["id"], booked["id"]);
+    assert!(
+        body["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Booking confirmed: "),
+        "{body}"
+    );
+    assert!(body["text"].as_str().unwrap().contains("H100"), "{body}");
+    // Each call once: every webhook delivery is sent, one call each.
+    let sent = hook_deliveries(&app).await;
+    assert!(
+        sent.iter().all(|d| d.status == DeliveryStatus::Sent),
+        "{sent:#?}"
+    );
+    assert_eq!(receiver.calls().len(), sent.len());
+    // A forged body does not match the signature.
+    let mut forged = Hmac::<sha2::Sha256>::new_from_slice(b"not the secret").unwrap();
+    forged.update(&call.body);
+    assert_ne!(
+        format!("sha256={:x}", forged.finalize().into_bytes()),
+        call.headers["x-berth-signature"].to_str().unwrap()
+    );
+    app.stop().await;
+}
+
+async fn addresses_inside_the_network_are_refused_unless_allowed(backend: Backend) {
+    let (app, _db, _clock) = spawn(backend, false).await;
+    let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    for url in [
+        "http://127.0.0.1:9/hook",
+        "http://localhost/hook",
+        "http://10.1.2.3/hook",
+        "http://192.168.0.10/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/hook",
+        "ftp://example.org/hook",
+        "not a url",
+    ] {
+        let (status, answer) = create_hook(&app, &ana, url).await;
+        assert_eq!(status, 422, "{url}: {answer}");
+        assert_eq!(answer["Explained"]["field"], "url", "{answer}");
+    }
+    let (status, _) = create_hook(&app, &ana, "https://hooks.example.org/berth").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        webhook::Entity::find().all(&app.db).await.unwrap().len(),
+        1,
+        "only the public address was added"
+    );
+    // Someone else's webhook cannot be removed.
+    let eve = user_token(&app, "eve@example.org", PlatformRole::User).await;
+    let id = webhook::Entity::find()
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    let response = client()
+        .post(app.url("/api/delete_webhook"))
+        .bearer_auth(&eve)
+        .form(&[("id", id.to_string())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
+    assert_eq!(webhook::Entity::find().all(&app.db).await.unwrap().len(), 1);
+    app.stop().await;
+}
+
+async fn a_failing_webhook_is_retried_then_turned_off_and_its_owner_told(backend: Backend) {
+    let receiver = Receiver::start(StatusCode::SERVICE_UNAVAILABLE).await;
+    let (app, _db, clock) = spawn(backend, true).await;
+    let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let (status, _) = create_hook(&app, &ana, &receiver.url).await;
+    assert_eq!(status, 200);
+    let h100 = gpus_of(&app, H100).await;
+    let start = clock.now() + TimeDelta::days(3);
+    let (status, _) = book(&app, &ana, booking(h100[0], start, 2)).await;
+    assert_eq!(status, 201);
+
+    // Tries keep failing; the clock moves past each wait.
+    for _ in 0..20 {
+        work(&app, &clock).await;
+        settled(&app, clock.now()).await;
+        let hook = webhook::Entity::find().one(&app.db).await.unwrap().unwrap();
+        if !hook.active {
+            break;
+        }
+        clock.advance(TimeDelta::minutes(30));
+    }
+    let hook = webhook::Entity::find().one(&app.db).await.unwrap().unwrap();
+    assert!(!hook.active, "{hook:#?}");
+    assert!(hook.disabled_at.is_some());
+    // Turned off at the fifth failure in a row (a try already under way at that moment, by the
+    // app's own worker, may add one).
+    let failures = u32::try_from(hook.failures).unwrap();
+    assert!(
+        (WEBHOOK_FAILURES_TO_DISABLE..=WEBHOOK_FAILURES_TO_DISABLE + 1).contains(&failures),
+        "{hook:#?}"
+    );
+    assert!(
+        hook.last_error
+            .as_deref()
+            .unwrap_or_default()
+            .contains("503"),
+        "{hook:#?}"
+    );
+    // Every call it got was a counted failure, and nothing is left queued for it.
+    let calls = receiver.calls().len();
+    assert_eq!(calls, usize::try_from(failures).unwrap());
+    let deliveries = hook_deliveries(&app).await;
+    assert!(
+        deliveries
+            .iter()
+            .all(|d| d.status == DeliveryStatus::Failed),
+        "{deliveries:#?}"
+    );
+    // Ana is told, in her inbox.
+    work(&app, &clock).await;
+    let ana_id = user_id(&app, "ana@example.org").await;
+    let inbox = berth_app::backend::db::notify::inbox(&app.db, ana_id, 100)
+        .await
+        .unwrap();
+    let told = inbox
+        .iter()
+        .find(|item| item.kind == EventKind::WebhookDisabled)
+        .expect("a notice that the webhook was turned off");
+    assert_eq!(told.notice.target.as_deref(), Some(receiver.url.as_str()));
+    // Later events do not call it.
+    let (status, _) = book(&app, &ana, booking(h100[1], start, 2)).await;
+    assert_eq!(status, 201);
+    work(&app, &clock).await;
+    assert_eq!(receiver.calls().len(), calls);
+    app.stop().await;
+}
+
+crate::on_both_backends!(
+    a_booking_posts_signed_json_to_its_owners_webhook,
+    addresses_inside_the_network_are_refused_unless_allowed,
+    a_failing_webhook_is_retried_then_turned_off_and_its_owner_told,
+);

@@ -76,9 +76,15 @@ pub async fn revoke(state: &AppState, actor: &Actor, team_id: Option<i64>) -> Re
     }
 }
 
-/// The calendar behind the address with `token`; `NotFound` for an unknown or revoked one, or
-/// a team feed whose maker no longer manages the team.
-pub async fn feed(state: &AppState, token: &str, now: DateTime<Utc>) -> Result<String, AppError> {
+/// The calendar behind the address with `token`, its links to Berth under `base` (the portal's
+/// address); `NotFound` for an unknown or revoked one, or a team feed whose maker no longer
+/// manages the team.
+pub async fn feed(
+    state: &AppState,
+    token: &str,
+    base: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<String, AppError> {
     let missing = || AppError::NotFound("calendar feed".to_owned());
     let db = &state.db;
     let row = db::calendar_feeds::by_hash(db, &tokens::hash(token))
@@ -109,15 +115,16 @@ pub async fn feed(state: &AppState, token: &str, now: DateTime<Utc>) -> Result<S
             .map_or_else(|| "Berth".to_owned(), |team| format!("Berth · {team}")),
         None => format!("Berth · {}", user.name),
     };
-    calendar(state, &user, &name, rows, now).await
+    calendar(state, &user, &name, rows, base, now).await
 }
 
-/// Reservation `id` as a calendar file, for its owner or a platform admin (`NotFound` for anyone
-/// else: they cannot tell it exists).
+/// Reservation `id` as a calendar file, its link to Berth under `base`, for its owner or a
+/// platform admin (`NotFound` for anyone else: they cannot tell it exists).
 pub async fn reservation_file(
     state: &AppState,
     actor: &Actor,
     id: i64,
+    base: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<String, AppError> {
     let db = &state.db;
@@ -128,7 +135,7 @@ pub async fn reservation_file(
     let reader = db::users::row(db, actor.user.id)
         .await?
         .ok_or(AppError::Unauthorized)?;
-    calendar(state, &reader, "Berth", vec![row], now).await
+    calendar(state, &reader, "Berth", vec![row], base, now).await
 }
 
 /// `rows` as an iCalendar document named `name`, summaries in `reader`'s language.
@@ -137,6 +144,7 @@ async fn calendar(
     reader: &crate::backend::entity::user::Model,
     name: &str,
     rows: Vec<reservation::Model>,
+    base: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<String, AppError> {
     let sequences: Vec<(i64, i32)> = rows.iter().map(|r| (r.id, r.calendar_sequence)).collect();
@@ -146,8 +154,13 @@ async fn calendar(
         .as_deref()
         .and_then(crate::text::email::locale_named)
         .unwrap_or_default();
-    let base = state.portal.public_url.as_deref();
-    let host = base.map_or("berth.local", crate::backend::mail::host_of);
+    // The UID's host comes from the configured address only, so it never changes with the
+    // address a calendar happened to use.
+    let host = state
+        .portal
+        .public_url
+        .as_deref()
+        .map_or("berth.local", crate::backend::mail::host_of);
     let briefs: Vec<(ReservationBrief, &Reservation)> =
         views.iter().map(|r| (ReservationBrief::of(r), r)).collect();
     let entries: Vec<CalendarEntry<'_>> = briefs

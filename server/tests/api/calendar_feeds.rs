@@ -96,6 +96,8 @@ async fn a_users_feed_lists_their_bookings_for_any_calendar(backend: Backend) {
         kept_event["summary"].as_str().unwrap().contains("H100"),
         "{kept_event}"
     );
+    // A link back to Berth (the address the calendar used: no public_url is set here).
+    assert_eq!(kept_event["url"], app.url("/reservations"));
     let dropped_event = &events[1];
     assert_eq!(
         dropped_event["uid"],

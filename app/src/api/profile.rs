@@ -85,7 +85,7 @@ pub async fn get_calendar_feeds() -> Result<CalendarFeedsPage, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
         let feeds = crate::backend::calendar_feeds::feeds(&call.state, &call.actor).await?;
-        let teams = crate::backend::calendar_feeds::teams_to_feed(&call.state, &call.actor).await?;
+        let teams = crate::backend::calendar_feeds::managed_teams(&call.state, &call.actor).await?;
         Ok(CalendarFeedsPage { feeds, teams })
     })
     .await
@@ -147,7 +147,7 @@ pub async fn get_webhooks() -> Result<WebhooksPage, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
         let hooks = crate::backend::webhooks::list(&call.state, &call.actor).await?;
-        let teams = crate::backend::calendar_feeds::teams_to_feed(&call.state, &call.actor).await?;
+        let teams = crate::backend::calendar_feeds::managed_teams(&call.state, &call.actor).await?;
         Ok(WebhooksPage { hooks, teams })
     })
     .await

@@ -36,8 +36,8 @@ pub async fn feeds(state: &AppState, actor: &Actor) -> Result<Vec<CalendarFeedIn
     Ok(feeds)
 }
 
-/// The teams the actor manages (they may make a feed of each one's bookings), by id and name.
-pub async fn teams_to_feed(
+/// The teams the actor manages (they may make a feed or a webhook of each one's), by id and name.
+pub async fn managed_teams(
     state: &AppState,
     actor: &Actor,
 ) -> Result<Vec<(i64, String)>, AppError> {
@@ -160,7 +160,7 @@ async fn calendar(
         .portal
         .public_url
         .as_deref()
-        .map_or("berth.local", crate::backend::mail::host_of);
+        .map_or_else(|| "berth.local".to_owned(), crate::backend::mail::host_of);
     let briefs: Vec<(ReservationBrief, &Reservation)> =
         views.iter().map(|r| (ReservationBrief::of(r), r)).collect();
     let entries: Vec<CalendarEntry<'_>> = briefs
@@ -184,5 +184,5 @@ async fn calendar(
             tentative: view.payment_status == PaymentStatus::AwaitingApproval,
         })
         .collect();
-    Ok(calendar_file::calendar(name, host, &entries, now))
+    Ok(calendar_file::calendar(name, &host, &entries, now))
 }

@@ -77,6 +77,8 @@ pub struct MailChannel {
     pub from: Mailbox,
     /// The portal's address, without a trailing slash (`public_url`).
     pub public_url: String,
+    /// Its host name (message ids, calendar UIDs).
+    host: String,
 }
 
 impl std::fmt::Debug for MailChannel {
@@ -95,7 +97,8 @@ impl MailChannel {
         let mailer = SmtpMailer::from_url(smtp_url.trim())
             .map_err(|err| format!("smtp_url (BERTH_SMTP_URL): {err}"))?;
         let public_url = public_url.trim().trim_end_matches('/').to_owned();
-        let default_from = format!("Berth <noreply@{}>", host_of(&public_url));
+        let host = host_of(&public_url);
+        let default_from = format!("Berth <noreply@{host}>");
         let from = from
             .map(str::trim)
             .filter(|from| !from.is_empty())
@@ -110,12 +113,13 @@ impl MailChannel {
             mailer: Arc::new(mailer),
             from,
             public_url,
+            host,
         })
     }
 
     /// The portal's host name (message ids, calendar UIDs).
     pub fn host(&self) -> &str {
-        host_of(&self.public_url)
+        &self.host
     }
 
     /// The e-mail that delivers `event` to `recipient` (delivery `delivery_id`).
@@ -199,8 +203,11 @@ impl MailChannel {
     }
 }
 
-/// The host name in `url` (`https://berth.example.org:8443/x` → `berth.example.org`).
-pub fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    rest.split(['/', ':']).next().unwrap_or("berth")
+/// The host name in `url` (`https://berth.example.org:8443/x` → `berth.example.org`); `berth`
+/// when it has none.
+pub fn host_of(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_else(|| "berth".to_owned())
 }

@@ -101,14 +101,10 @@ pub async fn run(state: &AppState, now: DateTime<Utc>) -> Result<Outcome, DbErr>
         // Each recipient's choice for this kind, else the default.
         let chosen = db::notify::preferences_for(&txn, &users, event.kind).await?;
         let choice = |user: i64| {
-            chosen.iter().find(|row| row.user_id == user).map_or(
-                ChannelChoice::default_for(event.kind),
-                |row| ChannelChoice {
-                    inbox: row.inbox,
-                    email: row.email,
-                    webhook: row.webhook,
-                },
-            )
+            chosen
+                .iter()
+                .find(|row| row.user_id == user)
+                .map_or(ChannelChoice::default_for(event.kind), |row| row.choice())
         };
         let inbox: Vec<i64> = users.iter().copied().filter(|u| choice(*u).inbox).collect();
         db::notify::hand_out(&txn, event.id, &inbox, now).await?;
@@ -350,14 +346,10 @@ pub async fn settings(state: &AppState, actor: &Actor) -> Result<NotificationSet
     let kinds = EventKind::ALL
         .iter()
         .map(|kind| {
-            let choice = chosen.iter().find(|row| row.kind == *kind).map_or(
-                ChannelChoice::default_for(*kind),
-                |row| ChannelChoice {
-                    inbox: row.inbox,
-                    email: row.email,
-                    webhook: row.webhook,
-                },
-            );
+            let choice = chosen
+                .iter()
+                .find(|row| row.kind == *kind)
+                .map_or(ChannelChoice::default_for(*kind), |row| row.choice());
             (*kind, choice)
         })
         .collect();

@@ -283,10 +283,7 @@ fn CalendarFeeds() -> impl IntoView {
                                         let created = feed.created_at;
                                         let team_id = feed.team.as_ref().map(|(id, _)| id.to_string()).unwrap_or_default();
                                         let team_name = feed.team.map(|(_, name)| name);
-                                        let label = move || match team_name.clone() {
-                                            Some(team) => t_string!(i18n, feeds_team, team = team).to_string(),
-                                            None => t_string!(i18n, feeds_mine).to_string(),
-                                        };
+                                        let label = move || scope_text(i18n, team_name.clone());
                                         view! {
                                             <tr>
                                                 <td>{label}</td>
@@ -310,16 +307,7 @@ fn CalendarFeeds() -> impl IntoView {
                                         attr:data-hydrated=move || hydrated.get().to_string()
                                     >
                                         <label for="feed-team">{t!(i18n, feeds_for)}</label>
-                                        <select id="feed-team" name="team">
-                                            <option value="">{t!(i18n, feeds_mine)}</option>
-                                            {teams
-                                                .into_iter()
-                                                .map(|(id, name)| {
-                                                    let label = move || t_string!(i18n, feeds_team, team = name.clone()).to_string();
-                                                    view! { <option value=id.to_string()>{label}</option> }
-                                                })
-                                                .collect_view()}
-                                        </select>
+                                        <ScopeSelect id="feed-team" teams />
                                         <button type="submit" class="button-primary">{t!(i18n, feeds_create)}</button>
                                     </ActionForm>
                                     {empty.then(|| view! { <p class="empty">{t!(i18n, feeds_none)}</p> })}
@@ -397,10 +385,7 @@ fn Webhooks() -> impl IntoView {
                                         let url = hook.url.clone();
                                         let label_url = hook.url.clone();
                                         let team_name = hook.team.map(|(_, name)| name);
-                                        let scope = move || match team_name.clone() {
-                                            Some(team) => t_string!(i18n, feeds_team, team = team).to_string(),
-                                            None => t_string!(i18n, feeds_mine).to_string(),
-                                        };
+                                        let scope = move || scope_text(i18n, team_name.clone());
                                         let (active, failures) = (hook.active, hook.failures);
                                         let state = move || {
                                             if !active {
@@ -444,16 +429,7 @@ fn Webhooks() -> impl IntoView {
                                         <label for="webhook-url">{t!(i18n, webhooks_url)}</label>
                                         <input id="webhook-url" name="url" type="url" required maxlength="2048" autocomplete="off" />
                                         <label for="webhook-team">{t!(i18n, webhooks_for)}</label>
-                                        <select id="webhook-team" name="team">
-                                            <option value="">{t!(i18n, feeds_mine)}</option>
-                                            {teams
-                                                .into_iter()
-                                                .map(|(id, name)| {
-                                                    let label = move || t_string!(i18n, feeds_team, team = name.clone()).to_string();
-                                                    view! { <option value=id.to_string()>{label}</option> }
-                                                })
-                                                .collect_view()}
-                                        </select>
+                                        <ScopeSelect id="webhook-team" teams />
                                         <button type="submit" class="button-primary">{t!(i18n, webhooks_create)}</button>
                                     </ActionForm>
                                     {empty.then(|| view! { <p class="empty">{t!(i18n, webhooks_none)}</p> })}
@@ -497,6 +473,32 @@ fn Webhooks() -> impl IntoView {
                     .map(|error| view! { <ErrorPanel error /> })
             }}
         </section>
+    }
+}
+
+/// Whose bookings or notices a feed or a webhook carries: the user's own, or a managed team's.
+#[component]
+fn ScopeSelect(id: &'static str, teams: Vec<(i64, String)>) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <select id=id name="team">
+            <option value="">{t!(i18n, feeds_mine)}</option>
+            {teams
+                .into_iter()
+                .map(|(id, name)| {
+                    let label = move || scope_text(i18n, Some(name.clone()));
+                    view! { <option value=id.to_string()>{label}</option> }
+                })
+                .collect_view()}
+        </select>
+    }
+}
+
+/// "My bookings", or "Team <name>".
+fn scope_text(i18n: leptos_i18n::I18nContext<Locale>, team: Option<String>) -> String {
+    match team {
+        Some(team) => t_string!(i18n, feeds_team, team = team).to_string(),
+        None => t_string!(i18n, feeds_mine).to_string(),
     }
 }
 

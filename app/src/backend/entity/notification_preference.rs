@@ -28,3 +28,14 @@ pub struct Model {
 pub enum Relation {}
 
 impl ActiveModelBehavior for ActiveModel {}
+
+impl Model {
+    /// The choice this row stores.
+    pub fn choice(&self) -> crate::domain::notify::ChannelChoice {
+        crate::domain::notify::ChannelChoice {
+            inbox: self.inbox,
+            email: self.email,
+            webhook: self.webhook,
+        }
+    }
+}

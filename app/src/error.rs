@@ -80,7 +80,17 @@ impl FromServerFnError for AppError {
     type Encoder = JsonEncoding;
 
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        AppError::Transport(value.to_string())
+        match value {
+            // The request's arguments could not be read (a number too large for its type, a
+            // missing field): the caller's input, a 422 like any other unreadable field.
+            ServerFnErrorErr::Args(detail) | ServerFnErrorErr::MissingArg(detail) => {
+                AppError::invalid(
+                    "request",
+                    crate::domain::problem::Problem::Unreadable { detail },
+                )
+            }
+            other => AppError::Transport(other.to_string()),
+        }
     }
 }
 

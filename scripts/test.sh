@@ -15,6 +15,17 @@ ensure_chromium() {
   fi
 }
 
+# What the node-access tests start or call on this host: OpenSSH's server (logins during a
+# lease) and the acl tools (device ACLs, read back with getfacl). Debian packages.
+ensure_node_tools() {
+  if [ ! -x /usr/sbin/sshd ] || ! command -v setfacl >/dev/null 2>&1; then
+    say "Installing openssh-server and acl (Debian packages) for the node-access tests"
+    if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openssh-server acl >/dev/null
+  fi
+}
+
 ensure_node_modules() {
   if [ ! -x end2end/node_modules/.bin/playwright ] \
      || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
@@ -53,6 +64,7 @@ check_postgres() {
 
 ensure_rust_tools
 ensure_chromium
+ensure_node_tools
 ensure_node_modules
 ensure_python_tools
 check_postgres

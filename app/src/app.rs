@@ -17,6 +17,7 @@ use crate::pages::{
     payments::PaymentsPage,
     profile::ProfilePage,
     reports::{FleetReportPage, ReportsPage},
+    reservation::ReservationPage,
     reservations::ReservationsPage,
     sign_in::SignInPage,
     team::TeamPage,
@@ -85,6 +86,11 @@ pub fn App() -> impl IntoView {
                         <Route path=StaticSegment("signin") view=SignInPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("calendar") view=CalendarPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("reservations") view=ReservationsPage ssr=SsrMode::Async />
+                        <Route
+                            path=(StaticSegment("reservations"), ParamSegment("id"))
+                            view=ReservationPage
+                            ssr=SsrMode::Async
+                        />
                         <Route path=StaticSegment("wallet") view=WalletPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("inbox") view=InboxPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("profile") view=ProfilePage ssr=SsrMode::Async />

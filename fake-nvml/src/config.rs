@@ -31,6 +31,8 @@ pub struct Device {
     #[serde(default = "default_memory_total_mib")]
     pub memory_total_mib: u64,
     pub memory_used_mib: Option<u64>,
+    /// The device file's minor number (`/dev/nvidia<minor>`); defaults to the index.
+    pub minor_number: Option<u32>,
     pub gpu_util: Option<u32>,
     pub mem_util: Option<u32>,
     pub temperature_c: Option<u32>,

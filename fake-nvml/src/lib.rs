@@ -44,7 +44,7 @@
 //!
 //! Only `devices` and each device's `uuid` and `name` are required; unknown keys are rejected.
 //! `driver_version` defaults to `550.54.15` (NVML's version is `12.` + it), `cuda_driver_version`
-//! to 12040, `pci_bus_id` to `00000000:XX:00.0` with `XX` the device index + 1 in hex,
+//! to 12040, `minor_number` to the device index, `pci_bus_id` to `00000000:XX:00.0` with `XX` the device index + 1 in hex,
 //! `memory_total_mib` to 81559, and `processes` and `xid_events` to empty. Every other field is a
 //! reading: missing or `null`, its call answers `NVML_ERROR_NOT_SUPPORTED` (memory info needs
 //! `memory_used_mib`, utilization needs both `gpu_util` and `mem_util`). A process whose
@@ -305,6 +305,21 @@ pub unsafe extern "C" fn nvmlDeviceGetName(
     length: c_uint,
 ) -> nvmlReturn_t {
     unsafe { put_str(name, length, read(device, |_, d| Ok(d.name.clone()))) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMinorNumber(
+    device: nvmlDevice_t,
+    minor: *mut c_uint,
+) -> nvmlReturn_t {
+    unsafe {
+        put(
+            minor,
+            read(device, |index, d| {
+                Ok(d.minor_number.unwrap_or(index as c_uint))
+            }),
+        )
+    }
 }
 
 #[unsafe(no_mangle)]

@@ -28,6 +28,7 @@ mod m20261202_000020_pending_gpus;
 mod m20261203_000021_notifications;
 mod m20261203_000022_deliveries;
 mod m20261203_000023_calendar_feeds;
+mod m20261204_000024_node_access;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -60,6 +61,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000021_notifications::Migration),
             Box::new(m20261203_000022_deliveries::Migration),
             Box::new(m20261203_000023_calendar_feeds::Migration),
+            Box::new(m20261204_000024_node_access::Migration),
         ]
     }
 }

@@ -181,6 +181,7 @@ async fn bench(backend: Backend, seconds: u64) {
                 pci_bus_id: Some(format!("00000000:{:02X}:00.0", 0x17 + i)),
                 memory_total_mib: 81_559,
                 device_index: u32::try_from(i).unwrap(),
+                minor_number: None,
             })
             .collect();
         let registration = Registration {
@@ -246,6 +247,7 @@ async fn bench(backend: Backend, seconds: u64) {
                             }
                         })
                         .collect(),
+                    access: vec![],
                     events: vec![],
                 };
                 let sent = Instant::now();

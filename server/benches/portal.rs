@@ -741,6 +741,7 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 charged_minor: Set(price),
                 refunded_minor: Set(if cancelled { price } else { 0 }),
                 calendar_sequence: Set(i32::from(cancelled)),
+                keep_running: Set(false),
             });
             for i in chosen {
                 holds.push((id, node_gpus[*i], start, end));

@@ -102,10 +102,14 @@ pub enum CreditsCommand {
 
 /// `berth agent …`
 #[derive(Debug, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct AgentArgs {
+    /// Instead of running the agent.
+    #[command(subcommand)]
+    pub action: Option<AgentAction>,
     /// The portal's address, e.g. https://berth.example.org.
-    #[arg(long, env = "BERTH_AGENT_PORTAL")]
-    pub portal: String,
+    #[arg(long, env = "BERTH_AGENT_PORTAL", required = true)]
+    pub portal: Option<String>,
     /// The node's token from `berth node add`. Other users of the host can read a command
     /// line: prefer `--token-file` or the `BERTH_AGENT_TOKEN` variable.
     #[arg(long, env = "BERTH_AGENT_TOKEN", hide_env_values = true)]
@@ -125,6 +129,55 @@ pub struct AgentArgs {
     /// Most samples kept while the portal is unreachable (oldest dropped first).
     #[arg(long, default_value_t = 100_000)]
     pub buffer: usize,
+    /// Report telemetry only: do not open and close leases on this host.
+    #[arg(long, env = "BERTH_AGENT_NO_ACCESS")]
+    pub no_access: bool,
+    /// Where the lease schedule is kept (`authorized-keys` reads it from there).
+    #[arg(long, env = "BERTH_AGENT_STATE_DIR", value_name = "DIR", default_value = crate::agent::access::DEFAULT_STATE_DIR)]
+    pub state_dir: PathBuf,
+    /// Where each holder's `<login>.env` (CUDA_VISIBLE_DEVICES, MPS limits) is written.
+    #[arg(long, env = "BERTH_AGENT_ENV_DIR", value_name = "DIR", default_value = crate::agent::access::DEFAULT_ENV_DIR)]
+    pub env_dir: PathBuf,
+    /// Grant the holder `rw` on the reserved GPUs' device files with POSIX ACLs (needs the
+    /// driver's files not world-accessible: see the README).
+    #[arg(long, env = "BERTH_AGENT_DEVICE_ACL")]
+    pub device_acl: bool,
+    /// Where the GPUs' device files are (`nvidia<minor>`).
+    #[arg(
+        long,
+        env = "BERTH_AGENT_DEVICE_DIR",
+        value_name = "DIR",
+        default_value = "/dev"
+    )]
+    pub device_dir: PathBuf,
+    /// Seconds between SIGTERM and SIGKILL for processes that must leave a GPU.
+    #[arg(long, env = "BERTH_AGENT_GRACE_SECONDS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub grace_seconds: u64,
+    /// Seconds before a lease's start at which the holder's keys are accepted.
+    #[arg(long, env = "BERTH_AGENT_EARLY_ACCESS_SECONDS", default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub early_access_seconds: u64,
+    /// Service accounts whose processes are never touched (root never is), comma-separated.
+    #[arg(
+        long,
+        env = "BERTH_AGENT_EXEMPT_USERS",
+        value_delimiter = ',',
+        value_name = "USERS"
+    )]
+    pub exempt_users: Vec<String>,
+}
+
+/// `berth agent <action>`
+#[derive(Debug, Subcommand)]
+pub enum AgentAction {
+    /// Print the SSH keys that may log in as USER now, from the agent's lease schedule (sshd's
+    /// `AuthorizedKeysCommand`; no network call).
+    AuthorizedKeys {
+        /// Where the agent keeps its lease schedule.
+        #[arg(long, env = "BERTH_AGENT_STATE_DIR", value_name = "DIR", default_value = crate::agent::access::DEFAULT_STATE_DIR)]
+        state_dir: PathBuf,
+        /// The user sshd asks about (`%u`).
+        user: String,
+    },
 }
 
 /// `berth user …`
@@ -173,6 +226,22 @@ pub enum TokenCommand {
 /// Parses the command line, runs the command, and turns any failure into one error line.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // On every SSH login: answered from the schedule file alone, before anything else starts.
+    if let Some(Command::Agent(AgentArgs {
+        action: Some(AgentAction::AuthorizedKeys { state_dir, user }),
+        ..
+    })) = &cli.command
+    {
+        use std::io::Write;
+        let lines = crate::agent::access::authorized_keys(state_dir, user, chrono::Utc::now());
+        let mut out = std::io::stdout().lock();
+        for line in lines {
+            if writeln!(out, "{line}").is_err() {
+                return ExitCode::FAILURE;
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
     let mut config = match Config::load(cli.config.as_deref()) {
         Ok(config) => config,
         Err(err) => return fail(&err),
@@ -322,6 +391,10 @@ async fn node(config: &Config, command: NodeCommand) -> Result<(), AdminError> {
 
 async fn run_agent(args: AgentArgs) -> Result<(), String> {
     use crate::agent::{self, AgentOptions, nvml::NvmlSource, simulated::SimulatedSource};
+    let portal = args
+        .portal
+        .clone()
+        .ok_or("--portal is required (or BERTH_AGENT_PORTAL)")?;
     let token = agent_token(args.token.as_deref(), args.token_file.as_deref())?;
     let options = AgentOptions {
         interval: std::time::Duration::from_secs(args.interval),
@@ -337,9 +410,23 @@ async fn run_agent(args: AgentArgs) -> Result<(), String> {
             })?,
         )
     };
-    let transport = agent::transport::HttpTransport::new(&args.portal, &token)?;
-    tracing::info!(portal = %args.portal, interval_s = args.interval, "berth agent starting");
-    agent::start(source, std::sync::Arc::new(transport), options)
+    let transport = agent::transport::HttpTransport::new(&portal, &token)?;
+    tracing::info!(portal = %portal, interval_s = args.interval, access = !args.no_access, "berth agent starting");
+    let enforcement = (!args.no_access).then(|| agent::Enforcement {
+        options: agent::access::AccessOptions {
+            state_dir: args.state_dir.clone(),
+            env_dir: args.env_dir.clone(),
+            device_dir: args.device_dir.clone(),
+            device_acl: args.device_acl,
+            grace: std::time::Duration::from_secs(args.grace_seconds),
+            early_access: std::time::Duration::from_secs(args.early_access_seconds),
+            exempt_users: args.exempt_users.clone(),
+            ..agent::access::AccessOptions::default()
+        },
+        processes: Box::new(agent::access::HostProcesses),
+        clock: std::sync::Arc::new(berth_app::backend::clock::SystemClock),
+    });
+    agent::start_with_access(source, std::sync::Arc::new(transport), options, enforcement)
         .run_until(startup::shutdown_signal())
         .await
         .map_err(|err| err.to_string())

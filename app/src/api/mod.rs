@@ -9,6 +9,7 @@ pub mod forms;
 pub mod inventory;
 pub mod ledger;
 pub mod maintenance;
+pub mod node_access;
 pub mod nodes;
 pub mod notify;
 pub mod profile;

@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod mail;
 pub mod maintenance;
 pub mod metrics;
+pub mod node_access;
 pub mod notify;
 pub mod payment_job;
 pub mod profile;

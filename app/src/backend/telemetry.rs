@@ -251,7 +251,8 @@ pub async fn report(
             .samples
             .iter()
             .map(|s| s.uuid.as_str())
-            .chain(report.events.iter().map(|e| e.uuid.as_str())),
+            .chain(report.events.iter().map(|e| e.uuid.as_str()))
+            .chain(report.access.iter().map(|e| e.uuid.as_str())),
         true,
     )
     .await?;
@@ -269,8 +270,99 @@ pub async fn report(
             tell_holders(&txn, *gpu_id, problem, event.at, now).await?;
         }
     }
+    store_access(&txn, node_id, &report.access, &gpus, now).await?;
     txn.commit().await?;
     Ok(ReportOutcome { samples, events })
+}
+
+/// Stores what the agent did about access (with the lease only when it is one of this node's)
+/// and tells the holder: ready, ended, someone else on their GPU.
+async fn store_access(
+    txn: &sea_orm::DatabaseTransaction,
+    node_id: i64,
+    access: &[crate::domain::telemetry::AccessEvent],
+    gpus: &std::collections::HashMap<String, i64>,
+    now: DateTime<Utc>,
+) -> Result<(), AppError> {
+    use crate::backend::db::node_access::{self, NewAccessEvent};
+    use crate::domain::telemetry::AccessKind;
+    if access.is_empty() {
+        return Ok(());
+    }
+    let mut views: std::collections::HashMap<i64, Option<crate::domain::reservation::Reservation>> =
+        std::collections::HashMap::new();
+    let mut rows = Vec::with_capacity(access.len());
+    let mut notices = Vec::new();
+    let node = node_access::node(txn, node_id).await?;
+    for event in access {
+        let Some(gpu_id) = gpus.get(&event.uuid).copied() else {
+            continue;
+        };
+        let view = match event.reservation_id {
+            Some(id) => {
+                if let Some(view) = views.get(&id) {
+                    view.clone()
+                } else {
+                    let view = crate::backend::db::reservations::view_of(txn, id, now)
+                        .await?
+                        .filter(|view| view.node_id == node_id && view.gpu_ids.contains(&gpu_id));
+                    views.insert(id, view.clone());
+                    view
+                }
+            }
+            None => None,
+        };
+        let first = match (&view, event.kind) {
+            (Some(view), AccessKind::Granted | AccessKind::Revoked) => {
+                !node_access::has_access_event(txn, view.id, gpu_id, event.kind.as_str()).await?
+            }
+            _ => true,
+        };
+        rows.push(NewAccessEvent {
+            gpu_id,
+            reservation_id: view.as_ref().map(|v| v.id),
+            at: event.at,
+            kind: event.kind.as_str(),
+            pid: event.pid.map(i64::from),
+            uid: event.uid.map(i64::from),
+            user_name: event.user.clone(),
+            memory_mib: event
+                .memory_mib
+                .map(|m| i64::try_from(m).unwrap_or(i64::MAX)),
+        });
+        let Some(view) = view else { continue };
+        match event.kind {
+            AccessKind::Granted if first => {
+                let login = event.user.clone().unwrap_or_default();
+                let host = node
+                    .as_ref()
+                    .map(|n| n.hostname.clone())
+                    .unwrap_or_default();
+                notices.push(NewEvent::lease_ready(
+                    &view,
+                    &format!("ssh {login}@{host}"),
+                    now,
+                ));
+            }
+            AccessKind::Revoked if first => notices.push(NewEvent::lease_ended(&view, now)),
+            AccessKind::Unauthorized => {
+                let problem = GpuProblem::Intruder {
+                    gpu: event.uuid.clone(),
+                    user: event.user.clone().unwrap_or_else(|| {
+                        event.uid.map(|uid| uid.to_string()).unwrap_or_default()
+                    }),
+                    pid: event.pid.unwrap_or(0),
+                };
+                notices.push(NewEvent::gpu_problem(&view, problem, now));
+            }
+            _ => {}
+        }
+    }
+    node_access::insert_access_events(txn, &rows).await?;
+    if !notices.is_empty() {
+        crate::backend::notify::record(txn, &notices).await?;
+    }
+    Ok(())
 }
 
 /// Tells the holders of the bookings that hold `gpu_id` at `at` that it had `problem` (once per

@@ -4,5 +4,6 @@ pub mod calendar;
 pub mod error;
 pub mod inventory;
 pub mod layout;
+pub mod ssh_keys;
 pub mod table;
 pub mod telemetry;

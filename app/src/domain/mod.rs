@@ -9,6 +9,7 @@ pub mod chart;
 pub mod date_range;
 pub mod gpu;
 pub mod inventory;
+pub mod lease;
 pub mod ledger;
 pub mod maintenance;
 pub mod money;

@@ -66,11 +66,15 @@ pub enum EventKind {
     GpuProblem,
     /// A node's agent stopped reporting (to platform admins).
     NodeSilent,
+    /// A reservation's GPUs are open on its node: the holder may log in (with how).
+    LeaseReady,
+    /// A reservation's access on its node was closed at its end.
+    LeaseEnded,
 }
 
 impl EventKind {
     /// Every kind, in the order a preferences page lists them.
-    pub const ALL: [EventKind; 18] = [
+    pub const ALL: [EventKind; 20] = [
         EventKind::BookingConfirmed,
         EventKind::BookingCancelled,
         EventKind::BookingReleased,
@@ -89,6 +93,8 @@ impl EventKind {
         EventKind::BudgetReached,
         EventKind::GpuProblem,
         EventKind::NodeSilent,
+        EventKind::LeaseReady,
+        EventKind::LeaseEnded,
     ];
 
     /// As stored, sent and used in keys.
@@ -112,6 +118,8 @@ impl EventKind {
             EventKind::BudgetReached => "budget_reached",
             EventKind::GpuProblem => "gpu_problem",
             EventKind::NodeSilent => "node_silent",
+            EventKind::LeaseReady => "lease_ready",
+            EventKind::LeaseEnded => "lease_ended",
         }
     }
 
@@ -133,6 +141,7 @@ impl EventKind {
                 | EventKind::BudgetReached
                 | EventKind::GpuProblem
                 | EventKind::NodeSilent
+                | EventKind::LeaseReady
         )
     }
 }
@@ -237,6 +246,15 @@ pub enum GpuProblem {
     Missing {
         /// The GPU (its NVML UUID).
         gpu: String,
+    },
+    /// Someone who holds no lease on the GPU runs a process on it.
+    Intruder {
+        /// The GPU (its NVML UUID).
+        gpu: String,
+        /// The process owner's user name on the node.
+        user: String,
+        /// The process.
+        pid: u32,
     },
 }
 
@@ -693,6 +711,7 @@ impl NewEvent {
         let what = match &problem {
             GpuProblem::Xid { gpu, .. } => format!("{gpu}:xid"),
             GpuProblem::Missing { gpu } => format!("{gpu}:missing"),
+            GpuProblem::Intruder { gpu, user, .. } => format!("{gpu}:intruder:{user}"),
         };
         Self {
             kind: EventKind::GpuProblem,
@@ -706,6 +725,39 @@ impl NewEvent {
             notice: Notice {
                 reservation: Some(ReservationBrief::of(reservation)),
                 problem: Some(problem),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+
+    /// `reservation`'s GPUs are open on its node; `connect` says how to log in (told once).
+    pub fn lease_ready(reservation: &Reservation, connect: &str, now: DateTime<Utc>) -> Self {
+        Self {
+            kind: EventKind::LeaseReady,
+            key: format!("{}:{}", EventKind::LeaseReady.as_str(), reservation.id),
+            audience: Audience::User(reservation.owner_id),
+            reservation_id: Some(reservation.id),
+            notice: Notice {
+                reservation: Some(ReservationBrief::of(reservation)),
+                target: Some(connect.to_owned()),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+
+    /// `reservation`'s access on its node was closed (told once).
+    pub fn lease_ended(reservation: &Reservation, now: DateTime<Utc>) -> Self {
+        Self {
+            kind: EventKind::LeaseEnded,
+            key: format!("{}:{}", EventKind::LeaseEnded.as_str(), reservation.id),
+            audience: Audience::User(reservation.owner_id),
+            reservation_id: Some(reservation.id),
+            notice: Notice {
+                reservation: Some(ReservationBrief::of(reservation)),
                 ..Notice::default()
             },
             occurred_at: now,

@@ -104,6 +104,48 @@ pub enum Problem {
         /// What was sent.
         raw: String,
     },
+    /// Not a login name.
+    #[error(
+        "`{raw}` is not a login name: 1 to 32 lower-case letters, digits, _ or -, starting with a letter or _"
+    )]
+    BadLogin {
+        /// What was sent.
+        raw: String,
+    },
+    /// A system account's name.
+    #[error("`{raw}` is a system account's name on the nodes")]
+    ReservedLogin {
+        /// What was sent.
+        raw: String,
+    },
+    /// Another user's login.
+    #[error("`{raw}` is already another user's login")]
+    LoginTaken {
+        /// What was sent.
+        raw: String,
+    },
+    /// Not an SSH public key.
+    #[error(
+        "not an SSH public key: paste one line such as `ssh-ed25519 AAAA… you@laptop` (the .pub file)"
+    )]
+    BadSshKey,
+    /// An RSA key shorter than allowed.
+    #[error("RSA keys need at least {min} bits (this one has {bits}); an ed25519 key is better")]
+    WeakSshKey {
+        /// Its size.
+        bits: usize,
+        /// The minimum.
+        min: usize,
+    },
+    /// The same key twice.
+    #[error("this key is already on your profile")]
+    SshKeyTwice,
+    /// Not an intruder policy.
+    #[error("`{raw}` is not an intruder policy (off, report or terminate)")]
+    UnknownIntruderPolicy {
+        /// What was sent.
+        raw: String,
+    },
     /// Not one of the shares.
     #[error("the share must be 1, 0.5 or 0.25 of a GPU")]
     BadShare,

@@ -51,6 +51,9 @@ pub struct GpuInfo {
     pub memory_total_mib: u64,
     /// NVML device index on the host.
     pub device_index: u32,
+    /// The device file's minor number (`/dev/nvidia<minor>`), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minor_number: Option<u32>,
 }
 
 /// What an agent sends when it starts and whenever its host's GPUs change.
@@ -181,6 +184,104 @@ pub struct Report {
     /// Events.
     #[serde(default)]
     pub events: Vec<ReportedEvent>,
+    /// What the agent did and saw about access to the GPUs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub access: Vec<AccessEvent>,
+}
+
+/// Kinds of access event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessKind {
+    /// The holder of a lease got access to the GPU.
+    Granted,
+    /// The lease ended: access taken away.
+    Revoked,
+    /// A process was sent SIGTERM.
+    Terminated,
+    /// A process was sent SIGKILL after the grace time.
+    Killed,
+    /// A process of someone who holds no lease on the GPU.
+    Unauthorized,
+    /// A holder's process uses more memory than their share of the GPU.
+    OverShare,
+}
+
+impl AccessKind {
+    /// The stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Granted => "granted",
+            Self::Revoked => "revoked",
+            Self::Terminated => "terminated",
+            Self::Killed => "killed",
+            Self::Unauthorized => "unauthorized",
+            Self::OverShare => "over_share",
+        }
+    }
+
+    /// Parses a stored name.
+    pub fn parse(raw: &str) -> Option<Self> {
+        [
+            Self::Granted,
+            Self::Revoked,
+            Self::Terminated,
+            Self::Killed,
+            Self::Unauthorized,
+            Self::OverShare,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == raw)
+    }
+}
+
+/// What an agent did or saw about access to a GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessEvent {
+    /// Which GPU (NVML UUID).
+    pub uuid: String,
+    /// When (UTC).
+    pub at: DateTime<Utc>,
+    /// What.
+    pub kind: AccessKind,
+    /// The lease it concerns.
+    #[serde(default)]
+    pub reservation_id: Option<i64>,
+    /// The process.
+    #[serde(default)]
+    pub pid: Option<u32>,
+    /// Its owner's UID on the node.
+    #[serde(default)]
+    pub uid: Option<u32>,
+    /// The owner's user name, or the holder's login.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// GPU memory the process used, MiB.
+    #[serde(default)]
+    pub memory_mib: Option<u64>,
+}
+
+/// An access event as the pages and the API show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuAccessEvent {
+    /// The GPU.
+    pub gpu_id: i64,
+    /// Its UUID.
+    pub uuid: String,
+    /// The lease.
+    pub reservation_id: Option<i64>,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// What.
+    pub kind: AccessKind,
+    /// The process.
+    pub pid: Option<i64>,
+    /// Its owner's UID.
+    pub uid: Option<i64>,
+    /// Its owner's name, or the holder's login.
+    pub user: Option<String>,
+    /// Memory, MiB.
+    pub memory_mib: Option<i64>,
 }
 
 /// A stored event, as the API and pages show it.
@@ -359,6 +460,27 @@ pub fn validate_report(
         if !matches!(event.kind, EventKind::Xid | EventKind::Throttle) {
             return Err((field("kind"), Problem::BadEventKind));
         }
+    }
+    if report.access.len() > MAX_EVENTS_PER_REPORT {
+        return Err((
+            "access".into(),
+            Problem::TooMany {
+                max: MAX_EVENTS_PER_REPORT,
+            },
+        ));
+    }
+    for (i, event) in report.access.iter().enumerate() {
+        let field = |name: &str| format!("access[{i}].{name}");
+        check_uuid(&event.uuid).map_err(|p| (field("uuid"), p))?;
+        check_time(event.at).map_err(|p| (field("at"), p))?;
+        if let Some(user) = &event.user {
+            if user.is_empty() || user.len() > 64 {
+                return Err((field("user"), Problem::Name { max: 64 }));
+            }
+            no_control_characters(&field("user"), user)?;
+        }
+        in_range(event.memory_mib.map(clamp_i64), 0, 16 * 1024 * 1024)
+            .map_err(|p| (field("memory_mib"), p))?;
     }
     Ok(())
 }
@@ -755,6 +877,7 @@ mod tests {
         let now = at(12, 0, 0);
         let keep = Duration::hours(24);
         let mut report = Report {
+            access: vec![],
             samples: vec![sample("GPU-a", now)],
             events: vec![],
         };
@@ -800,6 +923,7 @@ mod tests {
     #[test]
     fn registrations_need_unique_uuids_and_sane_sizes() {
         let gpu = GpuInfo {
+            minor_number: None,
             uuid: "GPU-1".into(),
             name: "NVIDIA H100".into(),
             pci_bus_id: None,
@@ -829,6 +953,7 @@ mod tests {
     #[test]
     fn registrations_refuse_control_characters_in_texts_that_become_labels() {
         let gpu = GpuInfo {
+            minor_number: None,
             uuid: "GPU-1".into(),
             name: "NVIDIA H100".into(),
             pci_bus_id: Some("00000000:17:00.0".into()),

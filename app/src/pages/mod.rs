@@ -14,6 +14,7 @@ pub mod not_found;
 pub mod payments;
 pub mod profile;
 pub mod reports;
+pub mod reservation;
 pub mod reservations;
 pub mod sign_in;
 pub mod team;

@@ -79,6 +79,7 @@ pub fn ProfilePage() -> impl IntoView {
                         })
                 }}
             </Transition>
+            <crate::components::ssh_keys::SshKeys />
             <TimeZoneSetting />
             <NotificationSettings />
             <CalendarFeeds />

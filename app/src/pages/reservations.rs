@@ -127,7 +127,9 @@ fn ReservationTable(
                                     data-payment=r.payment_status.as_str()
                                     class:payment-due=r.payment_status == PaymentStatus::Due && status == ReservationStatus::Confirmed
                                 >
-                                    <td>{id}</td>
+                                    <td>
+                                        <a href=format!("/reservations/{id}") aria-label=move || t_string!(i18n, reservation_open_label, id = id).to_string()>{id}</a>
+                                    </td>
                                     <td>{format!("{} · {} × {}", r.node_name, r.gpu_ids.len(), r.model)}</td>
                                     <td>
                                         <time datetime=r.window.start().to_rfc3339()>{when}</time>

@@ -33,6 +33,8 @@ pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
         EventKind::BudgetReached => t_string!(i18n, notice_budget_reached),
         EventKind::GpuProblem => t_string!(i18n, notice_gpu_problem),
         EventKind::NodeSilent => t_string!(i18n, notice_node_silent),
+        EventKind::LeaseReady => t_string!(i18n, notice_lease_ready),
+        EventKind::LeaseEnded => t_string!(i18n, notice_lease_ended),
     }
     .to_string()
 }
@@ -128,8 +130,18 @@ pub fn lines(
             Some(crate::domain::notify::GpuProblem::Missing { gpu }) => {
                 lines.push(t_string!(i18n, notice_line_gpu_missing, gpu).to_string());
             }
+            Some(crate::domain::notify::GpuProblem::Intruder { gpu, user, pid }) => {
+                lines.push(t_string!(i18n, notice_line_intruder, gpu, user, pid).to_string());
+            }
             None => {}
         },
+        EventKind::LeaseReady => {
+            let connect = notice.target.clone().unwrap_or_default();
+            lines.push(t_string!(i18n, notice_line_lease_ready, connect).to_string());
+        }
+        EventKind::LeaseEnded => {
+            lines.push(t_string!(i18n, notice_line_lease_ended).to_string());
+        }
         EventKind::NodeSilent => {
             let node = notice.target.clone().unwrap_or_default();
             lines.push(t_string!(i18n, notice_line_node_silent, node, since = until).to_string());

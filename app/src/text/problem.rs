@@ -37,6 +37,17 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_unknown_delivery_status, raw).to_string()
         }
         Problem::BadWebhookUrl { raw } => t_string!(i18n, problem_bad_webhook_url, raw).to_string(),
+        Problem::BadLogin { raw } => t_string!(i18n, problem_bad_login, raw).to_string(),
+        Problem::ReservedLogin { raw } => t_string!(i18n, problem_reserved_login, raw).to_string(),
+        Problem::LoginTaken { raw } => t_string!(i18n, problem_login_taken, raw).to_string(),
+        Problem::BadSshKey => t_string!(i18n, problem_bad_ssh_key).to_string(),
+        Problem::WeakSshKey { bits, min } => {
+            t_string!(i18n, problem_weak_ssh_key, bits, min).to_string()
+        }
+        Problem::SshKeyTwice => t_string!(i18n, problem_ssh_key_twice).to_string(),
+        Problem::UnknownIntruderPolicy { raw } => {
+            t_string!(i18n, problem_unknown_intruder_policy, raw).to_string()
+        }
         Problem::BadShare => t_string!(i18n, problem_bad_share).to_string(),
         Problem::NotShareable { gpu } => t_string!(i18n, problem_not_shareable, gpu).to_string(),
         Problem::NoGpu => t_string!(i18n, problem_no_gpu).to_string(),

@@ -73,6 +73,7 @@ pub async fn start(
                 pci_bus_id: None,
                 memory_total_mib: u64::try_from(memory).unwrap_or(1),
                 device_index: u32::try_from(index).unwrap_or(0),
+                minor_number: None,
             })
             .collect();
         agents.push(super::start(

@@ -9,6 +9,7 @@
 //!   first when it is full) and delivery is retried with exponential backoff; when the portal is
 //!   back the buffer is sent oldest first.
 
+pub mod access;
 pub mod local;
 pub mod nvml;
 pub mod simulated;
@@ -16,7 +17,7 @@ pub mod source;
 pub mod transport;
 
 use berth_app::domain::telemetry::{
-    EventKind, GpuSample, Registration, Report, ReportedEvent, throttle_changed,
+    AccessEvent, EventKind, GpuSample, Registration, Report, ReportedEvent, throttle_changed,
 };
 use source::TelemetrySource;
 use std::collections::{HashMap, VecDeque};
@@ -65,6 +66,7 @@ enum Reading {
     Inventory(Registration),
     Samples(Vec<GpuSample>),
     Event(ReportedEvent),
+    Access(AccessEvent),
 }
 
 /// Why an agent stopped.
@@ -85,11 +87,16 @@ pub enum AgentError {
 pub struct RunningAgent {
     stop: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<Result<(), AgentError>>,
+    /// The lease keeper and the schedule poller, when access is enforced.
+    helpers: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl RunningAgent {
     /// Stops reading, delivers what it can within a moment, and waits for the pusher.
     pub async fn stop(self) -> Result<(), AgentError> {
+        for helper in &self.helpers {
+            helper.abort();
+        }
         self.stop.store(true, Ordering::Relaxed);
         self.task.await.unwrap_or(Ok(()))
     }
@@ -113,21 +120,114 @@ pub fn start(
     transport: Arc<dyn Transport>,
     options: AgentOptions,
 ) -> RunningAgent {
+    start_with_access(source, transport, options, None)
+}
+
+/// Enforcing leases: the keeper's options, who the processes are, and the clock it reads.
+pub struct Enforcement {
+    /// Directories, grace time, margins.
+    pub options: access::AccessOptions,
+    /// The host's processes and users.
+    pub processes: Box<dyn access::Processes>,
+    /// The time.
+    pub clock: Arc<dyn berth_app::backend::clock::Clock>,
+}
+
+/// [`start`], and with `enforcement` the lease keeper: the node's schedule is long-polled from
+/// the portal and kept on disk, and leases are opened and closed on the agent's clock.
+pub fn start_with_access(
+    source: Box<dyn TelemetrySource>,
+    transport: Arc<dyn Transport>,
+    options: AgentOptions,
+    enforcement: Option<Enforcement>,
+) -> RunningAgent {
     let stop = Arc::new(AtomicBool::new(false));
     let (sender, receiver) = mpsc::channel(256);
+    let (view_tx, view_rx) = tokio::sync::watch::channel(access::NodeView::default());
+    let watching = enforcement.is_some();
+    let mut helpers = Vec::new();
+    if let Some(enforcement) = enforcement {
+        let (schedule_tx, schedule_rx) = mpsc::channel(4);
+        let (event_tx, mut event_rx) = mpsc::channel::<AccessEvent>(256);
+        let keeper = access::Keeper::new(enforcement.options.clone(), enforcement.processes);
+        let first_version = keeper.version().map(str::to_owned);
+        helpers.push(tokio::spawn(
+            access::KeeperTask {
+                keeper,
+                clock: enforcement.clock,
+                view: view_rx,
+                schedules: schedule_rx,
+                events: event_tx,
+            }
+            .run(),
+        ));
+        let forward = sender.clone();
+        helpers.push(tokio::spawn(async move {
+            while let Some(event) = event_rx.recv().await {
+                if forward.send(Reading::Access(event)).await.is_err() {
+                    return;
+                }
+            }
+        }));
+        helpers.push(tokio::spawn(poll_schedule(
+            transport.clone(),
+            schedule_tx,
+            first_version,
+            enforcement.options.poll_wait,
+            options.clone(),
+        )));
+    }
     let reader_stop = stop.clone();
     let reader_options = options.clone();
     std::thread::Builder::new()
         .name("berth-agent-reader".into())
-        .spawn(move || read_loop(source, &sender, &reader_options, &reader_stop))
+        .spawn(move || {
+            let view = watching.then_some(&view_tx);
+            read_loop(source, &sender, view, &reader_options, &reader_stop);
+        })
         .ok();
     let task = tokio::spawn(push_loop(receiver, transport, options, stop.clone()));
-    RunningAgent { stop, task }
+    RunningAgent {
+        stop,
+        task,
+        helpers,
+    }
+}
+
+/// Long-polls the node's schedule and hands each new one to the keeper; waits with backoff
+/// while the portal is unreachable (the keeper goes on with the schedule it has).
+async fn poll_schedule(
+    transport: Arc<dyn Transport>,
+    schedules: mpsc::Sender<berth_app::domain::lease::NodeSchedule>,
+    mut version: Option<String>,
+    wait: Duration,
+    options: AgentOptions,
+) {
+    let mut backoff = options.min_backoff;
+    loop {
+        match transport.leases(version.as_deref(), wait).await {
+            Ok(schedule) => {
+                backoff = options.min_backoff;
+                if version.as_deref() != Some(schedule.version.as_str()) {
+                    version = Some(schedule.version.clone());
+                    if schedules.send(schedule).await.is_err() {
+                        return;
+                    }
+                }
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, retry_in_ms = backoff.as_millis() as u64, "cannot fetch the lease schedule; keeping the one on disk");
+                tokio::time::sleep(backoff).await;
+                backoff = std::cmp::min(backoff * 2, options.max_backoff);
+            }
+        }
+    }
 }
 
 fn read_loop(
     mut source: Box<dyn TelemetrySource>,
     sender: &mpsc::Sender<Reading>,
+    view: Option<&tokio::sync::watch::Sender<access::NodeView>>,
     options: &AgentOptions,
     stop: &AtomicBool,
 ) {
@@ -140,6 +240,18 @@ fn read_loop(
             next_inventory = now + options.inventory_every;
             match source.gpus() {
                 Ok(gpus) => {
+                    if let Some(view) = view {
+                        view.send_modify(|view| {
+                            view.minors = gpus
+                                .iter()
+                                .filter_map(|g| Some((g.uuid.clone(), g.minor_number?)))
+                                .collect();
+                            view.memory_mib = gpus
+                                .iter()
+                                .map(|g| (g.uuid.clone(), g.memory_total_mib))
+                                .collect();
+                        });
+                    }
                     let registration = Registration {
                         hostname: options.hostname.clone(),
                         driver_version: source.driver_version(),
@@ -183,6 +295,14 @@ fn read_loop(
                             throttle.insert(sample.uuid.clone(), mask);
                         }
                     }
+                    if let Some(view) = view {
+                        view.send_modify(|view| {
+                            view.processes = samples
+                                .iter()
+                                .map(|s| (s.uuid.clone(), s.processes.clone()))
+                                .collect();
+                        });
+                    }
                     if sender.blocking_send(Reading::Samples(samples)).is_err() {
                         return;
                     }
@@ -207,6 +327,7 @@ fn read_loop(
 struct Buffer {
     samples: VecDeque<GpuSample>,
     events: VecDeque<ReportedEvent>,
+    access: VecDeque<AccessEvent>,
     dropped: u64,
 }
 
@@ -223,16 +344,18 @@ impl Buffer {
         Report {
             samples: self.samples.iter().take(batch).cloned().collect(),
             events: self.events.iter().take(1_000).cloned().collect(),
+            access: self.access.iter().take(1_000).cloned().collect(),
         }
     }
 
     fn delivered(&mut self, report: &Report) {
         self.samples.drain(..report.samples.len());
         self.events.drain(..report.events.len());
+        self.access.drain(..report.access.len());
     }
 
     fn is_empty(&self) -> bool {
-        self.samples.is_empty() && self.events.is_empty()
+        self.samples.is_empty() && self.events.is_empty() && self.access.is_empty()
     }
 }
 
@@ -273,6 +396,7 @@ async fn push_loop(
                 buffer.push_samples(samples, options.max_buffered_samples);
             }
             Some(Reading::Event(event)) => buffer.events.push_back(event),
+            Some(Reading::Access(event)) => buffer.access.push_back(event),
             None => {}
         }
         if buffer.dropped > 0 {
@@ -387,7 +511,7 @@ mod tests {
             }
             let report = Report {
                 samples,
-                events: vec![],
+                ..Report::default()
             };
             assert_eq!(
                 validate_report(

@@ -100,6 +100,7 @@ impl TelemetrySource for NvmlSource {
                 pci_bus_id: device.pci_info().ok().map(|pci| pci.bus_id),
                 memory_total_mib: device.memory_info().map_err(err)?.total / MIB,
                 device_index: index,
+                minor_number: device.minor_number().ok(),
             });
         }
         Ok(gpus)

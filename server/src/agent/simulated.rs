@@ -72,6 +72,7 @@ impl SimulatedSource {
                 pci_bus_id: Some(format!("00000000:{:02X}:00.0", 0x17 + index)),
                 memory_total_mib: 81_559,
                 device_index: index,
+                minor_number: Some(index),
             })
             .collect();
         Self::new(gpus)

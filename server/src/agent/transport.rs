@@ -4,6 +4,7 @@
 use async_trait::async_trait;
 use berth_app::backend::state::TelemetrySettings;
 use berth_app::backend::telemetry;
+use berth_app::domain::lease::NodeSchedule;
 use berth_app::domain::telemetry::{Registration, Report};
 use berth_app::error::AppError;
 use sea_orm::DatabaseConnection;
@@ -30,6 +31,13 @@ pub trait Transport: Send + Sync {
     async fn register(&self, registration: &Registration) -> Result<(), PushError>;
     /// Sends samples and events.
     async fn report(&self, report: &Report) -> Result<(), PushError>;
+    /// The node's lease schedule, once it differs from version `after` (or after `wait`).
+    async fn leases(&self, after: Option<&str>, wait: Duration) -> Result<NodeSchedule, PushError> {
+        let _ = (after, wait);
+        Err(PushError::Rejected(
+            "this transport has no lease schedule".into(),
+        ))
+    }
 }
 
 /// `POST {portal}/api/v1/agent/…` with `Authorization: Bearer <node token>`.
@@ -96,6 +104,37 @@ impl Transport for HttpTransport {
 
     async fn report(&self, report: &Report) -> Result<(), PushError> {
         self.post("/api/v1/agent/report", report).await
+    }
+
+    async fn leases(&self, after: Option<&str>, wait: Duration) -> Result<NodeSchedule, PushError> {
+        let mut query: Vec<(&str, String)> = vec![("wait", wait.as_secs().to_string())];
+        if let Some(after) = after {
+            query.push(("after", after.to_owned()));
+        }
+        let response = self
+            .client
+            .get(format!("{}/api/v1/agent/leases", self.base))
+            .bearer_auth(&self.token)
+            .query(&query)
+            .timeout(wait + Duration::from_secs(15))
+            .send()
+            .await
+            .map_err(|err| PushError::Unreachable(err.to_string()))?;
+        let status = response.status();
+        if status.is_success() {
+            return response
+                .json()
+                .await
+                .map_err(|err| PushError::Unreachable(err.to_string()));
+        }
+        let detail = format!("{status}: {}", response.text().await.unwrap_or_default());
+        Err(match status.as_u16() {
+            401 | 403 => PushError::Unauthorized(detail),
+            400..=499 if status.as_u16() != 408 && status.as_u16() != 429 => {
+                PushError::Rejected(detail)
+            }
+            _ => PushError::Unreachable(detail),
+        })
     }
 }
 

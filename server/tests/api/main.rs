@@ -15,6 +15,7 @@ mod ledger;
 mod locale;
 mod maintenance;
 mod migrations;
+mod node_access;
 mod notify;
 mod oidc;
 mod oidc_provider;

@@ -14,8 +14,7 @@ use berth_app::domain::user::PlatformRole;
 use chrono::{DateTime, Duration, DurationRound, Utc};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 
 crate::on_both_backends!(
     fake_nvml_values_reach_the_api_metrics_and_page,
@@ -28,15 +27,6 @@ crate::on_both_backends!(
     gpus_an_agent_reports_first_wait_for_a_platform_admin,
     invented_http_methods_share_one_metrics_series,
 );
-
-/// The fake NVML library, built next to this test binary (a dev-dependency).
-fn fake_nvml() -> PathBuf {
-    let path = std::env::current_exe()
-        .expect("test binary path")
-        .with_file_name("libnvidia_ml.so");
-    assert!(path.is_file(), "{} is missing", path.display());
-    path
-}
 
 const GPU0: &str = "GPU-11111111-2222-3333-4444-555555555555";
 const GPU1: &str = "GPU-66666666-7777-8888-9999-000000000000";
@@ -64,61 +54,9 @@ fn fake_config(xids: &[u64]) -> Value {
     })
 }
 
-fn write_json(path: &Path, value: &Value) {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(value).unwrap()).unwrap();
-    // Renamed into place, so the library never reads a half-written file.
-    std::fs::rename(&tmp, path).unwrap();
-}
-
-/// `berth agent` against `portal` with the fake NVML library, its token in a file (with the
-/// line end an editor leaves) beside `config`; killed when dropped.
-struct AgentProcess(Child);
-
-impl Drop for AgentProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
+/// `berth agent` reporting only (no lease enforcement on the test host).
 fn start_agent(portal: &str, token: &str, config: &Path) -> AgentProcess {
-    let token_file = config.with_file_name("agent-token");
-    std::fs::write(&token_file, format!("{token}\n")).unwrap();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_berth"));
-    for (key, _) in std::env::vars() {
-        if key.starts_with("BERTH_") {
-            command.env_remove(key);
-        }
-    }
-    let child = command
-        .args(["agent", "--portal", portal, "--interval", "1"])
-        .arg("--token-file")
-        .arg(&token_file)
-        .arg("--nvml-library")
-        .arg(fake_nvml())
-        .env("BERTH_FAKE_NVML_CONFIG", config)
-        .env("BERTH_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start berth agent");
-    AgentProcess(child)
-}
-
-/// Polls `check` every 200 ms for up to 30 s.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    for _ in 0..150 {
-        if let Some(value) = check().await {
-            return value;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
-    panic!("timed out waiting for {what}");
+    start_agent_with(portal, token, config, &["--no-access"])
 }
 
 async fn gpu_id(app: &TestApp, uuid: &str) -> i64 {
@@ -484,6 +422,7 @@ async fn rollups_and_pruning_follow_an_injected_clock(backend: Backend) {
                 pci_bus_id: None,
                 memory_total_mib: 23034,
                 device_index: 0,
+                minor_number: None,
             }],
         },
         clock.now(),

@@ -8,6 +8,7 @@ pub mod idempotency;
 pub mod inventory;
 pub mod ledger;
 pub mod maintenance;
+pub mod node_access;
 pub mod notify;
 pub mod payments;
 pub mod quotas;

@@ -29,6 +29,11 @@ pub struct Model {
     pub accept_new_gpus: bool,
     /// When platform admins were told its agent went silent (None: reporting, or not told).
     pub silence_told_at: Option<DateTimeUtc>,
+    /// What its agent does about processes of people holding no lease on a GPU: `off`,
+    /// `report` or `terminate`.
+    pub intruder_policy: String,
+    /// Whether GPUs with no lease at all are protected too.
+    pub protect_idle: bool,
 }
 
 /// Relations of `nodes`.

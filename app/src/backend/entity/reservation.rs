@@ -72,6 +72,9 @@ pub struct Model {
     pub refunded_minor: i64,
     /// Bumped whenever calendars must replace their copy (approved, cancelled, released).
     pub calendar_sequence: i32,
+    /// The holder's processes may keep running past the end until a following booking needs
+    /// the GPU.
+    pub keep_running: bool,
 }
 
 /// Relations of `reservations`.

@@ -24,6 +24,8 @@ pub struct Model {
     /// Language of the user's e-mails (`en`, `pt-BR`), the last one they chose in the portal;
     /// NULL: English.
     pub locale: Option<String>,
+    /// The name Berth uses for this user on every node (unique; NULL until first given).
+    pub login: Option<String>,
 }
 
 /// Relations of `users`.

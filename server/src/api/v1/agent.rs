@@ -128,3 +128,40 @@ pub async fn report(
     state.metrics.samples_ingested(outcome.samples);
     Ok(Json(outcome))
 }
+
+/// `?after=<version>&wait=<seconds>` of `GET /api/v1/agent/leases`.
+#[derive(Debug, serde::Deserialize)]
+pub struct LeasesQuery {
+    after: Option<String>,
+    wait: Option<u64>,
+}
+
+/// `GET /api/v1/agent/leases?after=&wait=`: the node's schedule (leases of the next 24 hours,
+/// admins' keys, intruder policy). With `after` (the version the agent holds) the answer waits
+/// up to `wait` seconds (at most 30) for a change: a long poll.
+#[tracing::instrument(skip_all, fields(node.id))]
+pub async fn leases(
+    State(state): State<AppState>,
+    NodeCaller(node_id): NodeCaller,
+    query: Result<axum::extract::Query<LeasesQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<berth_app::domain::lease::NodeSchedule>, AppError> {
+    use berth_app::backend::node_access;
+    use berth_app::domain::problem::Problem;
+    let axum::extract::Query(query) = query.map_err(super::query_error)?;
+    let max = node_access::MAX_WAIT.as_secs();
+    let wait = query.wait.unwrap_or(0);
+    if wait > max {
+        return Err(AppError::invalid(
+            "wait",
+            Problem::OutOfRange {
+                min: 0,
+                max: i64::try_from(max).unwrap_or(30),
+            },
+        ));
+    }
+    let after = query.after.as_deref().filter(|a| a.len() <= 64);
+    Ok(Json(
+        node_access::wait_for_change(&state, node_id, after, std::time::Duration::from_secs(wait))
+            .await?,
+    ))
+}

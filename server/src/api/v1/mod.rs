@@ -4,6 +4,7 @@
 //! handlers only read requests and write answers. What every resource reads the same way is here:
 //! a query or body that cannot be read, and the `Idempotency-Key` header.
 
+pub mod access;
 pub mod agent;
 pub mod csv_export;
 pub mod fleet;
@@ -65,6 +66,14 @@ pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, 
 pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/me", get(users::me))
+        .route("/me/access", get(access::mine))
+        .route("/me/ssh-keys", post(access::add_key))
+        .route("/me/ssh-keys/{id}", delete(access::remove_key))
+        .route("/admin/users/{id}/login", put(access::set_login))
+        .route("/admin/nodes/{id}/policy", put(access::set_policy))
+        .route("/reservations/{id}/keep-running", put(access::keep_running))
+        .route("/reservations/{id}/access", get(access::reservation))
+        .route("/gpus/{id}/access-events", get(access::gpu_events))
         .route("/users", get(users::list_users))
         .route("/gpus", get(reservations::list_gpus))
         .route("/availability", get(reservations::availability))
@@ -123,6 +132,7 @@ pub fn routes() -> Router<AppState> {
             "/agent/register",
             post(agent::register).layer(DefaultBodyLimit::max(agent::MAX_BODY_BYTES)),
         )
+        .route("/agent/leases", get(agent::leases))
         .route(
             "/agent/report",
             post(agent::report).layer(DefaultBodyLimit::max(agent::MAX_BODY_BYTES)),

@@ -151,6 +151,7 @@ pub(crate) async fn insert_past_booking(
         charged_minor: total(0),
         refunded_minor: total(0),
         calendar_sequence: NotSet,
+        keep_running: NotSet,
     };
     let id = reservation::Entity::insert(row)
         .exec(db)

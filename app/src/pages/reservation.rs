@@ -1,0 +1,197 @@
+//! `/reservations/{id}`: one reservation on its node — where it stands (upcoming, preparing,
+//! ready, ending soon, ended), how to connect, its GPUs' latest values, the holder's choice at
+//! the end, and what the node's agent did and saw.
+
+use crate::api::node_access::{ReservationAccessPage, SetKeepRunning, get_reservation_access};
+use crate::components::error::ErrorPanel;
+use crate::domain::lease::LeaseState;
+use crate::domain::telemetry::{AccessKind, GpuAccessEvent};
+use crate::domain::time_text::date_minute;
+use crate::domain::zone::ZoneOffsets;
+use crate::i18n::*;
+use leptos::either::Either;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+/// The reservation page.
+#[component]
+pub fn ReservationPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let params = use_params_map();
+    let id = move || {
+        params
+            .read()
+            .get("id")
+            .and_then(|raw| raw.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    view! {
+        <Title text=t_string!(i18n, reservation_page_title).to_string() />
+        <section class="reservation-page">
+            <p class="back"><a href="/reservations">{t!(i18n, reservation_back)}</a></p>
+            <ReservationAccessView id=id() />
+        </section>
+    }
+}
+
+/// The page's body (an island: the keep-running choice and a refresh work in place).
+#[cfg_attr(feature = "hydrate", island(lazy))]
+#[cfg_attr(not(feature = "hydrate"), island)]
+fn ReservationAccessView(id: i64) -> impl IntoView {
+    let i18n = use_i18n();
+    let keep = ServerAction::<SetKeepRunning>::new();
+    let page = Resource::new(
+        move || keep.version().get(),
+        move |_| get_reservation_access(id),
+    );
+    view! {
+        <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
+            {move || {
+                page.get()
+                    .map(|result| match result {
+                        Ok(page) => Either::Left(view! { <AccessBody page keep /> }),
+                        Err(error) => Either::Right(view! { <ErrorPanel error /> }),
+                    })
+            }}
+        </Transition>
+        {move || keep.value().get().and_then(Result::err).map(|error| view! { <ErrorPanel error /> })}
+    }
+}
+
+fn state_text(i18n: leptos_i18n::I18nContext<Locale>, state: LeaseState) -> String {
+    match state {
+        LeaseState::Upcoming => t_string!(i18n, lease_upcoming),
+        LeaseState::Preparing => t_string!(i18n, lease_preparing),
+        LeaseState::Ready => t_string!(i18n, lease_ready),
+        LeaseState::EndingSoon => t_string!(i18n, lease_ending_soon),
+        LeaseState::Ended => t_string!(i18n, lease_ended),
+        LeaseState::Cancelled => t_string!(i18n, lease_cancelled),
+    }
+    .to_string()
+}
+
+fn event_text(i18n: leptos_i18n::I18nContext<Locale>, event: &GpuAccessEvent) -> String {
+    let user = event.user.clone().unwrap_or_default();
+    let pid = event.pid.unwrap_or_default();
+    match event.kind {
+        AccessKind::Granted => t_string!(i18n, access_granted, user).to_string(),
+        AccessKind::Revoked => t_string!(i18n, access_revoked, user).to_string(),
+        AccessKind::Terminated => t_string!(i18n, access_terminated, user, pid).to_string(),
+        AccessKind::Killed => t_string!(i18n, access_killed, user, pid).to_string(),
+        AccessKind::Unauthorized => t_string!(i18n, access_unauthorized, user, pid).to_string(),
+        AccessKind::OverShare => {
+            let memory = event.memory_mib.unwrap_or_default();
+            t_string!(i18n, access_over_share, user, pid, memory).to_string()
+        }
+    }
+}
+
+#[component]
+fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -> impl IntoView {
+    let i18n = use_i18n();
+    let ReservationAccessPage { access, zone } = page;
+    let at = move |zone: &ZoneOffsets, when| date_minute(zone.local(when));
+    let id = access.reservation_id;
+    let state = access.state;
+    let window = format!("{} – {}", at(&zone, access.start), at(&zone, access.end));
+    let open = matches!(state, LeaseState::Ready | LeaseState::EndingSoon);
+    let future = !matches!(state, LeaseState::Ended | LeaseState::Cancelled);
+    let gpus = access
+        .gpus
+        .iter()
+        .map(|gpu| {
+            let util = gpu.gpu_util.map_or_else(|| "—".to_owned(), |u| format!("{u} %"));
+            let memory = match gpu.memory_used_mib {
+                Some(used) => format!("{} / {} GiB", used / 1024, gpu.memory_mib / 1024),
+                None => "—".to_owned(),
+            };
+            let read = gpu.at.map(|t| at(&zone, t)).unwrap_or_default();
+            view! {
+                <tr>
+                    <td><a href=format!("/gpus/{}", gpu.gpu_id)><code>{gpu.uuid.clone()}</code></a></td>
+                    <td class="num">{util}</td>
+                    <td class="num">{memory}</td>
+                    <td>{read}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let events_empty = access.events.is_empty();
+    let events = access
+        .events
+        .iter()
+        .map(|event| {
+            let text = event_text(i18n, event);
+            let alarm = matches!(event.kind, AccessKind::Unauthorized | AccessKind::OverShare);
+            view! {
+                <tr class:access-alarm=alarm data-kind=event.kind.as_str()>
+                    <td><time datetime=event.at.to_rfc3339()>{at(&zone, event.at)}</time></td>
+                    <td><code>{event.uuid.clone()}</code></td>
+                    <td>{text}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let keep_running = access.keep_running;
+    view! {
+        <h1>{t!(i18n, reservation_heading, id = id)}</h1>
+        <p class="lease-state" data-state=format!("{state:?}").to_lowercase()>
+            <span class="badge">{state_text(i18n, state)}</span>
+            " "
+            <time datetime=access.start.to_rfc3339()>{window}</time>
+            " · "
+            {t!(i18n, reservations_zone, zone = move || zone.name.clone())}
+        </p>
+        <h2>{t!(i18n, reservation_connect)}</h2>
+        <pre class="connect-line"><code>{access.connect.clone()}</code></pre>
+        <p class="hint">
+            {if open { t_string!(i18n, reservation_connect_open) } else { t_string!(i18n, reservation_connect_when) }}
+            " "
+            <a href="/profile#ssh-keys">{t!(i18n, reservation_keys_link)}</a>
+        </p>
+        <h2>{t!(i18n, reservation_gpus)}</h2>
+        <div class="table-scroll">
+            <table class="token-table">
+                <thead>
+                    <tr>
+                        <th scope="col">"UUID"</th>
+                        <th scope="col" class="num">{t!(i18n, reservation_util)}</th>
+                        <th scope="col" class="num">{t!(i18n, reservation_memory)}</th>
+                        <th scope="col">{t!(i18n, reservation_read_at)}</th>
+                    </tr>
+                </thead>
+                <tbody>{gpus}</tbody>
+            </table>
+        </div>
+        {future.then(|| view! {
+            <h2>{t!(i18n, reservation_end_title)}</h2>
+            <ActionForm action=keep attr:class="keep-form">
+                <input type="hidden" name="id" value=id />
+                <label>
+                    <input type="radio" name="keep" value="false" checked=!keep_running />
+                    {t!(i18n, reservation_end_stop)}
+                </label>
+                <label>
+                    <input type="radio" name="keep" value="true" checked=keep_running />
+                    {t!(i18n, reservation_end_keep)}
+                </label>
+                <button type="submit" class="button-secondary">{t!(i18n, reservation_end_save)}</button>
+            </ActionForm>
+        })}
+        <h2>{t!(i18n, reservation_events)}</h2>
+        {events_empty.then(|| view! { <p class="empty">{t!(i18n, reservation_events_none)}</p> })}
+        <div class="table-scroll" hidden=events_empty>
+            <table class="token-table access-events">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, reservation_event_at)}</th>
+                        <th scope="col">"GPU"</th>
+                        <th scope="col">{t!(i18n, reservation_event_what)}</th>
+                    </tr>
+                </thead>
+                <tbody>{events}</tbody>
+            </table>
+        </div>
+    }
+}

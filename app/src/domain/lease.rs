@@ -138,17 +138,18 @@ impl NodeSchedule {
             .min()
     }
 
-    /// The first start of a lease on `uuid` at or after `at` (a holder who keeps running must
-    /// leave by then).
+    /// When access for someone other than `except` next opens on `uuid`, at or after `at`:
+    /// the processes of whoever leaves that GPU must be gone by then.
     pub fn next_start_on(
         &self,
         uuid: &str,
         at: DateTime<Utc>,
         early: TimeDelta,
+        except: &str,
     ) -> Option<DateTime<Utc>> {
         self.leases
             .iter()
-            .filter(|lease| lease.holds(uuid) && lease.start - early >= at)
+            .filter(|lease| lease.holds(uuid) && lease.login != except && lease.start - early >= at)
             .map(|lease| lease.start - early)
             .min()
     }
@@ -622,13 +623,19 @@ mod tests {
     fn the_next_start_on_a_gpu_bounds_keep_running() {
         let s = schedule(vec![
             lease(1, "alice", &["GPU-a"], 4, (10, 0), (11, 0)),
-            lease(2, "bob", &["GPU-a"], 4, (13, 0), (14, 0)),
+            lease(2, "alice", &["GPU-a"], 4, (12, 0), (13, 0)),
+            lease(3, "bob", &["GPU-a"], 4, (13, 0), (14, 0)),
         ]);
         assert_eq!(
-            s.next_start_on("GPU-a", at(11, 0), NO_EARLY),
-            Some(at(13, 0))
+            s.next_start_on("GPU-a", at(11, 0), NO_EARLY, "alice"),
+            Some(at(13, 0)),
+            "not her own"
         );
-        assert_eq!(s.next_start_on("GPU-b", at(11, 0), NO_EARLY), None);
+        assert_eq!(
+            s.next_start_on("GPU-a", at(11, 0), TimeDelta::minutes(10), "alice"),
+            Some(at(12, 50))
+        );
+        assert_eq!(s.next_start_on("GPU-b", at(11, 0), NO_EARLY, "alice"), None);
     }
 
     #[test]

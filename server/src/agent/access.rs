@@ -130,6 +130,10 @@ pub struct NodeView {
     pub processes: HashMap<String, Vec<GpuProcess>>,
     /// Memory of each GPU, MiB.
     pub memory_mib: HashMap<String, u64>,
+    /// The node's GPUs have been read (device minors and memory are known).
+    pub inventoried: bool,
+    /// Samples read so far: processes are checked once per sample.
+    pub samples: u64,
 }
 
 /// Who owns a process, as the kernel says.
@@ -189,7 +193,8 @@ struct Opened {
     gpus: Vec<String>,
 }
 
-/// A process on its way out: SIGTERM at `term_at` (if not sent yet), SIGKILL at `kill_at`.
+/// A process on its way out: SIGTERM at `term_at`, SIGKILL at `kill_at` (`None`: not before a
+/// following lease needs the GPU — a holder who keeps running).
 #[derive(Debug, Clone)]
 struct Leaving {
     pid: u32,
@@ -197,9 +202,8 @@ struct Leaving {
     uuid: String,
     reservation_id: Option<i64>,
     term_at: Option<DateTime<Utc>>,
+    kill_at: Option<DateTime<Utc>>,
     termed: bool,
-    /// Leaves when the next lease on `uuid` starts (a holder who keeps running).
-    until_next: bool,
 }
 
 /// Opens and closes leases and watches the GPUs' processes.
@@ -207,11 +211,15 @@ pub struct Keeper {
     options: AccessOptions,
     cached: CachedSchedule,
     processes: Box<dyn Processes>,
+    /// UIDs of `options.exempt_users` (looked up once).
+    exempt: HashSet<u32>,
     opened: BTreeMap<i64, Opened>,
     leaving: Vec<Leaving>,
-    /// (uuid, pid, kind) already reported.
+    /// (uuid, pid, kind) reported, while the process is on the GPU.
     reported: HashSet<(String, u32, AccessKind)>,
     env_files: BTreeMap<String, String>,
+    /// The [`NodeView::samples`] whose processes were checked last.
+    checked_samples: u64,
     acl_ready: bool,
 }
 
@@ -229,14 +237,21 @@ impl Keeper {
         let mut cached = CachedSchedule::load(&options.state_dir).unwrap_or_default();
         cached.early_access_seconds =
             i64::try_from(options.early_access.as_secs()).unwrap_or(i64::MAX);
+        let exempt = options
+            .exempt_users
+            .iter()
+            .filter_map(|name| processes.uid_of(name))
+            .collect();
         Self {
             options,
             cached,
             processes,
+            exempt,
             opened: BTreeMap::new(),
             leaving: Vec::new(),
             reported: HashSet::new(),
             env_files: BTreeMap::new(),
+            checked_samples: 0,
             acl_ready: false,
         }
     }
@@ -264,9 +279,13 @@ impl Keeper {
     }
 
     /// One step at `now` with the node as `view` shows it: opens and closes leases, writes the
-    /// environment files, signals processes; answers what it did.
+    /// environment files, signals processes; answers what it did. Nothing happens before the
+    /// node's GPUs are known (their device files and processes come with the first reading).
     pub fn tick(&mut self, now: DateTime<Utc>, view: &NodeView) -> Vec<AccessEvent> {
         let mut events = Vec::new();
+        if !view.inventoried {
+            return events;
+        }
         if self.options.device_acl && !self.acl_ready {
             self.reset_acls(view);
             self.acl_ready = true;
@@ -277,13 +296,34 @@ impl Keeper {
             .open(now, self.early())
             .map(|lease| (lease.reservation_id, lease.clone()))
             .collect();
-        // Close what ended (or vanished from the schedule: cancelled, released).
+        self.close_ended(now, view, &open, &mut events);
+        self.open_started(view, &open, now, &mut events);
+        self.write_env_files(&open);
+        if view.samples != self.checked_samples {
+            self.checked_samples = view.samples;
+            self.watch_processes(now, view, &open, &mut events);
+        }
+        self.signal_leaving(now, &mut events);
+        events
+    }
+
+    /// Closes the opened leases not in `open` (ended, or gone from the schedule: cancelled,
+    /// released): the ACL goes unless the holder still holds the GPU by another lease (back to
+    /// back), and their processes there leave.
+    fn close_ended(
+        &mut self,
+        now: DateTime<Utc>,
+        view: &NodeView,
+        open: &BTreeMap<i64, Lease>,
+        events: &mut Vec<AccessEvent>,
+    ) {
         let ended: Vec<i64> = self
             .opened
             .keys()
             .filter(|id| !open.contains_key(id))
             .copied()
             .collect();
+        let grace = self.grace();
         for id in ended {
             let Some(closed) = self.opened.remove(&id) else {
                 continue;
@@ -293,17 +333,25 @@ impl Keeper {
                 .schedule
                 .leases
                 .iter()
-                .find(|l| l.reservation_id == id)
-                .is_some_and(|l| l.keep_running);
+                .any(|l| l.reservation_id == id && l.keep_running);
             for uuid in &closed.gpus {
-                let still_held = closed.uid.is_some()
-                    && self
-                        .opened
-                        .values()
-                        .any(|o| o.uid == closed.uid && o.gpus.contains(uuid));
+                let still_held = open
+                    .values()
+                    .any(|l| l.login == closed.login && l.holds(uuid));
                 if !still_held && let Some(uid) = closed.uid {
                     self.acl(view, uuid, uid, false);
-                    // The holder's processes on it leave.
+                    // Whoever comes next on this GPU starts clean: its start bounds the grace,
+                    // and a holder who keeps running stops then.
+                    let next =
+                        self.cached
+                            .schedule
+                            .next_start_on(uuid, now, self.early(), &closed.login);
+                    let (term_at, kill_at) = if keep {
+                        (next.map(|at| (at - grace).max(now)), next)
+                    } else {
+                        let kill_at = next.map_or(now + grace, |at| at.min(now + grace));
+                        (Some(now), Some(kill_at))
+                    };
                     for process in view.processes.get(uuid).into_iter().flatten() {
                         if self.processes.owner(process.pid) == Some(uid)
                             && !self.leaving.iter().any(|l| l.pid == process.pid)
@@ -313,26 +361,35 @@ impl Keeper {
                                 uid,
                                 uuid: uuid.clone(),
                                 reservation_id: Some(id),
-                                term_at: (!keep).then_some(now),
+                                term_at,
+                                kill_at,
                                 termed: false,
-                                until_next: keep,
                             });
                         }
                     }
                 }
-                events.push(event(
+                events.push(lease_event(
+                    AccessKind::Revoked,
                     uuid,
                     now,
-                    AccessKind::Revoked,
-                    Some(id),
-                    None,
+                    id,
                     closed.uid,
-                    Some(closed.login.clone()),
+                    &closed.login,
                 ));
             }
         }
-        // Open what started.
-        for (id, lease) in &open {
+    }
+
+    /// Opens the leases of `open` not opened yet: the holder's ACL on each GPU; processes still
+    /// leaving that GPU must be gone now (the holder's own ones stay: they hold it again).
+    fn open_started(
+        &mut self,
+        view: &NodeView,
+        open: &BTreeMap<i64, Lease>,
+        now: DateTime<Utc>,
+        events: &mut Vec<AccessEvent>,
+    ) {
+        for (id, lease) in open {
             if self.opened.contains_key(id) {
                 continue;
             }
@@ -344,21 +401,19 @@ impl Keeper {
                 if let Some(uid) = uid {
                     self.acl(view, &gpu.uuid, uid, true);
                 }
-                // Whoever kept running on it must leave now.
-                for leaving in &mut self.leaving {
-                    if leaving.uuid == gpu.uuid && leaving.until_next && Some(leaving.uid) != uid {
-                        leaving.term_at = Some(now);
-                        leaving.until_next = false;
-                    }
+                self.leaving
+                    .retain(|l| !(l.uuid == gpu.uuid && Some(l.uid) == uid));
+                for leaving in self.leaving.iter_mut().filter(|l| l.uuid == gpu.uuid) {
+                    leaving.term_at = Some(leaving.term_at.map_or(now, |at| at.min(now)));
+                    leaving.kill_at = Some(leaving.kill_at.map_or(now, |at| at.min(now)));
                 }
-                events.push(event(
+                events.push(lease_event(
+                    AccessKind::Granted,
                     &gpu.uuid,
                     now,
-                    AccessKind::Granted,
-                    Some(*id),
-                    None,
+                    *id,
                     uid,
-                    Some(lease.login.clone()),
+                    &lease.login,
                 ));
             }
             self.opened.insert(
@@ -370,13 +425,34 @@ impl Keeper {
                 },
             );
         }
-        self.write_env_files(&open);
-        self.watch_processes(now, view, &open, &mut events);
-        self.signal_leaving(now, &mut events);
-        events
     }
 
-    /// Processes on each GPU: over-share by holders, use by anyone else.
+    /// A process event, with the owner's name on this host.
+    fn process_event(
+        &self,
+        kind: AccessKind,
+        uuid: &str,
+        at: DateTime<Utc>,
+        reservation_id: Option<i64>,
+        pid: u32,
+        uid: u32,
+    ) -> AccessEvent {
+        AccessEvent {
+            uuid: uuid.to_owned(),
+            at,
+            kind,
+            reservation_id,
+            pid: Some(pid),
+            uid: Some(uid),
+            user: self
+                .processes
+                .name_of(uid)
+                .map(|name| name.chars().take(64).collect()),
+            memory_mib: None,
+        }
+    }
+
+    /// Processes on each GPU in a new sample: over-share by holders, use by anyone else.
     fn watch_processes(
         &mut self,
         now: DateTime<Utc>,
@@ -384,13 +460,14 @@ impl Keeper {
         open: &BTreeMap<i64, Lease>,
         events: &mut Vec<AccessEvent>,
     ) {
-        let schedule = &self.cached.schedule;
-        let exempt: HashSet<u32> = self
-            .options
-            .exempt_users
-            .iter()
-            .filter_map(|name| self.processes.uid_of(name))
-            .collect();
+        // Forget what was reported of processes no longer on their GPU.
+        self.reported.retain(|(uuid, pid, _)| {
+            view.processes
+                .get(uuid)
+                .is_some_and(|ps| ps.iter().any(|p| p.pid == *pid))
+        });
+        let policy = self.cached.schedule.intruders;
+        let protect_idle = self.cached.schedule.protect_idle;
         for (uuid, processes) in &view.processes {
             let holders: Vec<(&Lease, Option<u32>)> = open
                 .values()
@@ -406,7 +483,7 @@ impl Keeper {
                 let Some(uid) = self.processes.owner(process.pid) else {
                     continue;
                 };
-                if uid == 0 || exempt.contains(&uid) {
+                if uid == 0 || self.exempt.contains(&uid) {
                     continue;
                 }
                 let own: Vec<&Lease> = holders
@@ -414,11 +491,12 @@ impl Keeper {
                     .filter(|(_, holder)| *holder == Some(uid))
                     .map(|(lease, _)| *lease)
                     .collect();
-                if !own.is_empty() {
+                if let Some(first) = own.first() {
                     let quarters: u8 = own.iter().map(|l| l.quarters).sum::<u8>().min(4);
                     let memory = view.memory_mib.get(uuid).copied().or_else(|| {
-                        own.iter()
-                            .flat_map(|l| l.gpus.iter())
+                        first
+                            .gpus
+                            .iter()
                             .find(|g| &g.uuid == uuid)
                             .map(|g| g.memory_mib)
                     });
@@ -429,27 +507,23 @@ impl Keeper {
                             .reported
                             .insert((uuid.clone(), process.pid, AccessKind::OverShare))
                     {
-                        let mut e = event(
+                        let mut e = self.process_event(
+                            AccessKind::OverShare,
                             uuid,
                             now,
-                            AccessKind::OverShare,
-                            Some(own[0].reservation_id),
-                            Some(process.pid),
-                            Some(uid),
-                            self.processes.name_of(uid),
+                            Some(first.reservation_id),
+                            process.pid,
+                            uid,
                         );
                         e.memory_mib = Some(used);
                         events.push(e);
                     }
                     continue;
                 }
-                if self.leaving.iter().any(|l| l.pid == process.pid) {
-                    continue;
-                }
-                if holders.is_empty() && !schedule.protect_idle {
-                    continue;
-                }
-                if schedule.intruders == IntruderPolicy::Off {
+                if self.leaving.iter().any(|l| l.pid == process.pid)
+                    || (holders.is_empty() && !protect_idle)
+                    || policy == IntruderPolicy::Off
+                {
                     continue;
                 }
                 let holder = holders.first().map(|(lease, _)| lease.reservation_id);
@@ -457,69 +531,62 @@ impl Keeper {
                     .reported
                     .insert((uuid.clone(), process.pid, AccessKind::Unauthorized))
                 {
-                    events.push(event(
+                    events.push(self.process_event(
+                        AccessKind::Unauthorized,
                         uuid,
                         now,
-                        AccessKind::Unauthorized,
                         holder,
-                        Some(process.pid),
-                        Some(uid),
-                        self.processes.name_of(uid),
+                        process.pid,
+                        uid,
                     ));
                 }
-                if schedule.intruders == IntruderPolicy::Terminate {
+                if policy == IntruderPolicy::Terminate {
                     self.leaving.push(Leaving {
                         pid: process.pid,
                         uid,
                         uuid: uuid.clone(),
                         reservation_id: holder,
                         term_at: Some(now),
+                        kill_at: Some(now + self.grace()),
                         termed: false,
-                        until_next: false,
                     });
                 }
             }
         }
     }
 
-    /// SIGTERM when due, SIGKILL after the grace time; forgets processes that are gone.
+    /// SIGTERM when due, SIGKILL when due; forgets processes that are gone.
     fn signal_leaving(&mut self, now: DateTime<Utc>, events: &mut Vec<AccessEvent>) {
-        let grace = self.grace();
         let mut keep = Vec::with_capacity(self.leaving.len());
         for mut leaving in std::mem::take(&mut self.leaving) {
             // Gone, or the PID now belongs to someone else.
             if self.processes.owner(leaving.pid) != Some(leaving.uid) {
                 continue;
             }
-            let Some(term_at) = leaving.term_at else {
-                keep.push(leaving);
-                continue;
-            };
-            if !leaving.termed && now >= term_at {
+            let due = |at: Option<DateTime<Utc>>| at.is_some_and(|at| now >= at);
+            if !leaving.termed && due(leaving.term_at) {
                 leaving.termed = true;
                 match self.processes.signal(leaving.pid, false) {
-                    Ok(()) => events.push(event(
+                    Ok(()) => events.push(self.process_event(
+                        AccessKind::Terminated,
                         &leaving.uuid,
                         now,
-                        AccessKind::Terminated,
                         leaving.reservation_id,
-                        Some(leaving.pid),
-                        Some(leaving.uid),
-                        self.processes.name_of(leaving.uid),
+                        leaving.pid,
+                        leaving.uid,
                     )),
                     Err(err) => tracing::warn!(pid = leaving.pid, error = %err, "sending SIGTERM"),
                 }
             }
-            if leaving.termed && now >= term_at + grace {
+            if leaving.termed && due(leaving.kill_at) {
                 match self.processes.signal(leaving.pid, true) {
-                    Ok(()) => events.push(event(
+                    Ok(()) => events.push(self.process_event(
+                        AccessKind::Killed,
                         &leaving.uuid,
                         now,
-                        AccessKind::Killed,
                         leaving.reservation_id,
-                        Some(leaving.pid),
-                        Some(leaving.uid),
-                        self.processes.name_of(leaving.uid),
+                        leaving.pid,
+                        leaving.uid,
                     )),
                     Err(err) => tracing::warn!(pid = leaving.pid, error = %err, "sending SIGKILL"),
                 }
@@ -632,24 +699,23 @@ fn run_setfacl(args: &[&str], device: &Path) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn event(
+/// An event of a lease: opened or closed for its holder (`login`, UID when the host has them).
+fn lease_event(
+    kind: AccessKind,
     uuid: &str,
     at: DateTime<Utc>,
-    kind: AccessKind,
-    reservation_id: Option<i64>,
-    pid: Option<u32>,
+    reservation_id: i64,
     uid: Option<u32>,
-    user: Option<String>,
+    login: &str,
 ) -> AccessEvent {
     AccessEvent {
         uuid: uuid.to_owned(),
         at,
         kind,
-        reservation_id,
-        pid,
+        reservation_id: Some(reservation_id),
+        pid: None,
         uid,
-        user: user.map(|u| u.chars().take(64).collect()),
+        user: Some(login.to_owned()),
         memory_mib: None,
     }
 }
@@ -694,5 +760,311 @@ impl KeeperTask {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use berth_app::domain::lease::LeaseGpu;
+    use chrono::TimeZone;
+    use std::sync::Mutex;
+
+    /// Processes and users as a test sets them; signals are recorded, and a process dies of
+    /// SIGKILL, or of SIGTERM unless it ignores it.
+    #[derive(Default)]
+    struct Host {
+        owners: HashMap<u32, u32>,
+        ignore_term: HashSet<u32>,
+        users: HashMap<String, u32>,
+        signals: Vec<(u32, &'static str)>,
+    }
+
+    #[derive(Clone, Default)]
+    struct FakeProcesses(Arc<Mutex<Host>>);
+
+    impl Processes for FakeProcesses {
+        fn owner(&self, pid: u32) -> Option<u32> {
+            self.0.lock().unwrap().owners.get(&pid).copied()
+        }
+        fn signal(&self, pid: u32, kill: bool) -> Result<(), String> {
+            let mut host = self.0.lock().unwrap();
+            host.signals.push((pid, if kill { "KILL" } else { "TERM" }));
+            if kill || !host.ignore_term.contains(&pid) {
+                host.owners.remove(&pid);
+            }
+            Ok(())
+        }
+        fn uid_of(&self, login: &str) -> Option<u32> {
+            self.0.lock().unwrap().users.get(login).copied()
+        }
+        fn name_of(&self, uid: u32) -> Option<String> {
+            let host = self.0.lock().unwrap();
+            host.users
+                .iter()
+                .find(|(_, u)| **u == uid)
+                .map(|(n, _)| n.clone())
+        }
+    }
+
+    fn at(h: u32, m: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 12, 3, h, m, 0).unwrap()
+    }
+
+    fn lease(id: i64, login: &str, quarters: u8, from: u32, to: u32, keep: bool) -> Lease {
+        Lease {
+            reservation_id: id,
+            login: login.to_owned(),
+            keys: vec![],
+            gpus: vec![LeaseGpu {
+                uuid: "GPU-a".into(),
+                memory_mib: 80_000,
+            }],
+            quarters,
+            start: at(from, 0),
+            end: at(to, 0),
+            keep_running: keep,
+        }
+    }
+
+    struct Setup {
+        keeper: Keeper,
+        host: FakeProcesses,
+        samples: u64,
+        _dir: tempfile::TempDir,
+    }
+
+    impl Setup {
+        fn new(leases: Vec<Lease>, intruders: IntruderPolicy) -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let host = FakeProcesses::default();
+            {
+                let mut h = host.0.lock().unwrap();
+                for (name, uid) in [("alice", 1001), ("bob", 1002), ("svc", 900), ("root", 0)] {
+                    h.users.insert(name.into(), uid);
+                }
+            }
+            let options = AccessOptions {
+                state_dir: dir.path().join("state"),
+                env_dir: dir.path().join("leases"),
+                exempt_users: vec!["svc".into()],
+                ..AccessOptions::default()
+            };
+            let mut keeper = Keeper::new(options, Box::new(host.clone()));
+            keeper.set_schedule(
+                NodeSchedule {
+                    version: "1".into(),
+                    leases,
+                    intruders,
+                    ..NodeSchedule::default()
+                },
+                at(0, 0),
+            );
+            Self {
+                keeper,
+                host,
+                samples: 0,
+                _dir: dir,
+            }
+        }
+
+        fn run(&self, pid: u32, uid: u32, ignore_term: bool) {
+            let mut h = self.host.0.lock().unwrap();
+            h.owners.insert(pid, uid);
+            if ignore_term {
+                h.ignore_term.insert(pid);
+            }
+        }
+
+        /// A tick with a new sample listing the live processes on GPU-a (`pid`, MiB).
+        fn tick(
+            &mut self,
+            now: DateTime<Utc>,
+            memory: &[(u32, u64)],
+        ) -> Vec<(AccessKind, Option<u32>)> {
+            self.samples += 1;
+            let alive = self.host.0.lock().unwrap().owners.clone();
+            let view = NodeView {
+                minors: HashMap::from([("GPU-a".to_owned(), 0)]),
+                processes: HashMap::from([(
+                    "GPU-a".to_owned(),
+                    alive
+                        .keys()
+                        .map(|pid| GpuProcess {
+                            pid: *pid,
+                            used_memory_mib: memory.iter().find(|(p, _)| p == pid).map(|(_, m)| *m),
+                        })
+                        .collect(),
+                )]),
+                memory_mib: HashMap::from([("GPU-a".to_owned(), 80_000)]),
+                inventoried: true,
+                samples: self.samples,
+            };
+            self.keeper
+                .tick(now, &view)
+                .into_iter()
+                .map(|e| (e.kind, e.pid))
+                .collect()
+        }
+
+        fn signals(&self) -> Vec<(u32, &'static str)> {
+            std::mem::take(&mut self.host.0.lock().unwrap().signals)
+        }
+    }
+
+    use AccessKind::{Granted, Killed, OverShare, Revoked, Terminated, Unauthorized};
+
+    #[test]
+    fn nothing_opens_before_the_gpus_are_known() {
+        let mut s = Setup::new(
+            vec![lease(1, "alice", 4, 10, 11, false)],
+            IntruderPolicy::Report,
+        );
+        assert!(s.keeper.tick(at(10, 0), &NodeView::default()).is_empty());
+        assert_eq!(s.tick(at(10, 0), &[]), vec![(Granted, None)]);
+    }
+
+    #[test]
+    fn back_to_back_leases_of_one_holder_keep_her_processes() {
+        let mut s = Setup::new(
+            vec![
+                lease(1, "alice", 4, 10, 11, false),
+                lease(2, "alice", 4, 11, 12, false),
+            ],
+            IntruderPolicy::Report,
+        );
+        s.run(100, 1001, true);
+        assert_eq!(s.tick(at(10, 0), &[]), vec![(Granted, None)]);
+        assert_eq!(
+            s.tick(at(11, 0), &[]),
+            vec![(Revoked, None), (Granted, None)]
+        );
+        assert_eq!(s.signals(), vec![], "she still holds the GPU");
+        // At the end of the second: SIGTERM, ignored; SIGKILL after the 2 minutes' grace.
+        assert_eq!(
+            s.tick(at(12, 0), &[]),
+            vec![(Revoked, None), (Terminated, Some(100))]
+        );
+        assert_eq!(s.tick(at(12, 1), &[]), vec![]);
+        assert_eq!(s.tick(at(12, 2), &[]), vec![(Killed, Some(100))]);
+        assert_eq!(s.signals(), vec![(100, "TERM"), (100, "KILL")]);
+    }
+
+    #[test]
+    fn the_next_holder_starts_clean() {
+        let mut s = Setup::new(
+            vec![
+                lease(1, "alice", 4, 10, 11, false),
+                lease(2, "bob", 4, 11, 12, false),
+            ],
+            IntruderPolicy::Report,
+        );
+        s.run(100, 1001, true);
+        s.tick(at(10, 0), &[]);
+        // Bob starts when alice ends: her process gets no grace into his time.
+        let events = s.tick(at(11, 0), &[]);
+        assert!(
+            events.contains(&(Terminated, Some(100))) && events.contains(&(Killed, Some(100))),
+            "{events:?}"
+        );
+        assert!(!events.contains(&(Unauthorized, Some(100))));
+        assert_eq!(s.signals(), vec![(100, "TERM"), (100, "KILL")]);
+    }
+
+    #[test]
+    fn a_holder_who_keeps_running_leaves_before_the_next_booking() {
+        let mut s = Setup::new(
+            vec![
+                lease(1, "alice", 4, 10, 11, true),
+                lease(2, "bob", 4, 13, 14, false),
+            ],
+            IntruderPolicy::Terminate,
+        );
+        s.run(100, 1001, true);
+        s.tick(at(10, 0), &[]);
+        assert_eq!(s.tick(at(11, 0), &[]), vec![(Revoked, None)]);
+        assert_eq!(
+            s.tick(at(12, 0), &[]),
+            vec![],
+            "not an intruder: it was hers, and it may stay"
+        );
+        // SIGTERM the grace before bob's start, SIGKILL at it.
+        assert_eq!(s.tick(at(12, 58), &[]), vec![(Terminated, Some(100))]);
+        assert_eq!(
+            s.tick(at(13, 0), &[]),
+            vec![(Granted, None), (Killed, Some(100))]
+        );
+    }
+
+    #[test]
+    fn intruders_are_reported_once_and_terminated_under_the_policy() {
+        let mut s = Setup::new(
+            vec![lease(1, "alice", 4, 10, 11, false)],
+            IntruderPolicy::Report,
+        );
+        s.run(200, 1002, false); // bob
+        s.run(1, 0, false); // root
+        s.run(300, 900, false); // an exempt service account
+        assert_eq!(
+            s.tick(at(9, 0), &[]),
+            vec![],
+            "no lease: the idle GPU is not protected"
+        );
+        assert_eq!(
+            s.tick(at(10, 0), &[]),
+            vec![(Granted, None), (Unauthorized, Some(200))]
+        );
+        assert_eq!(s.tick(at(10, 1), &[]), vec![], "reported once");
+        assert_eq!(s.signals(), vec![]);
+
+        let mut s = Setup::new(
+            vec![lease(1, "alice", 4, 10, 11, false)],
+            IntruderPolicy::Terminate,
+        );
+        s.run(200, 1002, true);
+        s.run(1, 0, false);
+        assert_eq!(
+            s.tick(at(10, 0), &[]),
+            vec![
+                (Granted, None),
+                (Unauthorized, Some(200)),
+                (Terminated, Some(200))
+            ]
+        );
+        assert_eq!(s.tick(at(10, 2), &[]), vec![(Killed, Some(200))]);
+        assert_eq!(
+            s.signals(),
+            vec![(200, "TERM"), (200, "KILL")],
+            "root untouched"
+        );
+
+        let mut s = Setup::new(vec![], IntruderPolicy::Report);
+        s.keeper.cached.schedule.protect_idle = true;
+        s.run(200, 1002, false);
+        assert_eq!(
+            s.tick(at(9, 0), &[]),
+            vec![(Unauthorized, Some(200))],
+            "protected idle GPU"
+        );
+    }
+
+    #[test]
+    fn a_holder_over_her_share_is_reported_once() {
+        let mut s = Setup::new(
+            vec![lease(1, "alice", 1, 10, 11, false)],
+            IntruderPolicy::Report,
+        );
+        s.run(100, 1001, false);
+        assert_eq!(
+            s.tick(at(10, 0), &[(100, 20_000)]),
+            vec![(Granted, None)],
+            "a quarter of 80,000 MiB"
+        );
+        assert_eq!(
+            s.tick(at(10, 1), &[(100, 20_001)]),
+            vec![(OverShare, Some(100))]
+        );
+        assert_eq!(s.tick(at(10, 2), &[(100, 30_000)]), vec![]);
+        assert_eq!(s.signals(), vec![], "reported, not stopped");
     }
 }

@@ -250,6 +250,7 @@ fn read_loop(
                                 .iter()
                                 .map(|g| (g.uuid.clone(), g.memory_total_mib))
                                 .collect();
+                            view.inventoried = true;
                         });
                     }
                     let registration = Registration {
@@ -301,6 +302,7 @@ fn read_loop(
                                 .iter()
                                 .map(|s| (s.uuid.clone(), s.processes.clone()))
                                 .collect();
+                            view.samples += 1;
                         });
                     }
                     if sender.blocking_send(Reading::Samples(samples)).is_err() {

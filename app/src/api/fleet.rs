@@ -17,6 +17,8 @@ pub struct FleetPage {
     pub teams: Vec<TeamQuotas>,
     /// The portal's currency.
     pub currency: crate::domain::money::Currency,
+    /// Every node's intruder policy.
+    pub policies: Vec<crate::domain::lease::NodePolicy>,
 }
 
 /// The fleet page (platform admins).
@@ -47,6 +49,7 @@ pub async fn get_fleet_page() -> Result<FleetPage, AppError> {
             nodes,
             models,
             teams: crate::backend::fleet::teams_with_quotas(&call.state).await?,
+            policies: crate::backend::node_access::policies(&call.state, &call.actor).await?,
             currency: call.state.portal.currency.clone(),
         })
     })
@@ -114,6 +117,30 @@ pub async fn retire_gpu(gpu_id: i64) -> Result<(), AppError> {
         crate::backend::reservations::retire_gpu(&call.state, &call.actor, gpu_id, call.now)
             .await
             .map(drop)
+    })
+    .await
+}
+
+/// Sets what a node's agent does about processes of people holding no lease on a GPU
+/// (`off`, `report`, `terminate`) and whether idle GPUs are protected (a checkbox).
+#[server(endpoint = "forms/fleet/node_policy")]
+pub async fn set_node_policy(
+    node_id: i64,
+    intruders: String,
+    #[server(default)] protect_idle: Option<String>,
+) -> Result<(), AppError> {
+    use crate::api::forms::FleetDone;
+    fleet_form(FleetDone::NodePolicy, |call| async move {
+        let policy = crate::domain::lease::IntruderPolicy::parse(&intruders)
+            .map_err(|problem| AppError::invalid("intruders", problem))?;
+        crate::backend::node_access::set_policy(
+            &call.state,
+            &call.actor,
+            node_id,
+            policy,
+            protect_idle.is_some(),
+        )
+        .await
     })
     .await
 }

@@ -31,6 +31,7 @@ pub enum FleetDone {
     Price,
     Gpu,
     Retired,
+    NodePolicy,
 }
 
 /// An outcome's word in a page address, and back.

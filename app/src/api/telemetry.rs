@@ -45,6 +45,9 @@ pub struct GpuPage {
     pub zone: ZoneOffsets,
     /// The server's clock when the page was read.
     pub now: chrono::DateTime<chrono::Utc>,
+    /// What node agents did and saw about access to it, newest first (platform admins only).
+    #[serde(default)]
+    pub access: Option<Vec<crate::domain::telemetry::GpuAccessEvent>>,
 }
 
 /// Everything the GPU page shows for GPU `id`.
@@ -71,7 +74,13 @@ pub async fn get_gpu_page(id: i64) -> Result<GpuPage, AppError> {
                 Some((node, gpu))
             })
             .ok_or_else(|| AppError::NotFound(format!("GPU {id}")))?;
+        let access = if call.actor.require_platform_admin().is_ok() {
+            Some(crate::backend::node_access::gpu_access_events(state, &call.actor, id, 20).await?)
+        } else {
+            None
+        };
         Ok(GpuPage {
+            access,
             node: fleet.nodes.iter().find(|n| n.node_id == node.id).cloned(),
             live: fleet.gpus.into_iter().find(|g| g.gpu_id == id),
             vanished: fleet.vanished.contains(&id),

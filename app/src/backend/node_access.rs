@@ -7,7 +7,7 @@ use crate::backend::db;
 use crate::backend::state::AppState;
 use crate::domain::lease::{
     self, HORIZON_HOURS, IntruderPolicy, Lease, LeaseGpu, LeaseGpuView, LeaseState, NodeAccess,
-    NodeAdmin, NodeSchedule, ReservationAccess, SshKeyInfo,
+    NodeAdmin, NodePolicy, NodeSchedule, ReservationAccess, SshKeyInfo,
 };
 use crate::domain::problem::Problem;
 use crate::domain::telemetry::{AccessKind, GpuAccessEvent};
@@ -129,10 +129,7 @@ fn key_info(row: crate::backend::entity::ssh_key::Model) -> SshKeyInfo {
 
 /// The actor's login and keys.
 pub async fn access_of(state: &AppState, actor: &Actor) -> Result<NodeAccess, AppError> {
-    access_of_user(state, actor.user.id).await
-}
-
-async fn access_of_user(state: &AppState, user_id: i64) -> Result<NodeAccess, AppError> {
+    let user_id = actor.user.id;
     let row = db::users::row(&state.db, user_id)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("user {user_id}")))?;
@@ -221,6 +218,21 @@ pub async fn set_login(
         }
         Err(err) => Err(err.into()),
     }
+}
+
+/// Every node's intruder policy (platform admins).
+pub async fn policies(state: &AppState, actor: &Actor) -> Result<Vec<NodePolicy>, AppError> {
+    actor.require_platform_admin()?;
+    Ok(db::node_access::nodes(&state.db)
+        .await?
+        .into_iter()
+        .map(|node| NodePolicy {
+            node_id: node.id,
+            intruders: IntruderPolicy::parse(&node.intruder_policy).unwrap_or_default(),
+            protect_idle: node.protect_idle,
+            name: node.name,
+        })
+        .collect())
 }
 
 /// A platform admin sets node `node_id`'s intruder policy.

@@ -1,5 +1,6 @@
 //! Reusable parts of pages.
 
+pub mod access_events;
 pub mod calendar;
 pub mod error;
 pub mod inventory;

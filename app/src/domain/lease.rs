@@ -106,6 +106,19 @@ impl IntruderPolicy {
     }
 }
 
+/// A node's intruder policy, as the fleet page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodePolicy {
+    /// The node.
+    pub node_id: i64,
+    /// Its name.
+    pub name: String,
+    /// What its agent does about processes of people holding no lease.
+    pub intruders: IntruderPolicy,
+    /// GPUs with no lease are protected too.
+    pub protect_idle: bool,
+}
+
 /// A node's schedule, as the portal sends it and the agent keeps it.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct NodeSchedule {

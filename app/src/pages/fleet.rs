@@ -6,12 +6,13 @@
 //! [`FleetDone`]) or `error=`.
 
 use crate::api::fleet::{
-    ChangeGpu, FleetPage as FleetData, RetireGpu, SetModelPrice, get_fleet_page,
+    ChangeGpu, FleetPage as FleetData, RetireGpu, SetModelPrice, SetNodePolicy, get_fleet_page,
 };
 use crate::api::forms::{FleetDone, Outcome};
 use crate::components::error::{ErrorPanel, form_outcome};
 use crate::components::table::{Column, DataTable, PostButton};
 use crate::domain::gpu::GpuStatus;
+use crate::domain::lease::IntruderPolicy;
 use crate::domain::money::{Currency, Money};
 use crate::i18n::*;
 use crate::pages::team_rules::priority_text;
@@ -33,6 +34,7 @@ pub fn FleetPage() -> impl IntoView {
             Some(FleetDone::Price) => t_string!(i18n, fleet_done_price),
             Some(FleetDone::Gpu) => t_string!(i18n, fleet_done_gpu),
             Some(FleetDone::Retired) => t_string!(i18n, fleet_done_retired),
+            Some(FleetDone::NodePolicy) => t_string!(i18n, fleet_done_node_policy),
             None => t_string!(i18n, team_done_saved),
         }
         .to_string()
@@ -75,7 +77,42 @@ fn FleetView(data: FleetData) -> impl IntoView {
         models,
         teams,
         currency,
+        policies,
     } = data;
+    let policy_rows = policies
+        .into_iter()
+        .map(|node| {
+            let field = format!("intruders-{}", node.node_id);
+            let options = IntruderPolicy::ALL
+                .into_iter()
+                .map(|policy| {
+                    let label = match policy {
+                        IntruderPolicy::Off => t_string!(i18n, fleet_intruders_off),
+                        IntruderPolicy::Report => t_string!(i18n, fleet_intruders_report),
+                        IntruderPolicy::Terminate => t_string!(i18n, fleet_intruders_terminate),
+                    };
+                    view! { <option value=policy.as_str() selected=policy == node.intruders>{label}</option> }
+                })
+                .collect_view();
+            view! {
+                <tr data-node-policy=node.node_id>
+                    <td>{node.name}</td>
+                    <td>
+                        <form method="post" action=SetNodePolicy::PATH class="inline-form">
+                            <input type="hidden" name="node_id" value=node.node_id />
+                            <label class="sr-only" for=field.clone()>{t!(i18n, fleet_col_intruders)}</label>
+                            <select id=field name="intruders">{options}</select>
+                            <label class="inline-check">
+                                <input type="checkbox" name="protect_idle" value="on" checked=node.protect_idle />
+                                {t!(i18n, fleet_protect_idle)}
+                            </label>
+                            <button type="submit">{t!(i18n, fleet_save_policy)}</button>
+                        </form>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
     let code = currency.code().to_owned();
     let model_rows = models
         .into_iter()
@@ -209,6 +246,12 @@ fn FleetView(data: FleetData) -> impl IntoView {
             Column::text(t_string!(i18n, fleet_shareable)),
             Column::actions(t_string!(i18n, team_col_actions)),
         ]>{gpu_rows}</DataTable>
+        <h2>{t!(i18n, fleet_node_access)}</h2>
+        <p class="hint">{t!(i18n, fleet_node_access_hint)}</p>
+        <DataTable class="teams-table fleet-node-policy" columns=vec![
+            Column::text(t_string!(i18n, nodes_col_name)),
+            Column::text(t_string!(i18n, fleet_col_intruders)),
+        ]>{policy_rows}</DataTable>
         <h2>{t!(i18n, fleet_teams)}</h2>
         <DataTable class="teams-table fleet-teams" columns=vec![
             Column::text(t_string!(i18n, team_col_name)),

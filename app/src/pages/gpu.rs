@@ -126,6 +126,7 @@ fn GpuView(page: GpuPage) -> impl IntoView {
         events,
         zone,
         now: _,
+        access,
     } = page;
     let status = gpu.status;
     let status_label = move || match status {
@@ -227,9 +228,15 @@ fn GpuView(page: GpuPage) -> impl IntoView {
             </section>
             <section class="gpu-section" aria-labelledby="events-heading">
                 <h2 id="events-heading">{t!(i18n, events_title)}</h2>
-                <EventTable events zone />
+                <EventTable events zone=zone.clone() />
             </section>
         </div>
+        {access.map(|events| view! {
+            <section class="gpu-section gpu-access" aria-labelledby="access-heading">
+                <h2 id="access-heading">{t!(i18n, gpu_access_title)}</h2>
+                <crate::components::access_events::AccessEventTable events zone />
+            </section>
+        })}
     }
 }
 

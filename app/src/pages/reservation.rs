@@ -3,9 +3,9 @@
 //! the end, and what the node's agent did and saw.
 
 use crate::api::node_access::{ReservationAccessPage, SetKeepRunning, get_reservation_access};
+use crate::components::access_events::AccessEventTable;
 use crate::components::error::ErrorPanel;
 use crate::domain::lease::LeaseState;
-use crate::domain::telemetry::{AccessKind, GpuAccessEvent};
 use crate::domain::time_text::date_minute;
 use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
@@ -41,8 +41,10 @@ pub fn ReservationPage() -> impl IntoView {
 fn ReservationAccessView(id: i64) -> impl IntoView {
     let i18n = use_i18n();
     let keep = ServerAction::<SetKeepRunning>::new();
+    // The GPUs' values and the agent's events, fresh every ten seconds while the page is open.
+    let tick = crate::components::telemetry::use_poll(std::time::Duration::from_secs(10));
     let page = Resource::new(
-        move || keep.version().get(),
+        move || (keep.version().get(), tick.get()),
         move |_| get_reservation_access(id),
     );
     view! {
@@ -69,22 +71,6 @@ fn state_text(i18n: leptos_i18n::I18nContext<Locale>, state: LeaseState) -> Stri
         LeaseState::Cancelled => t_string!(i18n, lease_cancelled),
     }
     .to_string()
-}
-
-fn event_text(i18n: leptos_i18n::I18nContext<Locale>, event: &GpuAccessEvent) -> String {
-    let user = event.user.clone().unwrap_or_default();
-    let pid = event.pid.unwrap_or_default();
-    match event.kind {
-        AccessKind::Granted => t_string!(i18n, access_granted, user).to_string(),
-        AccessKind::Revoked => t_string!(i18n, access_revoked, user).to_string(),
-        AccessKind::Terminated => t_string!(i18n, access_terminated, user, pid).to_string(),
-        AccessKind::Killed => t_string!(i18n, access_killed, user, pid).to_string(),
-        AccessKind::Unauthorized => t_string!(i18n, access_unauthorized, user, pid).to_string(),
-        AccessKind::OverShare => {
-            let memory = event.memory_mib.unwrap_or_default();
-            t_string!(i18n, access_over_share, user, pid, memory).to_string()
-        }
-    }
 }
 
 #[component]
@@ -117,22 +103,8 @@ fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -
             }
         })
         .collect_view();
-    let events_empty = access.events.is_empty();
-    let events = access
-        .events
-        .iter()
-        .map(|event| {
-            let text = event_text(i18n, event);
-            let alarm = matches!(event.kind, AccessKind::Unauthorized | AccessKind::OverShare);
-            view! {
-                <tr class:access-alarm=alarm data-kind=event.kind.as_str()>
-                    <td><time datetime=event.at.to_rfc3339()>{at(&zone, event.at)}</time></td>
-                    <td><code>{event.uuid.clone()}</code></td>
-                    <td>{text}</td>
-                </tr>
-            }
-        })
-        .collect_view();
+    let events = access.events;
+    let events_zone = zone.clone();
     let keep_running = access.keep_running;
     view! {
         <h1>{t!(i18n, reservation_heading, id = id)}</h1>
@@ -180,18 +152,6 @@ fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -
             </ActionForm>
         })}
         <h2>{t!(i18n, reservation_events)}</h2>
-        {events_empty.then(|| view! { <p class="empty">{t!(i18n, reservation_events_none)}</p> })}
-        <div class="table-scroll" hidden=events_empty>
-            <table class="token-table access-events">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, reservation_event_at)}</th>
-                        <th scope="col">"GPU"</th>
-                        <th scope="col">{t!(i18n, reservation_event_what)}</th>
-                    </tr>
-                </thead>
-                <tbody>{events}</tbody>
-            </table>
-        </div>
+        <AccessEventTable events zone=events_zone />
     }
 }

@@ -20,6 +20,7 @@ crate::on_both_backends!(
     a_lease_opens_ssh_and_the_gpus_to_its_holder_only_and_closes_at_its_end,
     a_lease_starting_while_the_portal_is_down_opens_from_the_cached_schedule,
     people_manage_their_ssh_keys_and_admins_the_logins,
+    platform_admins_set_node_policies_on_the_fleet_page_and_in_the_api,
 );
 
 const GPU0: &str = "GPU-a0000000-0000-4000-8000-000000000000";
@@ -266,6 +267,11 @@ async fn a_lease_opens_ssh_and_the_gpus_to_its_holder_only_and_closes_at_its_end
         "attributed to her lease"
     );
     assert!(!has_event(&events, "unauthorized", Some(alice_job.id())));
+    // Platform admins see it on the GPU's page.
+    app.sign_in("platform_admin").await;
+    let (_, page) = app.get_text(&format!("/gpus/{gpu1}")).await;
+    let access = &page[page.find("gpu-access").expect("the access section")..];
+    assert!(access.contains(&format!("process {} of {}", bob_job.id(), bob.name)), "{access}");
     assert!(!has_event(&events, "unauthorized", Some(root_job.id())));
     // Under `report` bob's process runs on; under `terminate` it goes.
     assert!(!has_ended(&mut bob_job));
@@ -520,4 +526,93 @@ async fn people_manage_their_ssh_keys_and_admins_the_logins(backend: Backend) {
         "a long poll waits"
     );
     assert_eq!(again["version"], schedule["version"]);
+}
+
+async fn platform_admins_set_node_policies_on_the_fleet_page_and_in_the_api(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let admin = user_token(&app, "admin@example.org", PlatformRole::PlatformAdmin).await;
+    let user = user_token(&app, "user@example.org", PlatformRole::User).await;
+    let (node, node_token) =
+        telemetry::issue_node_token(&app.db, "gpu-access-04", Some(true), None, Utc::now())
+            .await
+            .unwrap();
+    let schedule = || async { get(&app, &node_token, "/api/v1/agent/leases").await.1 };
+    let form = |token: &str, fields: Vec<(&'static str, String)>| {
+        crate::helpers::client()
+            .post(app.url("/api/forms/fleet/node_policy"))
+            .bearer_auth(token.to_owned())
+            .form(&fields)
+            .send()
+    };
+
+    // The page's form: saved, and the node's agent gets it with its schedule.
+    let response = form(
+        &admin,
+        vec![
+            ("node_id", node.to_string()),
+            ("intruders", "terminate".into()),
+            ("protect_idle", "on".into()),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(
+        response.url().as_str().contains("done=node_policy"),
+        "{}",
+        response.url()
+    );
+    let now = schedule().await;
+    assert_eq!(
+        (&now["intruders"], &now["protect_idle"]),
+        (&json!("terminate"), &json!(true))
+    );
+    app.sign_in("platform_admin").await;
+    let (_, page) = app.get_text("/admin/fleet").await;
+    let section = &page[page.find("fleet-node-policy").expect("the policy table")..];
+    let row = &section[section.find("gpu-access-04").expect("the node's row")..];
+    assert!(row.contains(r#"value="terminate" selected"#), "the saved policy is chosen");
+
+    // Refused: an unknown policy (back on the page with the reason), someone who is not a
+    // platform admin, a node that does not exist. Nothing changes.
+    let response = form(
+        &admin,
+        vec![("node_id", node.to_string()), ("intruders", "kill".into())],
+    )
+    .await
+    .unwrap();
+    assert!(
+        response.url().as_str().contains("error="),
+        "{}",
+        response.url()
+    );
+    let response = form(
+        &user,
+        vec![("node_id", node.to_string()), ("intruders", "off".into())],
+    )
+    .await
+    .unwrap();
+    assert_eq!(response.status(), 403);
+    let put = |token: &str, id: i64, body: Value| {
+        let (token, app) = (token.to_owned(), &app);
+        async move {
+            send(
+                app,
+                reqwest::Method::PUT,
+                Some(&token),
+                &format!("/api/v1/admin/nodes/{id}/policy"),
+                Some(body),
+            )
+            .await
+            .0
+        }
+    };
+    assert_eq!(put(&admin, node, json!({"intruders": "kill"})).await, 422);
+    assert_eq!(
+        put(&admin, 99_999_999, json!({"intruders": "off"})).await,
+        404
+    );
+    assert_eq!(put(&user, node, json!({"intruders": "off"})).await, 403);
+    assert_eq!(schedule().await["intruders"], "terminate");
+    assert_eq!(put(&admin, node, json!({"intruders": "off"})).await, 204);
+    assert_eq!(schedule().await["intruders"], "off");
 }

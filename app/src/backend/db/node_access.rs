@@ -170,24 +170,10 @@ pub async fn leases_on(
     let mut gpu_ids: Vec<i64> = pairs.iter().map(|(_, gpu)| *gpu).collect();
     gpu_ids.sort_unstable();
     gpu_ids.dedup();
-    let gpus: Vec<(i64, i32, String, i64)> = if gpu_ids.is_empty() {
-        Vec::new()
-    } else {
-        gpu::Entity::find()
-            .select_only()
-            .column(gpu::Column::Id)
-            .column(gpu::Column::DeviceIndex)
-            .column(gpu::Column::Uuid)
-            .column(gpu::Column::MemoryMib)
-            .filter(gpu::Column::Id.is_in(gpu_ids))
-            .order_by_asc(gpu::Column::DeviceIndex)
-            .into_tuple()
-            .all(db)
-            .await?
-    };
+    let gpus = gpus_with_memory(db, gpu_ids).await?;
     let held: Vec<(i64, String, i64)> = gpus
         .iter()
-        .flat_map(|(gpu_id, _, uuid, memory)| {
+        .flat_map(|(gpu_id, uuid, memory)| {
             pairs
                 .iter()
                 .filter(move |(_, g)| g == gpu_id)
@@ -210,6 +196,14 @@ pub async fn leases_on(
 /// Node `id`.
 pub async fn node(db: &impl ConnectionTrait, id: i64) -> Result<Option<node::Model>, DbErr> {
     node::Entity::find_by_id(id).one(db).await
+}
+
+/// Every node, by name.
+pub async fn nodes(db: &impl ConnectionTrait) -> Result<Vec<node::Model>, DbErr> {
+    node::Entity::find()
+        .order_by_asc(node::Column::Name)
+        .all(db)
+        .await
 }
 
 /// Sets a node's intruder policy; answers whether the node exists.
@@ -355,6 +349,14 @@ pub async fn gpus_of_reservation(
         .into_tuple()
         .all(db)
         .await?;
+    gpus_with_memory(db, ids).await
+}
+
+/// GPUs `ids`: (id, uuid, memory MiB), by device index.
+async fn gpus_with_memory(
+    db: &impl ConnectionTrait,
+    ids: Vec<i64>,
+) -> Result<Vec<(i64, String, i64)>, DbErr> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }

@@ -263,6 +263,9 @@ pub async fn set_keep_running(
         .await?
         .filter(|row| row.owner_id == actor.user.id)
         .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
+    if row.status == crate::backend::entity::reservation::Status::Cancelled {
+        return Err(AppError::Conflict(Problem::AlreadyCancelled { id }));
+    }
     if row.end_at <= state.now() {
         return Err(AppError::invalid("keep_running", Problem::AlreadyOver));
     }

@@ -276,7 +276,8 @@ pub async fn report(
 }
 
 /// Stores what the agent did about access (with the lease only when it is one of this node's)
-/// and tells the holder: ready, ended, someone else on their GPU.
+/// and tells the holder: ready, ended, someone else on their GPU (each once: the outbox keeps
+/// one event per key, however often an agent repeats itself).
 async fn store_access(
     txn: &sea_orm::DatabaseTransaction,
     node_id: i64,
@@ -298,25 +299,22 @@ async fn store_access(
         let Some(gpu_id) = gpus.get(&event.uuid).copied() else {
             continue;
         };
+        // The lease named, if it is one of this node's and holds this GPU.
         let view = match event.reservation_id {
             Some(id) => {
-                if let Some(view) = views.get(&id) {
-                    view.clone()
-                } else {
-                    let view = crate::backend::db::reservations::view_of(txn, id, now)
-                        .await?
-                        .filter(|view| view.node_id == node_id && view.gpu_ids.contains(&gpu_id));
-                    views.insert(id, view.clone());
-                    view
-                }
+                let view = match views.get(&id) {
+                    Some(view) => view.clone(),
+                    None => {
+                        let view = crate::backend::db::reservations::view_of(txn, id, now)
+                            .await?
+                            .filter(|view| view.node_id == node_id);
+                        views.insert(id, view.clone());
+                        view
+                    }
+                };
+                view.filter(|view| view.gpu_ids.contains(&gpu_id))
             }
             None => None,
-        };
-        let first = match (&view, event.kind) {
-            (Some(view), AccessKind::Granted | AccessKind::Revoked) => {
-                !node_access::has_access_event(txn, view.id, gpu_id, event.kind.as_str()).await?
-            }
-            _ => true,
         };
         rows.push(NewAccessEvent {
             gpu_id,
@@ -332,7 +330,7 @@ async fn store_access(
         });
         let Some(view) = view else { continue };
         match event.kind {
-            AccessKind::Granted if first => {
+            AccessKind::Granted => {
                 let login = event.user.clone().unwrap_or_default();
                 let host = node
                     .as_ref()
@@ -344,7 +342,7 @@ async fn store_access(
                     now,
                 ));
             }
-            AccessKind::Revoked if first => notices.push(NewEvent::lease_ended(&view, now)),
+            AccessKind::Revoked => notices.push(NewEvent::lease_ended(&view, now)),
             AccessKind::Unauthorized => {
                 let problem = GpuProblem::Intruder {
                     gpu: event.uuid.clone(),

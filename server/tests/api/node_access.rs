@@ -271,7 +271,10 @@ async fn a_lease_opens_ssh_and_the_gpus_to_its_holder_only_and_closes_at_its_end
     app.sign_in("platform_admin").await;
     let (_, page) = app.get_text(&format!("/gpus/{gpu1}")).await;
     let access = &page[page.find("gpu-access").expect("the access section")..];
-    assert!(access.contains(&format!("process {} of {}", bob_job.id(), bob.name)), "{access}");
+    assert!(
+        access.contains(&format!("process {} of {}", bob_job.id(), bob.name)),
+        "{access}"
+    );
     assert!(!has_event(&events, "unauthorized", Some(root_job.id())));
     // Under `report` bob's process runs on; under `terminate` it goes.
     assert!(!has_ended(&mut bob_job));
@@ -570,7 +573,10 @@ async fn platform_admins_set_node_policies_on_the_fleet_page_and_in_the_api(back
     let (_, page) = app.get_text("/admin/fleet").await;
     let section = &page[page.find("fleet-node-policy").expect("the policy table")..];
     let row = &section[section.find("gpu-access-04").expect("the node's row")..];
-    assert!(row.contains(r#"value="terminate" selected"#), "the saved policy is chosen");
+    assert!(
+        row.contains(r#"value="terminate" selected"#),
+        "the saved policy is chosen"
+    );
 
     // Refused: an unknown policy (back on the page with the reason), someone who is not a
     // platform admin, a node that does not exist. Nothing changes.

@@ -320,23 +320,6 @@ pub async fn access_events_of_reservation(
         .await
 }
 
-/// Whether reservation `id` already has an event of `kind` (agents repeat themselves after a
-/// restart).
-pub async fn has_access_event(
-    db: &impl ConnectionTrait,
-    reservation_id: i64,
-    gpu_id: i64,
-    kind: &str,
-) -> Result<bool, DbErr> {
-    Ok(gpu_access_event::Entity::find()
-        .filter(gpu_access_event::Column::ReservationId.eq(reservation_id))
-        .filter(gpu_access_event::Column::GpuId.eq(gpu_id))
-        .filter(gpu_access_event::Column::Kind.eq(kind))
-        .one(db)
-        .await?
-        .is_some())
-}
-
 /// The GPUs reservation `id` holds: (id, uuid, memory MiB), by device index.
 pub async fn gpus_of_reservation(
     db: &impl ConnectionTrait,

@@ -217,6 +217,28 @@ async fn a_lease_opens_ssh_and_the_gpus_to_its_holder_only_and_closes_at_its_end
         env.contains(&format!("CUDA_VISIBLE_DEVICES={GPU1}\n")),
         "{env}"
     );
+    // … through deploy/profile.d/berth.sh (copied where the user can read it).
+    let snippet = host.path("berth.sh");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/profile.d/berth.sh"),
+        &snippet,
+    )
+    .unwrap();
+    set_mode(&snippet, 0o644);
+    let from_profile = sshd.run_as(
+        &alice.name,
+        &alice_key,
+        &format!(
+            "unset CUDA_VISIBLE_DEVICES; BERTH_LEASE_DIR={} . {}; echo $CUDA_VISIBLE_DEVICES",
+            host.path("leases").display(),
+            snippet.display()
+        ),
+    );
+    assert_eq!(
+        from_profile.as_deref(),
+        Some(GPU1),
+        "deploy/profile.d/berth.sh"
+    );
     // Her UID, and only hers, may open GPU 1's device file.
     let entry = format!("user:{}:rw-", alice.uid);
     assert!(acl_entries(&host.path("dev/nvidia1")).contains(&entry));

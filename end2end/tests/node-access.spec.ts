@@ -39,6 +39,8 @@ test("a reservation's page tells its state and how to connect", async ({ page })
   await expect(page.getByRole("heading", { level: 1 })).toContainText("Reservation");
   await expect(page.locator(".lease-state .badge")).toHaveText(/Upcoming|Preparing|Ready|Ending soon|Ended|Cancelled/);
   await expect(page.locator(".connect-line")).toContainText(/^ssh [a-z_][a-z0-9_-]*@/);
+  // The demo fleet has no agent that controls access: the page says so.
+  await expect(page.locator(".demo-note")).toContainText("demo node");
   await expect(page.getByRole("heading", { name: "GPUs" })).toBeVisible();
   await snapshot(page, "reservation-page");
 

@@ -431,10 +431,9 @@ pub async fn reservation_access(
         .await?
         .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
     let login = login_of(&state.db, owner.id, owner.login, &owner.email).await?;
-    let host = db::node_access::node(&state.db, row.node_id)
-        .await?
-        .map(|n| n.hostname)
-        .unwrap_or_default();
+    let node = db::node_access::node(&state.db, row.node_id).await?;
+    let enforced = node.as_ref().is_some_and(|n| !n.is_demo);
+    let host = node.map(|n| n.hostname).unwrap_or_default();
     let mut uuids: HashMap<i64, String> = HashMap::new();
     let mut gpus = Vec::new();
     for (gpu_id, uuid, memory) in db::node_access::gpus_of_reservation(&state.db, id).await? {
@@ -458,8 +457,13 @@ pub async fn reservation_access(
             .into_iter()
             .filter_map(|row| access_event(row, &uuids))
             .collect();
-    let granted = events.iter().any(|e| e.kind == AccessKind::Granted);
-    let revoked = events.iter().any(|e| e.kind == AccessKind::Revoked);
+    // On a demo node no agent opens anything: the window alone tells.
+    let granted = if enforced {
+        events.iter().any(|e| e.kind == AccessKind::Granted)
+    } else {
+        now >= row.start_at
+    };
+    let revoked = enforced && events.iter().any(|e| e.kind == AccessKind::Revoked);
     let cancelled = row.status == crate::backend::entity::reservation::Status::Cancelled;
     Ok(ReservationAccess {
         reservation_id: id,
@@ -470,6 +474,7 @@ pub async fn reservation_access(
         end: row.end_at,
         gpus,
         keep_running: row.keep_running,
+        enforced,
         events,
     })
 }

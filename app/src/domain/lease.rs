@@ -314,6 +314,10 @@ pub struct ReservationAccess {
     pub gpus: Vec<LeaseGpuView>,
     /// The holder's processes may run on past the end until a following booking needs the GPU.
     pub keep_running: bool,
+    /// A node agent enforces access on its node (not a demo node, whose values are simulated
+    /// inside the portal): the state follows what the agent reported.
+    #[serde(default)]
+    pub enforced: bool,
     /// What the node's agent did and saw, newest first.
     pub events: Vec<crate::domain::telemetry::GpuAccessEvent>,
 }

@@ -115,6 +115,7 @@ fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -
             " · "
             {t!(i18n, reservations_zone, zone = move || zone.name.clone())}
         </p>
+        {(!access.enforced).then(|| view! { <p class="hint demo-note">{t!(i18n, reservation_demo_node)}</p> })}
         <h2>{t!(i18n, reservation_connect)}</h2>
         <pre class="connect-line"><code>{access.connect.clone()}</code></pre>
         <p class="hint">

@@ -234,6 +234,9 @@ fn read_loop(
     let mut next_inventory = Instant::now();
     let mut next_sample = Instant::now();
     let mut throttle: HashMap<String, u64> = HashMap::new();
+    // A simulated source invents its PIDs: the keeper must never take them for processes of
+    // this host (it would report or signal whoever really has that PID).
+    let real_processes = source.kind() != berth_app::domain::telemetry::SourceKind::Simulated;
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
         if now >= next_inventory {
@@ -300,7 +303,14 @@ fn read_loop(
                         view.send_modify(|view| {
                             view.processes = samples
                                 .iter()
-                                .map(|s| (s.uuid.clone(), s.processes.clone()))
+                                .map(|s| {
+                                    let processes = if real_processes {
+                                        s.processes.clone()
+                                    } else {
+                                        Vec::new()
+                                    };
+                                    (s.uuid.clone(), processes)
+                                })
                                 .collect();
                             view.samples += 1;
                         });

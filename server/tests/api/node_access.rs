@@ -255,7 +255,11 @@ async fn a_lease_opens_ssh_and_the_gpus_to_its_holder_only_and_closes_at_its_end
         &format!("/api/v1/reservations/{id}/access"),
     )
     .await;
-    assert_eq!(access["state"], "ready", "{access}");
+    assert_eq!(
+        (&access["state"], &access["enforced"]),
+        (&json!("ready"), &json!(true)),
+        "{access}"
+    );
     assert!(
         access["connect"]
             .as_str()

@@ -648,3 +648,50 @@ async fn platform_admins_set_node_policies_on_the_fleet_page_and_in_the_api(back
     assert_eq!(put(&admin, node, json!({"intruders": "off"})).await, 204);
     assert_eq!(schedule().await["intruders"], "off");
 }
+
+/// `deploy/berth-agent.service` is a unit systemd accepts, and every variable it sets is one
+/// `berth agent` reads.
+#[test]
+fn the_agent_unit_is_valid_and_sets_only_what_the_agent_reads() {
+    let unit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/berth-agent.service"),
+    )
+    .unwrap();
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_berth"))
+        .args(["agent", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let variables: Vec<&str> = unit
+        .lines()
+        .filter_map(|line| line.trim_start_matches('#').strip_prefix("Environment="))
+        .filter_map(|assignment| assignment.split('=').next())
+        .collect();
+    assert!(variables.len() >= 5, "{variables:?}");
+    for variable in variables {
+        assert!(
+            help.contains(&format!("env: {variable}")),
+            "{variable} is not read by `berth agent`"
+        );
+    }
+    if std::path::Path::new("/usr/bin/systemd-analyze").exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let berth = std::fs::canonicalize(env!("CARGO_BIN_EXE_berth")).unwrap();
+        let path = dir.path().join("berth-agent.service");
+        std::fs::write(
+            &path,
+            unit.replace("/usr/bin/berth", berth.to_str().unwrap()),
+        )
+        .unwrap();
+        let out = std::process::Command::new("systemd-analyze")
+            .args(["verify", "--man=no"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -7,6 +7,7 @@ use crate::pages::{
     calendar::CalendarPage,
     credits::CreditsPage,
     deliveries::DeliveriesPage,
+    env_profiles::{ProfileDetailPage, ProfilesPage},
     fleet::FleetPage,
     gpu::GpuDetailPage,
     inbox::InboxPage,
@@ -94,6 +95,12 @@ pub fn App() -> impl IntoView {
                         <Route path=StaticSegment("wallet") view=WalletPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("inbox") view=InboxPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("profile") view=ProfilePage ssr=SsrMode::Async />
+                        <Route path=StaticSegment("profiles") view=ProfilesPage ssr=SsrMode::Async />
+                        <Route
+                            path=(StaticSegment("profiles"), ParamSegment("id"))
+                            view=ProfileDetailPage
+                            ssr=SsrMode::Async
+                        />
                         <Route
                             path=(StaticSegment("admin"), StaticSegment("maintenance"))
                             view=MaintenancePage

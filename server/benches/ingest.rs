@@ -248,6 +248,7 @@ async fn bench(backend: Backend, seconds: u64) {
                         })
                         .collect(),
                     access: vec![],
+                    environments: vec![],
                     events: vec![],
                 };
                 let sent = Instant::now();

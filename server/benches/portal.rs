@@ -742,6 +742,7 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 refunded_minor: Set(if cancelled { price } else { 0 }),
                 calendar_sequence: Set(i32::from(cancelled)),
                 keep_running: Set(false),
+                profile_version_id: Set(None),
             });
             for i in chosen {
                 holds.push((id, node_gpus[*i], start, end));

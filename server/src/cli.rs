@@ -51,7 +51,7 @@ pub enum Command {
     Credits(CreditsCommand),
     /// Run the node agent on a GPU host: register its GPUs with the portal and report their
     /// values every interval, until SIGTERM or Ctrl-C.
-    Agent(AgentArgs),
+    Agent(Box<AgentArgs>),
 }
 
 /// `berth node …`
@@ -164,6 +164,24 @@ pub struct AgentArgs {
         value_name = "USERS"
     )]
     pub exempt_users: Vec<String>,
+    /// Do not prepare bookings' environment profiles on this host.
+    #[arg(long, env = "BERTH_AGENT_NO_PREPARE")]
+    pub no_prepare: bool,
+    /// Where environment profiles are built and cached, per holder and content hash.
+    #[arg(long, env = "BERTH_AGENT_ENV_CACHE_DIR", value_name = "DIR", default_value = crate::agent::prepare::DEFAULT_CACHE_DIR)]
+    pub env_cache_dir: PathBuf,
+    /// The Python interpreter of profiles that name no version (a profile naming `3.11` uses
+    /// `python3.11`), found on `/usr/local/bin:/usr/bin:/bin`.
+    #[arg(
+        long,
+        env = "BERTH_AGENT_PYTHON",
+        value_name = "PROGRAM",
+        default_value = "python3"
+    )]
+    pub python: String,
+    /// Longest an environment build may run, seconds.
+    #[arg(long, env = "BERTH_AGENT_BUILD_TIMEOUT_SECONDS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub build_timeout_seconds: u64,
 }
 
 /// `berth agent <action>`
@@ -227,10 +245,8 @@ pub enum TokenCommand {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // On every SSH login: answered from the schedule file alone, before anything else starts.
-    if let Some(Command::Agent(AgentArgs {
-        action: Some(AgentAction::AuthorizedKeys { state_dir, user }),
-        ..
-    })) = &cli.command
+    if let Some(Command::Agent(args)) = &cli.command
+        && let Some(AgentAction::AuthorizedKeys { state_dir, user }) = &args.action
     {
         use std::io::Write;
         let lines = crate::agent::access::authorized_keys(state_dir, user, chrono::Utc::now());
@@ -273,7 +289,7 @@ pub fn main() -> ExitCode {
             Command::Token(command) => token(&config, command).await.map_err(boxed),
             Command::Node(command) => node(&config, command).await.map_err(boxed),
             Command::Credits(command) => credits(&config, command).await.map_err(boxed),
-            Command::Agent(args) => run_agent(args).await.map_err(boxed),
+            Command::Agent(args) => run_agent(*args).await.map_err(boxed),
         }
     });
     match result {
@@ -421,10 +437,17 @@ async fn run_agent(args: AgentArgs) -> Result<(), String> {
             grace: std::time::Duration::from_secs(args.grace_seconds),
             early_access: std::time::Duration::from_secs(args.early_access_seconds),
             exempt_users: args.exempt_users.clone(),
+            env_cache_dir: args.env_cache_dir.clone(),
             ..agent::access::AccessOptions::default()
         },
         processes: Box::new(agent::access::HostProcesses),
         clock: std::sync::Arc::new(berth_app::backend::clock::SystemClock),
+        prepare: (!args.no_prepare).then(|| agent::prepare::PrepareOptions {
+            cache_dir: args.env_cache_dir.clone(),
+            python: args.python.clone(),
+            timeout: std::time::Duration::from_secs(args.build_timeout_seconds),
+            ..agent::prepare::PrepareOptions::default()
+        }),
     });
     agent::start_with_access(source, std::sync::Arc::new(transport), options, enforcement)
         .run_until(startup::shutdown_signal())

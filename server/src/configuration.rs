@@ -79,6 +79,9 @@ pub struct RawSettings {
     /// The charge mode of a booking that names none.
     pub charge_default: String,
     /// Minutes before the start at which `before_start` bookings are charged.
+    /// Node agents prepare a booking's environment profile this many minutes before its start
+    /// (1 to 1440).
+    pub prepare_ahead_minutes: u32,
     pub charge_lead_minutes: u32,
     /// Minutes before the start at which a booking still unpaid is released.
     pub release_unpaid_minutes: u32,
@@ -238,6 +241,7 @@ impl Default for RawSettings {
             charge_modes: TextList::Joined("at_booking,before_start".to_owned()),
             charge_default: "at_booking".to_owned(),
             charge_lead_minutes: 120,
+            prepare_ahead_minutes: 30,
             release_unpaid_minutes: 15,
             payment_job_seconds: 60,
             notify_job_seconds: 15,
@@ -607,6 +611,7 @@ impl Config {
                     .as_deref()
                     .map(|url| url.trim().trim_end_matches('/').to_owned())
                     .filter(|url| !url.is_empty()),
+                prepare_ahead: chrono::TimeDelta::minutes(i64::from(raw.prepare_ahead_minutes)),
             },
             site_root: raw.site_root,
             sessions: SessionSettings {
@@ -688,10 +693,12 @@ fn charge_policy(raw: &RawSettings) -> Result<ChargePolicy, ConfigError> {
         || raw.release_unpaid_minutes > raw.charge_lead_minutes
         || !(1..=3600).contains(&raw.payment_job_seconds)
         || !(1..=3600).contains(&raw.notify_job_seconds)
+        || !(1..=1440).contains(&raw.prepare_ahead_minutes)
     {
         return Err(ConfigError::Charge(
             "charge_lead_minutes at most 43200, release_unpaid_minutes at most \
-             charge_lead_minutes, payment_job_seconds 1-3600, notify_job_seconds 1-3600"
+             charge_lead_minutes, payment_job_seconds 1-3600, notify_job_seconds 1-3600, \
+             prepare_ahead_minutes 1-1440"
                 .to_owned(),
         ));
     }

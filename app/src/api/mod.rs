@@ -4,6 +4,7 @@
 
 #[cfg(feature = "ssr")]
 pub mod context;
+pub mod env_profiles;
 pub mod fleet;
 pub mod forms;
 pub mod inventory;

@@ -1,6 +1,10 @@
 //! The calendar and reservations: server functions for the pages (the JSON API under
 //! `/api/v1/reservations` uses the same service layer, `backend::reservations`).
 
+// A server function's arguments are its form's fields (the browser build's generated client
+// takes them one by one too).
+#![allow(clippy::too_many_arguments)]
+
 use crate::domain::calendar::CalendarView;
 use crate::domain::reservation::{MyReservations, Reservation, SlotOffer};
 use crate::error::AppError;
@@ -71,6 +75,9 @@ pub async fn book_reservation(
     /// Book for this team (paid from its wallet); absent: a personal booking.
     #[server(default)]
     team_id: Option<i64>,
+    /// The environment profile to prepare (absent: the default profile).
+    #[server(default)]
+    profile: Option<i64>,
 ) -> Result<i64, AppError> {
     use crate::api::context::signed_in;
     use crate::backend::reservations::{self, BookingForm, ShareInput};
@@ -85,6 +92,7 @@ pub async fn book_reservation(
             charge,
             team_id,
             priority: None,
+            profile,
         };
         let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
         reservations::create(&call.state, &call.actor, &form, call.now, key)
@@ -203,6 +211,9 @@ pub struct BookFormFields {
     /// A priority class, or empty for the default.
     #[serde(default)]
     pub priority: Option<String>,
+    /// An environment profile's id, or empty for the default profile.
+    #[serde(default)]
+    pub profile: Option<String>,
 }
 
 /// The calendar's booking form without JavaScript: `share` of GPU `gpu_id` from `start` to
@@ -225,6 +236,7 @@ pub async fn book_form(#[server(flatten)] form: BookFormFields) -> Result<(), Ap
         idempotency_key,
         team_id,
         priority,
+        profile,
     } = form;
     let back = return_to
         .filter(|path| {
@@ -243,6 +255,7 @@ pub async fn book_form(#[server(flatten)] form: BookFormFields) -> Result<(), Ap
             charge,
             priority,
             team_id: whole_number("team_id", team_id.as_deref())?,
+            profile: whole_number("profile", profile.as_deref())?,
         };
         let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
         reservations::create(&call.state, &call.actor, &form, call.now, key).await

@@ -133,12 +133,13 @@ pub async fn seed_if_empty(
 /// currency with two decimals), so that demo bookings can be paid.
 pub const DEMO_CREDITS_MINOR: i64 = 100_000;
 
-/// Gives `user_id` the demo credits when its wallet is new (once, even with concurrent calls).
+/// Gives `user_id` the demo credits when its wallet is new (once, even with concurrent calls);
+/// true when it was.
 async fn fund_demo_wallet(
     db: &impl sea_orm::ConnectionTrait,
     user_id: i64,
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
+) -> Result<bool, DbErr> {
     fund_demo(
         db,
         crate::domain::ledger::Account::Wallet(user_id),
@@ -146,7 +147,40 @@ async fn fund_demo_wallet(
         now,
     )
     .await
-    .map(|_| ())
+}
+
+/// The environment profile a demo account starts with (not its default: demo nodes have no
+/// agent to prepare it), so that the profiles page and the booking panel's choice have something
+/// to show.
+async fn demo_profile(
+    db: &impl sea_orm::ConnectionTrait,
+    user_id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    use crate::domain::profile::{Dotfile, ProfileSpec, Variable};
+    let spec = ProfileSpec {
+        variables: vec![
+            Variable {
+                name: "HF_HOME".into(),
+                value: "/data/huggingface".into(),
+            },
+            Variable {
+                name: "TOKENIZERS_PARALLELISM".into(),
+                value: "false".into(),
+            },
+        ],
+        python: Some("3.11".into()),
+        packages: vec!["torch==2.5.1".into(), "transformers==4.46.3".into()],
+        setup_script: "git config --global pull.rebase true\n".into(),
+        dotfiles: vec![Dotfile {
+            path: ".config/pip/pip.conf".into(),
+            content: "[global]\ndisable-pip-version-check = true\n".into(),
+        }],
+    };
+    let row = db::env_profiles::insert_profile(db, user_id, None, "PyTorch starter", now).await?;
+    let json = serde_json::to_string(&spec).map_err(|err| DbErr::Custom(err.to_string()))?;
+    db::env_profiles::insert_version(db, row.id, 1, &json, &spec.hash(), now).await?;
+    Ok(())
 }
 
 /// Credits the demo team's wallet starts with (10,000.00), and its monthly budget (1,500.00,
@@ -275,6 +309,7 @@ pub async fn seed_demo_bookings(
                         .filter(|_| owner == team_admin || (day < -3 && owner == owners[0])),
                     priority: None,
                     platform_admin: false,
+                    profile_version_id: None,
                 };
                 let created_at = (start - TimeDelta::days(2)).min(now);
                 let terms = crate::backend::reservations::place::BookingTerms {
@@ -360,7 +395,9 @@ pub async fn demo_account(
     };
     let txn = db::begin_write(conn).await?;
     let user = db::users::upsert_user(&txn, &new_user, now).await?;
-    fund_demo_wallet(&txn, user.id, now).await?;
+    if fund_demo_wallet(&txn, user.id, now).await? {
+        demo_profile(&txn, user.id, now).await?;
+    }
     if let Some(team_role) = team_role {
         let team_name = TeamName::parse(DEMO_TEAM).map_err(|err| DbErr::Custom(err.to_string()))?;
         let team_id = db::teams::ensure_team(&txn, &team_name, now).await?;

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod db;
 pub mod demo;
 pub mod entity;
+pub mod env_profiles;
 pub mod fleet;
 pub mod input;
 pub mod inventory;

@@ -6,8 +6,8 @@ use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::state::AppState;
 use crate::domain::lease::{
-    self, HORIZON_HOURS, IntruderPolicy, Lease, LeaseGpu, LeaseGpuView, LeaseState, NodeAccess,
-    NodeAdmin, NodePolicy, NodeSchedule, ReservationAccess, SshKeyInfo,
+    self, HORIZON_HOURS, IntruderPolicy, Lease, LeaseEnvironment, LeaseGpu, LeaseGpuView,
+    LeaseState, NodeAccess, NodeAdmin, NodePolicy, NodeSchedule, ReservationAccess, SshKeyInfo,
 };
 use crate::domain::problem::Problem;
 use crate::domain::telemetry::{AccessKind, GpuAccessEvent};
@@ -303,6 +303,11 @@ pub async fn schedule(
     for key in db::node_access::keys_of_users(&state.db, &users).await? {
         keys.entry(key.user_id).or_default().push(key.public_key);
     }
+    let versions: Vec<i64> = rows
+        .iter()
+        .filter_map(|r| r.reservation.profile_version_id)
+        .collect();
+    let specs = crate::backend::env_profiles::specs(&state.db, &versions).await?;
     let leases = rows
         .into_iter()
         .filter_map(|row| {
@@ -323,6 +328,15 @@ pub async fn schedule(
                 start: r.start_at,
                 end: r.end_at,
                 keep_running: r.keep_running,
+                environment: r.profile_version_id.and_then(|id| {
+                    let (profile, version) = specs.get(&id)?;
+                    Some(LeaseEnvironment {
+                        profile: profile.clone(),
+                        version: version.number,
+                        hash: version.hash.clone(),
+                        spec: version.spec.clone(),
+                    })
+                }),
             })
         })
         .collect();
@@ -341,6 +355,7 @@ pub async fn schedule(
         admins,
         intruders: IntruderPolicy::parse(&node.intruder_policy).unwrap_or_default(),
         protect_idle: node.protect_idle,
+        prepare_ahead_seconds: state.portal.prepare_ahead.num_seconds(),
     };
     schedule.version = version_of(&schedule);
     Ok(schedule)
@@ -353,6 +368,7 @@ fn version_of(schedule: &NodeSchedule) -> String {
         &schedule.admins,
         schedule.intruders,
         schedule.protect_idle,
+        schedule.prepare_ahead_seconds,
     ))
     .unwrap_or_default();
     let digest = Sha256::digest(&body);
@@ -476,5 +492,9 @@ pub async fn reservation_access(
         keep_running: row.keep_running,
         enforced,
         events,
+        environment: match db::reservations::view_of(&state.db, id, now).await? {
+            Some(view) => crate::backend::env_profiles::preparation(&state.db, &view).await?,
+            None => None,
+        },
     })
 }

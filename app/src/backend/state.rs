@@ -32,6 +32,9 @@ pub struct PortalConfig {
     /// The address users reach Berth at, without a trailing slash (`public_url`), for links
     /// that leave the portal (calendar feeds); `None`: not set.
     pub public_url: Option<String>,
+    /// Node agents prepare a booking's environment this long before its start
+    /// (`prepare_ahead_minutes`, default 30).
+    pub prepare_ahead: chrono::TimeDelta,
 }
 
 /// How long telemetry is kept, and what GPUs found by an agent start with.

@@ -271,6 +271,7 @@ pub async fn report(
         }
     }
     store_access(&txn, node_id, &report.access, &gpus, now).await?;
+    crate::backend::env_profiles::store_reports(&txn, node_id, &report.environments, now).await?;
     txn.commit().await?;
     Ok(ReportOutcome { samples, events })
 }

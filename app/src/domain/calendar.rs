@@ -201,11 +201,15 @@ pub enum PanelText {
     BookFor,
     /// `panel_personal`.
     Personal,
+    /// `panel_environment`.
+    Environment,
+    /// `panel_no_profile`.
+    NoProfile,
 }
 
 impl PanelText {
     /// Every text, in the order [`PanelTexts`] holds them.
-    pub const ALL: [PanelText; 34] = [
+    pub const ALL: [PanelText; 36] = [
         PanelText::Title,
         PanelText::Gpu,
         PanelText::Window,
@@ -240,6 +244,8 @@ impl PanelText {
         PanelText::ClashBody,
         PanelText::BookFor,
         PanelText::Personal,
+        PanelText::Environment,
+        PanelText::NoProfile,
     ];
 }
 
@@ -269,6 +275,12 @@ pub struct BookingPayment {
     /// The viewer's teams, which they may book for: id, name, and what the team's wallet has
     /// left once its unpaid bookings are charged (minor units).
     pub teams: Vec<(i64, String, i64)>,
+    /// The environment profiles the viewer may book with (id, name).
+    #[serde(default)]
+    pub profiles: Vec<(i64, String)>,
+    /// The viewer's default profile.
+    #[serde(default)]
+    pub default_profile: Option<i64>,
 }
 
 impl BookingPayment {

@@ -46,6 +46,22 @@ pub struct Lease {
     /// The holder's processes may run past the end until a following lease needs the GPU.
     #[serde(default)]
     pub keep_running: bool,
+    /// The environment to prepare before the start (the booking's profile version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<LeaseEnvironment>,
+}
+
+/// A booking's environment as its node's agent prepares it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseEnvironment {
+    /// The profile's name.
+    pub profile: String,
+    /// The version's number.
+    pub version: i32,
+    /// Its content hash (the node's cache key).
+    pub hash: String,
+    /// What to build.
+    pub spec: crate::domain::profile::ProfileSpec,
 }
 
 impl Lease {
@@ -132,6 +148,16 @@ pub struct NodeSchedule {
     pub intruders: IntruderPolicy,
     /// GPUs with no lease are protected too.
     pub protect_idle: bool,
+    /// Environments are prepared this many seconds before their lease starts.
+    #[serde(default = "default_prepare_ahead")]
+    pub prepare_ahead_seconds: i64,
+}
+
+/// The default lead of environment preparation: 30 minutes.
+pub const PREPARE_AHEAD_SECONDS: i64 = 30 * 60;
+
+fn default_prepare_ahead() -> i64 {
+    PREPARE_AHEAD_SECONDS
 }
 
 impl NodeSchedule {
@@ -320,6 +346,9 @@ pub struct ReservationAccess {
     pub enforced: bool,
     /// What the node's agent did and saw, newest first.
     pub events: Vec<crate::domain::telemetry::GpuAccessEvent>,
+    /// The booking's environment profile and its preparation on the node.
+    #[serde(default)]
+    pub environment: Option<crate::domain::profile::Preparation>,
 }
 
 /// A key line holds nothing but `algorithm base64` (no options, quotes or line breaks that could
@@ -501,6 +530,7 @@ mod tests {
             start: at(from.0, from.1),
             end: at(to.0, to.1),
             keep_running: false,
+            environment: None,
         }
     }
 

@@ -17,6 +17,7 @@ pub mod notify;
 pub mod numbers;
 pub mod payment;
 pub mod problem;
+pub mod profile;
 pub mod quota;
 pub mod report;
 pub mod reservation;

@@ -70,11 +70,13 @@ pub enum EventKind {
     LeaseReady,
     /// A reservation's access on its node was closed at its end.
     LeaseEnded,
+    /// The environment of a booking's profile failed to build on its node (with the log's end).
+    EnvironmentFailed,
 }
 
 impl EventKind {
     /// Every kind, in the order a preferences page lists them.
-    pub const ALL: [EventKind; 20] = [
+    pub const ALL: [EventKind; 21] = [
         EventKind::BookingConfirmed,
         EventKind::BookingCancelled,
         EventKind::BookingReleased,
@@ -95,6 +97,7 @@ impl EventKind {
         EventKind::NodeSilent,
         EventKind::LeaseReady,
         EventKind::LeaseEnded,
+        EventKind::EnvironmentFailed,
     ];
 
     /// As stored, sent and used in keys.
@@ -120,6 +123,7 @@ impl EventKind {
             EventKind::NodeSilent => "node_silent",
             EventKind::LeaseReady => "lease_ready",
             EventKind::LeaseEnded => "lease_ended",
+            EventKind::EnvironmentFailed => "environment_failed",
         }
     }
 
@@ -142,6 +146,7 @@ impl EventKind {
                 | EventKind::GpuProblem
                 | EventKind::NodeSilent
                 | EventKind::LeaseReady
+                | EventKind::EnvironmentFailed
         )
     }
 }
@@ -749,6 +754,44 @@ impl NewEvent {
         }
     }
 
+    /// `reservation`'s environment (profile `profile`) failed to build on its node; `log` is
+    /// the end of the build log (told once per content hash).
+    pub fn environment_failed(
+        reservation: &Reservation,
+        profile: &str,
+        hash: &str,
+        log: &str,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let short: String = log
+            .lines()
+            .rev()
+            .take(12)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n");
+        Self {
+            kind: EventKind::EnvironmentFailed,
+            key: format!(
+                "{}:{}:{hash}",
+                EventKind::EnvironmentFailed.as_str(),
+                reservation.id
+            ),
+            audience: Audience::User(reservation.owner_id),
+            reservation_id: Some(reservation.id),
+            notice: Notice {
+                reservation: Some(ReservationBrief::of(reservation)),
+                target: Some(profile.to_owned()),
+                error: Some(short),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+
     /// `reservation`'s access on its node was closed (told once).
     pub fn lease_ended(reservation: &Reservation, now: DateTime<Utc>) -> Self {
         Self {
@@ -863,6 +906,7 @@ mod tests {
             preemptible: false,
             approval_expires_at: None,
             displaced_offer: None,
+            profile: None,
         }
     }
 

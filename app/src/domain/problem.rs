@@ -140,6 +140,58 @@ pub enum Problem {
     /// The same key twice.
     #[error("this key is already on your profile")]
     SshKeyTwice,
+    /// Not a `NAME=value` line.
+    #[error(
+        "`{raw}` is not NAME=value: a name of letters, digits and _ (not starting with a digit) and a one-line value"
+    )]
+    BadVariable {
+        /// What was sent.
+        raw: String,
+    },
+    /// A variable Berth sets on the node.
+    #[error("`{name}` is set by Berth on the node; a profile cannot set it")]
+    ReservedVariable {
+        /// Its name.
+        name: String,
+    },
+    /// A name or path given twice in one profile.
+    #[error("`{raw}` appears twice in the profile")]
+    ProfileTwice {
+        /// Which.
+        raw: String,
+    },
+    /// Not a Python version.
+    #[error("`{raw}` is not a Python version such as 3.11")]
+    BadPythonVersion {
+        /// What was sent.
+        raw: String,
+    },
+    /// A requirements line that cannot be one.
+    #[error("`{raw}` cannot be a line of a requirements list (one line, at most 1024 characters)")]
+    BadRequirement {
+        /// What was sent.
+        raw: String,
+    },
+    /// A dotfile path outside the home directory.
+    #[error(
+        "`{raw}` cannot be a dotfile: give a path inside the home directory, such as .bashrc.d/tools.sh, without `..`"
+    )]
+    BadDotfilePath {
+        /// What was sent.
+        raw: String,
+    },
+    /// A profile over the size limit (or with a NUL byte).
+    #[error("a profile holds at most {max_kib} KiB of text in all")]
+    ProfileTooLarge {
+        /// The limit.
+        max_kib: usize,
+    },
+    /// A profile name out of bounds.
+    #[error("a profile's name is 1 to {max} characters")]
+    ProfileName {
+        /// The limit.
+        max: usize,
+    },
     /// Not an intruder policy.
     #[error("`{raw}` is not an intruder policy (off, report or terminate)")]
     UnknownIntruderPolicy {

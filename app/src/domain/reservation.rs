@@ -191,6 +191,9 @@ pub struct Reservation {
     /// Displaced by a higher-priority booking: the nearest free window it was offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub displaced_offer: Option<SlotOffer>,
+    /// The environment profile (and version) the booking uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::domain::profile::BookedProfile>,
 }
 
 /// Which GPUs a booking wants.
@@ -226,6 +229,8 @@ pub struct NewReservation {
     pub priority: Option<crate::domain::quota::Priority>,
     /// The booker is a platform admin (who may ask for any priority).
     pub platform_admin: bool,
+    /// The environment profile version the booking uses.
+    pub profile_version_id: Option<i64>,
 }
 
 /// A window that would fit instead, offered with a conflict and by "find a slot".

@@ -187,6 +187,9 @@ pub struct Report {
     /// What the agent did and saw about access to the GPUs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub access: Vec<AccessEvent>,
+    /// Where the preparation of bookings' environments stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub environments: Vec<crate::domain::profile::PrepReport>,
 }
 
 /// Kinds of access event.
@@ -418,6 +421,14 @@ pub fn validate_report(
             },
         ));
     }
+    if report.environments.len() > MAX_EVENTS_PER_REPORT {
+        return Err((
+            "environments".into(),
+            Problem::TooMany {
+                max: MAX_EVENTS_PER_REPORT,
+            },
+        ));
+    }
     let check_time = |at: DateTime<Utc>| {
         if at > now + MAX_CLOCK_SKEW || at < now - keep {
             Err(Problem::OutsideWindow {
@@ -427,6 +438,9 @@ pub fn validate_report(
             Ok(())
         }
     };
+    for (i, prep) in report.environments.iter().enumerate() {
+        check_time(prep.at).map_err(|p| (format!("environments[{i}].at"), p))?;
+    }
     for (i, sample) in report.samples.iter().enumerate() {
         let field = |name: &str| format!("samples[{i}].{name}");
         check_uuid(&sample.uuid).map_err(|p| (field("uuid"), p))?;
@@ -878,6 +892,7 @@ mod tests {
         let keep = Duration::hours(24);
         let mut report = Report {
             access: vec![],
+            environments: vec![],
             samples: vec![sample("GPU-a", now)],
             events: vec![],
         };

@@ -4,6 +4,7 @@ pub mod audit;
 pub mod calendar;
 pub mod credits;
 pub mod deliveries;
+pub mod env_profiles;
 pub mod fleet;
 pub mod gpu;
 pub mod inbox;

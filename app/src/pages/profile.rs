@@ -80,6 +80,10 @@ pub fn ProfilePage() -> impl IntoView {
                 }}
             </Transition>
             <crate::components::ssh_keys::SshKeys />
+            <section class="environment-link" aria-labelledby="environments-title">
+                <h2 id="environments-title">{t!(i18n, profiles_title)}</h2>
+                <p>{t!(i18n, profiles_intro)} " " <a href="/profiles">{t!(i18n, profiles_manage)}</a></p>
+            </section>
             <TimeZoneSetting />
             <NotificationSettings />
             <CalendarFeeds />

@@ -6,6 +6,7 @@ use crate::api::node_access::{ReservationAccessPage, SetKeepRunning, get_reserva
 use crate::components::access_events::AccessEventTable;
 use crate::components::error::ErrorPanel;
 use crate::domain::lease::LeaseState;
+use crate::domain::profile::PrepState;
 use crate::domain::time_text::date_minute;
 use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
@@ -73,6 +74,10 @@ fn state_text(i18n: leptos_i18n::I18nContext<Locale>, state: LeaseState) -> Stri
     .to_string()
 }
 
+fn prep_word(state: PrepState) -> &'static str {
+    state.as_str()
+}
+
 #[component]
 fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -> impl IntoView {
     let i18n = use_i18n();
@@ -105,6 +110,37 @@ fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -
         .collect_view();
     let events = access.events;
     let events_zone = zone.clone();
+    let enforced = access.enforced;
+    let environment = access.environment.map(|prep| {
+        let state = prep.state;
+        let word = match state {
+            _ if !enforced => t_string!(i18n, environment_demo),
+            PrepState::Waiting => t_string!(i18n, environment_waiting),
+            PrepState::Preparing => t_string!(i18n, environment_preparing),
+            PrepState::Ready if prep.cached => t_string!(i18n, environment_ready_cached),
+            PrepState::Ready => t_string!(i18n, environment_ready),
+            PrepState::Failed => t_string!(i18n, environment_failed),
+        }
+        .to_string();
+        let profile = prep.profile;
+        let log = (state == PrepState::Failed && !prep.log.is_empty()).then(|| {
+            view! { <pre class="build-log"><code>{prep.log.clone()}</code></pre> }
+        });
+        view! {
+            <h2>{t!(i18n, environment_title)}</h2>
+            <p class="environment" data-state=prep_word(state)>
+                <a href=format!("/profiles/{}", profile.profile_id)>{profile.name.clone()}</a>
+                " "
+                {t!(i18n, environment_version, number = profile.number)}
+                " · "
+                <span class="badge">{word}</span>
+            </p>
+            {log}
+            {(state == PrepState::Failed).then(|| view! {
+                <p class="hint">{t!(i18n, environment_failed_hint)}</p>
+            })}
+        }
+    });
     let keep_running = access.keep_running;
     view! {
         <h1>{t!(i18n, reservation_heading, id = id)}</h1>
@@ -123,6 +159,7 @@ fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -
             " "
             <a href="/profile#ssh-keys">{t!(i18n, reservation_keys_link)}</a>
         </p>
+        {environment}
         <h2>{t!(i18n, reservation_gpus)}</h2>
         <div class="table-scroll">
             <table class="token-table">

@@ -55,6 +55,8 @@ pub fn panel_texts(lead_minutes: i64) -> crate::domain::calendar::PanelTexts {
             }
             PanelText::BookFor => t_string!(i18n, panel_book_for).to_string(),
             PanelText::Personal => t_string!(i18n, panel_personal).to_string(),
+            PanelText::Environment => t_string!(i18n, panel_environment).to_string(),
+            PanelText::NoProfile => t_string!(i18n, panel_no_profile).to_string(),
         };
         PanelTexts(PanelText::ALL.into_iter().map(text).collect())
     })

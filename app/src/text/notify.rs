@@ -35,6 +35,7 @@ pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
         EventKind::NodeSilent => t_string!(i18n, notice_node_silent),
         EventKind::LeaseReady => t_string!(i18n, notice_lease_ready),
         EventKind::LeaseEnded => t_string!(i18n, notice_lease_ended),
+        EventKind::EnvironmentFailed => t_string!(i18n, notice_environment_failed),
     }
     .to_string()
 }
@@ -141,6 +142,13 @@ pub fn lines(
         }
         EventKind::LeaseEnded => {
             lines.push(t_string!(i18n, notice_line_lease_ended).to_string());
+        }
+        EventKind::EnvironmentFailed => {
+            let profile = notice.target.clone().unwrap_or_default();
+            lines.push(t_string!(i18n, notice_line_environment_failed, profile).to_string());
+            if let Some(log) = &notice.error {
+                lines.push(log.clone());
+            }
         }
         EventKind::NodeSilent => {
             let node = notice.target.clone().unwrap_or_default();

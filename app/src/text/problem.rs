@@ -45,6 +45,24 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_weak_ssh_key, bits, min).to_string()
         }
         Problem::SshKeyTwice => t_string!(i18n, problem_ssh_key_twice).to_string(),
+        Problem::BadVariable { raw } => t_string!(i18n, problem_bad_variable, raw).to_string(),
+        Problem::ReservedVariable { name } => {
+            t_string!(i18n, problem_reserved_variable, name).to_string()
+        }
+        Problem::ProfileTwice { raw } => t_string!(i18n, problem_profile_twice, raw).to_string(),
+        Problem::BadPythonVersion { raw } => {
+            t_string!(i18n, problem_bad_python_version, raw).to_string()
+        }
+        Problem::BadRequirement { raw } => {
+            t_string!(i18n, problem_bad_requirement, raw).to_string()
+        }
+        Problem::BadDotfilePath { raw } => {
+            t_string!(i18n, problem_bad_dotfile_path, raw).to_string()
+        }
+        Problem::ProfileTooLarge { max_kib } => {
+            t_string!(i18n, problem_profile_too_large, max_kib).to_string()
+        }
+        Problem::ProfileName { max } => t_string!(i18n, problem_profile_name, max).to_string(),
         Problem::UnknownIntruderPolicy { raw } => {
             t_string!(i18n, problem_unknown_intruder_policy, raw).to_string()
         }

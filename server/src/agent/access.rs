@@ -53,6 +53,8 @@ pub struct AccessOptions {
     pub exempt_users: Vec<String>,
     /// Longest wait of one schedule request.
     pub poll_wait: Duration,
+    /// Where environment profiles are built (a ready one is activated in `<login>.env`).
+    pub env_cache_dir: PathBuf,
 }
 
 impl Default for AccessOptions {
@@ -66,6 +68,7 @@ impl Default for AccessOptions {
             early_access: Duration::ZERO,
             exempt_users: Vec::new(),
             poll_wait: Duration::from_secs(25),
+            env_cache_dir: PathBuf::from(super::prepare::DEFAULT_CACHE_DIR),
         }
     }
 }
@@ -611,10 +614,15 @@ impl Keeper {
             if lease::valid_login(login).is_err() {
                 continue;
             }
-            let body: String = lease::environment(&leases)
+            let mut body: String = lease::environment(&leases)
                 .into_iter()
                 .map(|(name, value)| format!("{name}={value}\n"))
                 .collect();
+            body.push_str(&super::prepare::activation(
+                &self.options.env_cache_dir,
+                login,
+                &leases,
+            ));
             wanted.insert(login.to_owned(), body);
         }
         if wanted == self.env_files {
@@ -824,6 +832,7 @@ mod tests {
             start: at(from, 0),
             end: at(to, 0),
             keep_running: keep,
+            environment: None,
         }
     }
 

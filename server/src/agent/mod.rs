@@ -12,6 +12,7 @@
 pub mod access;
 pub mod local;
 pub mod nvml;
+pub mod prepare;
 pub mod simulated;
 pub mod source;
 pub mod transport;
@@ -67,6 +68,7 @@ enum Reading {
     Samples(Vec<GpuSample>),
     Event(ReportedEvent),
     Access(AccessEvent),
+    Environment(berth_app::domain::profile::PrepReport),
 }
 
 /// Why an agent stopped.
@@ -131,6 +133,8 @@ pub struct Enforcement {
     pub processes: Box<dyn access::Processes>,
     /// The time.
     pub clock: Arc<dyn berth_app::backend::clock::Clock>,
+    /// Prepare bookings' environment profiles ahead of their start.
+    pub prepare: Option<prepare::PrepareOptions>,
 }
 
 /// [`start`], and with `enforcement` the lease keeper: the node's schedule is long-polled from
@@ -149,6 +153,15 @@ pub fn start_with_access(
     if let Some(enforcement) = enforcement {
         let (schedule_tx, schedule_rx) = mpsc::channel(4);
         let (event_tx, mut event_rx) = mpsc::channel::<AccessEvent>(256);
+        if let Some(prepare) = enforcement.prepare {
+            let forward = sender.clone();
+            prepare::spawn(
+                prepare,
+                enforcement.options.state_dir.clone(),
+                enforcement.clock.clone(),
+                move |report| forward.blocking_send(Reading::Environment(report)).is_ok(),
+            );
+        }
         let keeper = access::Keeper::new(enforcement.options.clone(), enforcement.processes);
         let first_version = keeper.version().map(str::to_owned);
         helpers.push(tokio::spawn(
@@ -340,6 +353,7 @@ struct Buffer {
     samples: VecDeque<GpuSample>,
     events: VecDeque<ReportedEvent>,
     access: VecDeque<AccessEvent>,
+    environments: VecDeque<berth_app::domain::profile::PrepReport>,
     dropped: u64,
 }
 
@@ -357,6 +371,7 @@ impl Buffer {
             samples: self.samples.iter().take(batch).cloned().collect(),
             events: self.events.iter().take(1_000).cloned().collect(),
             access: self.access.iter().take(1_000).cloned().collect(),
+            environments: self.environments.iter().take(100).cloned().collect(),
         }
     }
 
@@ -364,10 +379,14 @@ impl Buffer {
         self.samples.drain(..report.samples.len());
         self.events.drain(..report.events.len());
         self.access.drain(..report.access.len());
+        self.environments.drain(..report.environments.len());
     }
 
     fn is_empty(&self) -> bool {
-        self.samples.is_empty() && self.events.is_empty() && self.access.is_empty()
+        self.samples.is_empty()
+            && self.events.is_empty()
+            && self.access.is_empty()
+            && self.environments.is_empty()
     }
 }
 
@@ -409,6 +428,7 @@ async fn push_loop(
             }
             Some(Reading::Event(event)) => buffer.events.push_back(event),
             Some(Reading::Access(event)) => buffer.access.push_back(event),
+            Some(Reading::Environment(report)) => buffer.environments.push_back(report),
             None => {}
         }
         if buffer.dropped > 0 {

@@ -6,6 +6,7 @@ mod calendar_feeds;
 mod cli;
 mod csrf;
 mod email;
+mod env_profiles;
 mod events;
 mod health;
 mod helpers;

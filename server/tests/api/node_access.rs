@@ -103,37 +103,6 @@ async fn gpu_id(app: &TestApp, uuid: &str) -> Option<i64> {
         .map(|g| g.id)
 }
 
-/// A portal user with an API token, a login equal to `unix`'s name and an SSH key pair.
-async fn holder(
-    app: &TestApp,
-    admin: &str,
-    unix: &UnixUser,
-    keys: &Path,
-) -> (String, std::path::PathBuf) {
-    let email = format!("{}@example.org", unix.name);
-    let token = user_token(app, &email, PlatformRole::User).await;
-    let id = user_id(app, &email).await;
-    let (status, body) = send(
-        app,
-        reqwest::Method::PUT,
-        Some(admin),
-        &format!("/api/v1/admin/users/{id}/login"),
-        Some(json!({"login": unix.name})),
-    )
-    .await;
-    assert_eq!((status, &body["login"]), (200, &json!(unix.name)), "{body}");
-    let (private, public) = ssh_key_pair(keys, &unix.name);
-    let (status, body) = post_json(
-        app,
-        &token,
-        "/api/v1/me/ssh-keys",
-        &json!({"name": "laptop", "key": public}),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    (token, private)
-}
-
 async fn access_events(app: &TestApp, admin: &str, gpu: i64) -> Vec<Value> {
     let (status, body) = get(app, admin, &format!("/api/v1/gpus/{gpu}/access-events")).await;
     assert_eq!(status, 200, "{body}");

@@ -12,6 +12,7 @@
 use crate::backend::entity::{gpu, maintenance_window, node, reservation, reservation_gpu, user};
 use crate::domain::gpu::GpuStatus;
 use crate::domain::payment::ChargeMode;
+use crate::domain::profile::BookedProfile;
 use crate::domain::quota::{Holder, Priority};
 use crate::domain::reservation::{
     PaymentStatus, ReleaseReason, Reservation, ReservationStatus, SlotOffer,
@@ -463,6 +464,8 @@ pub async fn withdraw(
 pub struct NewRow {
     /// Who booked it.
     pub owner_id: i64,
+    /// The environment profile version it uses.
+    pub profile_version_id: Option<i64>,
     /// The team it is booked for.
     pub team_id: Option<i64>,
     /// Its node.
@@ -517,6 +520,7 @@ pub async fn insert(txn: &DatabaseTransaction, new: &NewRow) -> Result<reservati
         approval_expires_at: Set(new.approval_expires_at),
         displaced_offer: Set(None),
         gpu_count: Set(i32::try_from(new.gpu_count).unwrap_or(i32::MAX)),
+        profile_version_id: Set(new.profile_version_id),
         charged_minor: Set(0),
         refunded_minor: Set(0),
         ..Default::default()
@@ -714,6 +718,24 @@ pub async fn views(
         .collect();
     let refunds =
         super::ledger::refunds_of(db, &rows.iter().map(|r| r.id).collect::<Vec<_>>()).await?;
+    let version_ids: Vec<i64> = rows.iter().filter_map(|r| r.profile_version_id).collect();
+    let profiles: HashMap<i64, BookedProfile> =
+        super::env_profiles::versions_with_profiles(db, &version_ids)
+            .await?
+            .into_iter()
+            .map(|(version, profile)| {
+                (
+                    version.id,
+                    BookedProfile {
+                        profile_id: profile.id,
+                        name: profile.name,
+                        version_id: version.id,
+                        number: version.number,
+                        hash: version.content_hash,
+                    },
+                )
+            })
+            .collect();
     rows.into_iter()
         .map(|row| {
             let window = stored_window(&row)?;
@@ -757,6 +779,9 @@ pub async fn views(
                     .displaced_offer
                     .as_deref()
                     .and_then(|json| serde_json::from_str(json).ok()),
+                profile: row
+                    .profile_version_id
+                    .and_then(|id| profiles.get(&id).cloned()),
             })
         })
         .collect()

@@ -3,6 +3,9 @@
 pub mod api_token;
 pub mod audit_entry;
 pub mod calendar_feed;
+pub mod env_preparation;
+pub mod env_profile;
+pub mod env_profile_version;
 pub mod fleet_usage_hour;
 pub mod gpu;
 pub mod gpu_access_event;

@@ -75,6 +75,8 @@ pub struct Model {
     /// The holder's processes may keep running past the end until a following booking needs
     /// the GPU.
     pub keep_running: bool,
+    /// The environment profile version the booking uses.
+    pub profile_version_id: Option<i64>,
 }
 
 /// Relations of `reservations`.

@@ -26,6 +26,8 @@ pub struct Model {
     pub locale: Option<String>,
     /// The name Berth uses for this user on every node (unique; NULL until first given).
     pub login: Option<String>,
+    /// The profile a booking uses when it names none.
+    pub default_profile_id: Option<i64>,
 }
 
 /// Relations of `users`.

@@ -245,6 +245,15 @@ async fn booking_payment(
         db::payments::unpaid_of(&state.db, user_id),
         db::teams::memberships_of(&state.db, user_id),
     )?;
+    let team_ids: Vec<i64> = memberships.iter().map(|m| m.team_id).collect();
+    let profiles = db::env_profiles::visible_to(&state.db, user_id, &team_ids)
+        .await?
+        .into_iter()
+        .map(|p| (p.id, p.name))
+        .collect::<Vec<_>>();
+    let default_profile = db::env_profiles::default_of(&state.db, user_id)
+        .await?
+        .filter(|id| profiles.iter().any(|(p, _)| p == id));
     let mut teams = Vec::with_capacity(memberships.len());
     for team in memberships {
         let (balance, unpaid) = tokio::try_join!(
@@ -263,5 +272,7 @@ async fn booking_payment(
         modes: state.portal.charge.offered(),
         form_key: uuid::Uuid::new_v4().to_string(),
         teams,
+        profiles,
+        default_profile,
     })
 }

@@ -71,6 +71,9 @@ pub struct BookingForm {
     /// development when personal).
     #[serde(default)]
     pub priority: Option<String>,
+    /// The environment profile to prepare on the node (default: the booker's default profile).
+    #[serde(default)]
+    pub profile: Option<i64>,
 }
 
 pub(super) fn invalid(field: &str, problem: Problem) -> AppError {
@@ -202,6 +205,7 @@ pub fn parse_booking(
         team_id: form.team_id,
         priority,
         platform_admin: false,
+        profile_version_id: None,
     })
 }
 

@@ -51,6 +51,8 @@ pub async fn create(
     if let Some(team_id) = request.team_id {
         crate::backend::team_access::access(&state.db, actor, team_id).await?;
     }
+    request.profile_version_id =
+        crate::backend::env_profiles::for_booking(&state.db, actor.user.id, form.profile).await?;
     let key = idempotency_key
         .map(|key| db::idempotency::IdempotencyKey::new(actor.user.id, key, "book", form))
         .transpose()?;

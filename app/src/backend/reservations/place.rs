@@ -170,6 +170,7 @@ async fn attempt_once(
     check_funds(&txn, request, payment.status, price, terms.currency).await?;
     let new = NewRow {
         owner_id: request.owner_id,
+        profile_version_id: request.profile_version_id,
         team_id: request.team_id,
         node_id: gpus[0].node_id,
         model: gpus[0].model.clone(),

@@ -63,6 +63,10 @@ pub fn BookingPanel(
     provide_context(charge);
     let payer = Payer(RwSignal::new(None));
     provide_context(payer);
+    let profile = ProfilePick(RwSignal::new(
+        view.with_value(|v| v.payment.default_profile),
+    ));
+    provide_context(profile);
     let key = move || form_key(view);
     let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
     let gpu_of = move |gpu_id: i64| {
@@ -100,6 +104,7 @@ pub fn BookingPanel(
                 charge: Some(charge.get_untracked().as_str().to_owned()),
                 idempotency_key: Some(key()),
                 team_id: payer.0.get_untracked(),
+                profile: Some(profile.0.get_untracked().unwrap_or(0)),
             });
         }
     };
@@ -142,6 +147,7 @@ pub fn BookingPanel(
                     <dt>{text(view, PanelText::Price)}</dt>
                     <dd class="panel-price"><MoneyText amount=Money::from_minor(price) currency=currency.clone() /></dd>
                     <PayerChoice view payer />
+                    <ProfileChoice view profile />
                     <ChargeChoice view charge />
                     <BalanceAfter view payer price=Money::from_minor(price) currency />
                 </dl>
@@ -195,6 +201,7 @@ pub fn BookingPanel(
                         None => Either::Right(view! {
                             <NoJsFields view />
                             <PayerChoice view payer as_field=true />
+                            <ProfileChoice view profile as_field=true />
                             <ChargeChoice view charge as_field=true />
                         }),
                     }}
@@ -243,6 +250,43 @@ fn PayerChoice(
         Either::Right(view! {
             <dt>{title}</dt>
             <dd class="panel-payer">{select}</dd>
+        })
+    })
+}
+
+/// The environment profile the node prepares: a choice when the viewer has profiles.
+#[derive(Clone, Copy)]
+struct ProfilePick(RwSignal<Option<i64>>);
+
+#[component]
+fn ProfileChoice(
+    view: StoredValue<CalendarView>,
+    profile: ProfilePick,
+    /// A labelled form field rather than a fact of the summary.
+    #[prop(optional)]
+    as_field: bool,
+) -> impl IntoView {
+    let profiles = view.with_value(|v| v.payment.profiles.clone());
+    if profiles.is_empty() {
+        return None;
+    }
+    let title = text(view, PanelText::Environment);
+    let chosen = profile.0;
+    let select = view! {
+        <select name="profile" aria-label=title.clone()
+            on:change=move |ev| chosen.set(event_target_value(&ev).parse::<i64>().ok().filter(|id| *id > 0))>
+            <option value="0" selected=move || chosen.get().is_none()>{text(view, PanelText::NoProfile)}</option>
+            {profiles.into_iter().map(|(id, name)| view! {
+                <option value=id selected=move || chosen.get() == Some(id)>{name}</option>
+            }).collect_view()}
+        </select>
+    };
+    Some(if as_field {
+        Either::Left(view! { <label class="field panel-profile">{title}{select}</label> })
+    } else {
+        Either::Right(view! {
+            <dt>{title}</dt>
+            <dd class="panel-profile">{select}</dd>
         })
     })
 }
@@ -435,6 +479,7 @@ fn OfferRow(
                 charge: charge.map(|charge| charge.get_untracked().as_str().to_owned()),
                 idempotency_key: Some(form_key(view)),
                 team_id: payer.and_then(|payer| payer.0.get_untracked()),
+                profile: use_context::<ProfilePick>().map(|p| p.0.get_untracked().unwrap_or(0)),
             });
         }
     };

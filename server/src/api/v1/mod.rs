@@ -10,6 +10,7 @@ pub mod csv_export;
 pub mod fleet;
 pub mod ledger;
 pub mod maintenance;
+pub mod profiles;
 pub mod quotas;
 pub mod reports;
 pub mod reservations;
@@ -67,6 +68,14 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/me", get(users::me))
         .route("/me/access", get(access::mine))
+        .route("/me/default-profile", put(profiles::set_default))
+        .route("/profiles", get(profiles::list).post(profiles::create))
+        .route(
+            "/profiles/{id}",
+            get(profiles::show)
+                .put(profiles::update)
+                .delete(profiles::remove),
+        )
         .route("/me/ssh-keys", post(access::add_key))
         .route("/me/ssh-keys/{id}", delete(access::remove_key))
         .route("/admin/users/{id}/login", put(access::set_login))

@@ -152,6 +152,7 @@ pub(crate) async fn insert_past_booking(
         refunded_minor: total(0),
         calendar_sequence: NotSet,
         keep_running: NotSet,
+        profile_version_id: NotSet,
     };
     let id = reservation::Entity::insert(row)
         .exec(db)

@@ -2,6 +2,9 @@
 //! test portal, waiting for what it reports, and the host's own parts the agent acts on (Unix
 //! users, their processes, POSIX ACLs, a real `sshd`).
 
+use super::{TestApp, post_json, send, user_id, user_token};
+use berth_app::domain::user::PlatformRole;
+use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -23,12 +26,22 @@ pub(crate) fn write_json(path: &Path, value: &serde_json::Value) {
 }
 
 /// Polls `check` every 200 ms for up to 30 s.
-pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub(crate) async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    for _ in 0..150 {
+    eventually_within(what, 30, check).await
+}
+
+/// Polls `check` every 200 ms for up to `seconds` (what builds on the host, a Python
+/// environment, takes longer on a busy machine).
+pub(crate) async fn eventually_within<T, F, Fut>(what: &str, seconds: u32, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for _ in 0..seconds * 5 {
         if let Some(value) = check().await {
             return value;
         }
@@ -321,4 +334,35 @@ impl Drop for Sshd {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A portal user with an API token, a login equal to `unix`'s name and an SSH key pair.
+pub(crate) async fn holder(
+    app: &TestApp,
+    admin: &str,
+    unix: &UnixUser,
+    keys: &Path,
+) -> (String, std::path::PathBuf) {
+    let email = format!("{}@example.org", unix.name);
+    let token = user_token(app, &email, PlatformRole::User).await;
+    let id = user_id(app, &email).await;
+    let (status, body) = send(
+        app,
+        reqwest::Method::PUT,
+        Some(admin),
+        &format!("/api/v1/admin/users/{id}/login"),
+        Some(json!({"login": unix.name})),
+    )
+    .await;
+    assert_eq!((status, &body["login"]), (200, &json!(unix.name)), "{body}");
+    let (private, public) = ssh_key_pair(keys, &unix.name);
+    let (status, body) = post_json(
+        app,
+        &token,
+        "/api/v1/me/ssh-keys",
+        &json!({"name": "laptop", "key": public}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    (token, private)
 }

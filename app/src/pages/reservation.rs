@@ -74,10 +74,6 @@ fn state_text(i18n: leptos_i18n::I18nContext<Locale>, state: LeaseState) -> Stri
     .to_string()
 }
 
-fn prep_word(state: PrepState) -> &'static str {
-    state.as_str()
-}
-
 #[component]
 fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -> impl IntoView {
     let i18n = use_i18n();
@@ -128,7 +124,7 @@ fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -
         });
         view! {
             <h2>{t!(i18n, environment_title)}</h2>
-            <p class="environment" data-state=prep_word(state)>
+            <p class="environment" data-state=state.as_str()>
                 <a href=format!("/profiles/{}", profile.profile_id)>{profile.name.clone()}</a>
                 " "
                 {t!(i18n, environment_version, number = profile.number)}

@@ -700,11 +700,7 @@ mod tests {
             reports[1].log
         );
         assert!(!is_ready(&options.cache_dir, &login, &bad_no_dot.hash()));
-        assert!(activation_for_missing(&options.cache_dir, &login, &leases[0]).is_empty());
-    }
-
-    fn activation_for_missing(cache: &Path, login: &str, lease: &Lease) -> String {
-        activation(cache, login, &[lease])
+        assert!(super::activation(&options.cache_dir, &login, &[&leases[0]]).is_empty());
     }
 
     #[test]

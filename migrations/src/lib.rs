@@ -30,6 +30,7 @@ mod m20261203_000022_deliveries;
 mod m20261203_000023_calendar_feeds;
 mod m20261204_000024_node_access;
 mod m20261205_000025_environment_profiles;
+mod m20261206_000026_workspaces;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -64,6 +65,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000023_calendar_feeds::Migration),
             Box::new(m20261204_000024_node_access::Migration),
             Box::new(m20261205_000025_environment_profiles::Migration),
+            Box::new(m20261206_000026_workspaces::Migration),
         ]
     }
 }

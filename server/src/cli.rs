@@ -182,6 +182,12 @@ pub struct AgentArgs {
     /// Longest an environment build may run, seconds.
     #[arg(long, env = "BERTH_AGENT_BUILD_TIMEOUT_SECONDS", default_value_t = 1800, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub build_timeout_seconds: u64,
+    /// Do not restore and save holders' workspaces on this host.
+    #[arg(long, env = "BERTH_AGENT_NO_WORKSPACES")]
+    pub no_workspaces: bool,
+    /// Longest a workspace save or restore may run, seconds.
+    #[arg(long, env = "BERTH_AGENT_WORKSPACE_TIMEOUT_SECONDS", default_value_t = 3600, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub workspace_timeout_seconds: u64,
 }
 
 /// `berth agent <action>`
@@ -195,6 +201,25 @@ pub enum AgentAction {
         state_dir: PathBuf,
         /// The user sshd asks about (`%u`).
         user: String,
+    },
+    /// Save or restore the workspace of a lease's holder (the agent runs this as the holder;
+    /// prints what it did as JSON).
+    Workspace {
+        /// `save` or `restore`.
+        #[arg(value_parser = ["save", "restore"])]
+        what: String,
+        /// The workspace directory.
+        #[arg(long, value_name = "DIR")]
+        dir: PathBuf,
+        /// The portal's address.
+        #[arg(long, env = "BERTH_AGENT_PORTAL")]
+        portal: String,
+        /// The lease's workspace token.
+        #[arg(long, env = "BERTH_WORKSPACE_TOKEN", hide_env_values = true)]
+        token: String,
+        /// Seconds a restore waits for the holder's previous lease's save.
+        #[arg(long, default_value_t = 600)]
+        wait_seconds: u64,
     },
 }
 
@@ -241,6 +266,51 @@ pub enum TokenCommand {
     },
 }
 
+/// `berth agent workspace save|restore`: one JSON line on success, the reason on stderr (and,
+/// for a failed save, a notice to the holder) otherwise.
+fn workspace_action(
+    what: &str,
+    dir: &std::path::Path,
+    portal: &str,
+    token: &str,
+    wait_seconds: u64,
+) -> ExitCode {
+    use crate::agent::workspace;
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(&err),
+    };
+    let client = workspace::Client::new(portal, token);
+    let result = runtime.block_on(async {
+        if what == "save" {
+            match workspace::save(&client, dir).await {
+                Ok(saved) => Ok(serde_json::to_string(&saved).unwrap_or_default()),
+                Err(err) => {
+                    // Over the quota the portal has told the holder already.
+                    if !matches!(err, workspace::WorkspaceError::Portal { status: 422, .. }) {
+                        let _ = client.report_failure(&err.to_string()).await;
+                    }
+                    Err(err)
+                }
+            }
+        } else {
+            workspace::restore(&client, dir, std::time::Duration::from_secs(wait_seconds))
+                .await
+                .map(|restored| serde_json::to_string(&restored).unwrap_or_default())
+        }
+    });
+    match result {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => fail(&err),
+    }
+}
+
 /// Parses the command line, runs the command, and turns any failure into one error line.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -257,6 +327,17 @@ pub fn main() -> ExitCode {
             }
         }
         return ExitCode::SUCCESS;
+    }
+    if let Some(Command::Agent(args)) = &cli.command
+        && let Some(AgentAction::Workspace {
+            what,
+            dir,
+            portal,
+            token,
+            wait_seconds,
+        }) = &args.action
+    {
+        return workspace_action(what, dir, portal, token, *wait_seconds);
     }
     let mut config = match Config::load(cli.config.as_deref()) {
         Ok(config) => config,
@@ -428,6 +509,8 @@ async fn run_agent(args: AgentArgs) -> Result<(), String> {
     };
     let transport = agent::transport::HttpTransport::new(&portal, &token)?;
     tracing::info!(portal = %portal, interval_s = args.interval, access = !args.no_access, "berth agent starting");
+    let binary =
+        std::env::current_exe().map_err(|err| format!("finding the berth binary: {err}"))?;
     let enforcement = (!args.no_access).then(|| agent::Enforcement {
         options: agent::access::AccessOptions {
             state_dir: args.state_dir.clone(),
@@ -448,6 +531,16 @@ async fn run_agent(args: AgentArgs) -> Result<(), String> {
             timeout: std::time::Duration::from_secs(args.build_timeout_seconds),
             ..agent::prepare::PrepareOptions::default()
         }),
+        workspaces: if args.no_workspaces {
+            None
+        } else {
+            Some(agent::workspace::MoverOptions {
+                portal: portal.clone(),
+                binary: binary.clone(),
+                timeout: std::time::Duration::from_secs(args.workspace_timeout_seconds),
+                wait_for_save: agent::workspace::SAVE_WAIT,
+            })
+        },
     });
     agent::start_with_access(source, std::sync::Arc::new(transport), options, enforcement)
         .run_until(startup::shutdown_signal())

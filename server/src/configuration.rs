@@ -78,10 +78,10 @@ pub struct RawSettings {
     pub charge_modes: TextList,
     /// The charge mode of a booking that names none.
     pub charge_default: String,
-    /// Minutes before the start at which `before_start` bookings are charged.
     /// Node agents prepare a booking's environment profile this many minutes before its start
     /// (1 to 1440).
     pub prepare_ahead_minutes: u32,
+    /// Minutes before the start at which `before_start` bookings are charged.
     pub charge_lead_minutes: u32,
     /// Minutes before the start at which a booking still unpaid is released.
     pub release_unpaid_minutes: u32,
@@ -119,6 +119,23 @@ pub struct RawSettings {
     /// Let webhooks call private and local addresses (loopback, 10/8, 192.168/16, …). Off: a
     /// user cannot make Berth call inside the network it runs in.
     pub webhook_allow_private: bool,
+    /// Where saved workspaces are kept: a directory (default `workspaces` in `data_dir`) or
+    /// `s3://BUCKET/PREFIX` (credentials and region from the `AWS_*` variables).
+    pub workspace_store: Option<String>,
+    /// The S3 endpoint of an S3-compatible service that is not AWS (`http://host:9000`).
+    pub workspace_s3_endpoint: Option<String>,
+    /// The S3 region (default: `AWS_REGION`, else `us-east-1`).
+    pub workspace_s3_region: Option<String>,
+    /// The S3 access key id (default: `AWS_ACCESS_KEY_ID`).
+    pub workspace_s3_access_key_id: Option<String>,
+    /// The S3 secret access key (default: `AWS_SECRET_ACCESS_KEY`).
+    pub workspace_s3_secret_access_key: Option<String>,
+    /// The most one user's workspace may hold, in MiB.
+    pub workspace_quota_mib: u64,
+    /// The workspace directory on the nodes: relative to the holder's home, or absolute.
+    pub workspace_dir: String,
+    /// The workspace directory is on a filesystem all nodes share: nothing is saved or restored.
+    pub workspace_shared: bool,
 }
 
 /// The agent inside `berth serve`.
@@ -257,6 +274,14 @@ impl Default for RawSettings {
             smtp_url: None,
             mail_from: None,
             webhook_allow_private: false,
+            workspace_store: None,
+            workspace_s3_endpoint: None,
+            workspace_s3_region: None,
+            workspace_s3_access_key_id: None,
+            workspace_s3_secret_access_key: None,
+            workspace_quota_mib: 20 * 1024,
+            workspace_dir: "berth-workspace".to_owned(),
+            workspace_shared: false,
         }
     }
 }
@@ -360,6 +385,8 @@ pub struct Config {
     pub mail: Option<std::sync::Arc<berth_app::backend::mail::MailChannel>>,
     /// Whether webhooks may call private and local addresses.
     pub webhook_allow_private: bool,
+    /// Where saved workspaces are kept.
+    pub workspace_store: WorkspaceStoreSpec,
     /// The time every service and job reads: the system clock, or a clock a test moves.
     pub clock: std::sync::Arc<dyn berth_app::backend::clock::Clock>,
 }
@@ -403,6 +430,9 @@ pub enum ConfigError {
     /// `smtp_url` or `mail_from` is unusable, or `public_url` is missing for the links.
     #[error("{0}")]
     Mail(String),
+    /// A `workspace_*` setting is unusable.
+    #[error("{0}")]
+    Workspace(String),
     /// `session_idle_days` is 0.
     #[error("session_idle_days (BERTH_SESSION_IDLE_DAYS) must be at least 1")]
     SessionIdle,
@@ -571,6 +601,8 @@ impl Config {
             .iter()
             .map(|(id, provider)| oidc_provider(id, provider, raw.public_url.as_deref()))
             .collect::<Result<Vec<_>, _>>()?;
+        let workspace = workspace_settings(&raw)?;
+        let workspace_store = workspace_store(&raw)?;
         let demo = raw.demo.unwrap_or(database.backend == Backend::Sqlite);
         let dev_sign_in = raw.dev_sign_in.unwrap_or(false);
         if dev_sign_in && !bind.ip().is_loopback() && !raw.dev_sign_in_public {
@@ -612,6 +644,7 @@ impl Config {
                     .map(|url| url.trim().trim_end_matches('/').to_owned())
                     .filter(|url| !url.is_empty()),
                 prepare_ahead: chrono::TimeDelta::minutes(i64::from(raw.prepare_ahead_minutes)),
+                workspace,
             },
             site_root: raw.site_root,
             sessions: SessionSettings {
@@ -634,9 +667,130 @@ impl Config {
             notify_job_every: std::time::Duration::from_secs(u64::from(raw.notify_job_seconds)),
             mail,
             webhook_allow_private: raw.webhook_allow_private,
+            workspace_store,
             clock: std::sync::Arc::new(berth_app::backend::clock::SystemClock),
         })
     }
+}
+
+/// Where saved workspaces are kept.
+#[derive(Debug, Clone)]
+pub enum WorkspaceStoreSpec {
+    /// Files under a directory.
+    Directory(PathBuf),
+    /// An S3 (or S3-compatible) bucket.
+    S3 {
+        /// `s3://BUCKET/PREFIX`.
+        url: String,
+        /// A service other than AWS.
+        endpoint: Option<String>,
+        /// The region.
+        region: Option<String>,
+        /// Credentials (else the `AWS_*` variables).
+        credentials: Option<(String, secrecy::SecretString)>,
+    },
+}
+
+impl WorkspaceStoreSpec {
+    /// Opens it.
+    pub fn open(&self) -> Result<berth_app::backend::workspaces::WorkspaceStore, String> {
+        use berth_app::backend::workspaces::WorkspaceStore;
+        match self {
+            Self::Directory(dir) => WorkspaceStore::directory(dir),
+            Self::S3 {
+                url,
+                endpoint,
+                region,
+                credentials,
+            } => {
+                use secrecy::ExposeSecret;
+                WorkspaceStore::s3(
+                    url,
+                    endpoint.as_deref(),
+                    region.as_deref(),
+                    credentials
+                        .as_ref()
+                        .map(|(id, secret)| (id.as_str(), secret.expose_secret())),
+                )
+            }
+        }
+    }
+}
+
+fn workspace_store(raw: &RawSettings) -> Result<WorkspaceStoreSpec, ConfigError> {
+    let given = raw
+        .workspace_store
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    Ok(match given {
+        None => WorkspaceStoreSpec::Directory(raw.data_dir.join("workspaces")),
+        Some(url) if url.starts_with("s3://") => {
+            let endpoint = raw
+                .workspace_s3_endpoint
+                .as_deref()
+                .map(str::trim)
+                .filter(|e| !e.is_empty());
+            if let Some(endpoint) = endpoint
+                && !(endpoint.starts_with("http://") || endpoint.starts_with("https://"))
+            {
+                return Err(ConfigError::Workspace(format!(
+                    "workspace_s3_endpoint `{endpoint}` must be an http:// or https:// URL"
+                )));
+            }
+            WorkspaceStoreSpec::S3 {
+                url: url.to_owned(),
+                endpoint: endpoint.map(str::to_owned),
+                region: raw
+                    .workspace_s3_region
+                    .clone()
+                    .filter(|r| !r.trim().is_empty()),
+                credentials: match (
+                    raw.workspace_s3_access_key_id.clone(),
+                    raw.workspace_s3_secret_access_key.clone(),
+                ) {
+                    (Some(id), Some(secret)) => Some((id, SecretString::from(secret))),
+                    (None, None) => None,
+                    _ => {
+                        return Err(ConfigError::Workspace(
+                            "set both workspace_s3_access_key_id and \
+                             workspace_s3_secret_access_key, or neither"
+                                .to_owned(),
+                        ));
+                    }
+                },
+            }
+        }
+        Some(url) if url.contains("://") => {
+            return Err(ConfigError::Workspace(format!(
+                "workspace_store `{url}`: give a directory or s3://BUCKET/PREFIX"
+            )));
+        }
+        Some(dir) => WorkspaceStoreSpec::Directory(PathBuf::from(dir)),
+    })
+}
+
+fn workspace_settings(
+    raw: &RawSettings,
+) -> Result<berth_app::backend::workspaces::WorkspaceSettings, ConfigError> {
+    let dir = raw.workspace_dir.trim();
+    let bad_part = dir.split('/').any(|part| part == "..");
+    if dir.is_empty() || dir.len() > 1024 || bad_part || dir.contains('\0') {
+        return Err(ConfigError::Workspace(format!(
+            "workspace_dir `{dir}` must be a directory inside the holder's home (such as \
+             berth-workspace) or an absolute path, without `..`"
+        )));
+    }
+    if !(1..=1024 * 1024 * 1024).contains(&raw.workspace_quota_mib) {
+        return Err(ConfigError::Workspace(
+            "workspace_quota_mib must be 1 to 1073741824".to_owned(),
+        ));
+    }
+    Ok(berth_app::backend::workspaces::WorkspaceSettings {
+        quota_bytes: raw.workspace_quota_mib.saturating_mul(1024 * 1024),
+        dir: dir.to_owned(),
+        shared: raw.workspace_shared,
+    })
 }
 
 /// The e-mail channel `smtp_url` asks for (none when it is unset).

@@ -68,6 +68,9 @@ pub enum StartupError {
     /// The webhook client could not be built.
     #[error("webhooks: {0}")]
     Webhooks(String),
+    /// The workspace store could not be opened.
+    #[error("{0}")]
+    Workspaces(String),
     /// The local agent could not start.
     #[error("{0}")]
     Agent(String),
@@ -199,6 +202,10 @@ impl Application {
                 config.webhook_allow_private,
             )
             .map_err(StartupError::Webhooks)?,
+            workspaces: config
+                .workspace_store
+                .open()
+                .map_err(StartupError::Workspaces)?,
         };
         let per_minute = std::num::NonZeroU32::new(config.rate_limit.per_minute)
             .unwrap_or(std::num::NonZeroU32::MIN);

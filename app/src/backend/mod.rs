@@ -31,3 +31,4 @@ pub mod teams;
 pub mod telemetry;
 pub mod viewer;
 pub mod webhooks;
+pub mod workspaces;

@@ -7,7 +7,8 @@ use crate::backend::db;
 use crate::backend::state::AppState;
 use crate::domain::lease::{
     self, HORIZON_HOURS, IntruderPolicy, Lease, LeaseEnvironment, LeaseGpu, LeaseGpuView,
-    LeaseState, NodeAccess, NodeAdmin, NodePolicy, NodeSchedule, ReservationAccess, SshKeyInfo,
+    LeaseState, LeaseWorkspace, NodeAccess, NodeAdmin, NodePolicy, NodeSchedule, ReservationAccess,
+    SshKeyInfo,
 };
 use crate::domain::problem::Problem;
 use crate::domain::telemetry::{AccessKind, GpuAccessEvent};
@@ -308,6 +309,11 @@ pub async fn schedule(
         .filter_map(|r| r.reservation.profile_version_id)
         .collect();
     let specs = crate::backend::env_profiles::specs(&state.db, &versions).await?;
+    let holders: Vec<(i64, i64)> = rows
+        .iter()
+        .map(|r| (r.reservation.id, r.reservation.owner_id))
+        .collect();
+    let tokens = crate::backend::workspaces::tokens_for(state, &holders).await?;
     let leases = rows
         .into_iter()
         .filter_map(|row| {
@@ -336,6 +342,10 @@ pub async fn schedule(
                         hash: version.hash.clone(),
                         spec: version.spec.clone(),
                     })
+                }),
+                workspace: tokens.get(&r.id).map(|token| LeaseWorkspace {
+                    dir: state.portal.workspace.dir.clone(),
+                    token: token.clone(),
                 }),
             })
         })

@@ -35,6 +35,8 @@ pub struct PortalConfig {
     /// Node agents prepare a booking's environment this long before its start
     /// (`prepare_ahead_minutes`, default 30).
     pub prepare_ahead: chrono::TimeDelta,
+    /// The workspace that follows users from node to node.
+    pub workspace: crate::backend::workspaces::WorkspaceSettings,
 }
 
 /// How long telemetry is kept, and what GPUs found by an agent start with.
@@ -88,6 +90,8 @@ pub struct AppState {
     pub mail: Option<Arc<crate::backend::mail::MailChannel>>,
     /// Posts webhook calls.
     pub webhooks: crate::backend::webhooks::WebhookClient,
+    /// Where saved workspaces' chunks are kept (`workspace_store`).
+    pub workspaces: crate::backend::workspaces::WorkspaceStore,
 }
 
 impl AppState {

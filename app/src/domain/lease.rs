@@ -49,6 +49,20 @@ pub struct Lease {
     /// The environment to prepare before the start (the booking's profile version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<LeaseEnvironment>,
+    /// The holder's workspace: restored before access opens, saved after the lease closes
+    /// (none: the workspace is on a shared filesystem, nothing to move).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<LeaseWorkspace>,
+}
+
+/// What a node needs to move a holder's workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseWorkspace {
+    /// The directory: relative to the holder's home, or absolute.
+    pub dir: String,
+    /// Lets the save and restore (run as the holder) reach this holder's workspace and no
+    /// other, around this reservation's time.
+    pub token: String,
 }
 
 /// A booking's environment as its node's agent prepares it.
@@ -531,6 +545,7 @@ mod tests {
             end: at(to.0, to.1),
             keep_running: false,
             environment: None,
+            workspace: None,
         }
     }
 

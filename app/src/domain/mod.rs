@@ -28,4 +28,5 @@ pub mod team;
 pub mod telemetry;
 pub mod time_text;
 pub mod user;
+pub mod workspace;
 pub mod zone;

@@ -72,11 +72,13 @@ pub enum EventKind {
     LeaseEnded,
     /// The environment of a booking's profile failed to build on its node (with the log's end).
     EnvironmentFailed,
+    /// The workspace could not be saved at a lease's end (over the quota, or the store failed).
+    WorkspaceNotSaved,
 }
 
 impl EventKind {
     /// Every kind, in the order a preferences page lists them.
-    pub const ALL: [EventKind; 21] = [
+    pub const ALL: [EventKind; 22] = [
         EventKind::BookingConfirmed,
         EventKind::BookingCancelled,
         EventKind::BookingReleased,
@@ -98,6 +100,7 @@ impl EventKind {
         EventKind::LeaseReady,
         EventKind::LeaseEnded,
         EventKind::EnvironmentFailed,
+        EventKind::WorkspaceNotSaved,
     ];
 
     /// As stored, sent and used in keys.
@@ -124,6 +127,7 @@ impl EventKind {
             EventKind::LeaseReady => "lease_ready",
             EventKind::LeaseEnded => "lease_ended",
             EventKind::EnvironmentFailed => "environment_failed",
+            EventKind::WorkspaceNotSaved => "workspace_not_saved",
         }
     }
 
@@ -147,6 +151,7 @@ impl EventKind {
                 | EventKind::NodeSilent
                 | EventKind::LeaseReady
                 | EventKind::EnvironmentFailed
+                | EventKind::WorkspaceNotSaved
         )
     }
 }
@@ -785,6 +790,28 @@ impl NewEvent {
                 reservation: Some(ReservationBrief::of(reservation)),
                 target: Some(profile.to_owned()),
                 error: Some(short),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+
+    /// `reservation`'s workspace could not be saved at its end; `why` says why (told once per
+    /// reservation).
+    pub fn workspace_not_saved(reservation: &Reservation, why: &str, now: DateTime<Utc>) -> Self {
+        Self {
+            kind: EventKind::WorkspaceNotSaved,
+            key: format!(
+                "{}:{}",
+                EventKind::WorkspaceNotSaved.as_str(),
+                reservation.id
+            ),
+            audience: Audience::User(reservation.owner_id),
+            reservation_id: Some(reservation.id),
+            notice: Notice {
+                reservation: Some(ReservationBrief::of(reservation)),
+                error: Some(why.to_owned()),
                 ..Notice::default()
             },
             occurred_at: now,

@@ -192,6 +192,40 @@ pub enum Problem {
         /// The limit.
         max: usize,
     },
+    /// A workspace manifest that cannot be stored.
+    #[error("the workspace manifest cannot be stored: {detail}")]
+    BadManifest {
+        /// What is wrong.
+        detail: String,
+    },
+    /// A workspace over the user's quota.
+    #[error(
+        "the workspace holds {mib} MiB, more than the quota of {quota_mib} MiB: remove files from it (or ask an admin for a larger quota); it was not saved"
+    )]
+    WorkspaceOverQuota {
+        /// Its size.
+        mib: u64,
+        /// The quota.
+        quota_mib: u64,
+    },
+    /// The holder's lease that just ended is still being saved.
+    #[error("the workspace of reservation {reservation} is still being saved; try again shortly")]
+    WorkspaceSavePending {
+        /// The reservation whose save is awaited.
+        reservation: i64,
+    },
+    /// An uploaded chunk whose bytes do not match its name.
+    #[error("the chunk's bytes do not match its hash {hash}")]
+    ChunkMismatch {
+        /// The hash it was sent under.
+        hash: String,
+    },
+    /// A manifest naming a chunk the store does not hold.
+    #[error("the workspace store holds no chunk {hash}: upload it first")]
+    ChunkMissing {
+        /// Which.
+        hash: String,
+    },
     /// Not an intruder policy.
     #[error("`{raw}` is not an intruder policy (off, report or terminate)")]
     UnknownIntruderPolicy {

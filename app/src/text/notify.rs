@@ -36,6 +36,7 @@ pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
         EventKind::LeaseReady => t_string!(i18n, notice_lease_ready),
         EventKind::LeaseEnded => t_string!(i18n, notice_lease_ended),
         EventKind::EnvironmentFailed => t_string!(i18n, notice_environment_failed),
+        EventKind::WorkspaceNotSaved => t_string!(i18n, notice_workspace_not_saved),
     }
     .to_string()
 }
@@ -148,6 +149,12 @@ pub fn lines(
             lines.push(t_string!(i18n, notice_line_environment_failed, profile).to_string());
             if let Some(log) = &notice.error {
                 lines.push(log.clone());
+            }
+        }
+        EventKind::WorkspaceNotSaved => {
+            lines.push(t_string!(i18n, notice_line_workspace_not_saved).to_string());
+            if let Some(why) = &notice.error {
+                lines.push(why.clone());
             }
         }
         EventKind::NodeSilent => {

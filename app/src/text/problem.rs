@@ -63,6 +63,19 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_profile_too_large, max_kib).to_string()
         }
         Problem::ProfileName { max } => t_string!(i18n, problem_profile_name, max).to_string(),
+        Problem::BadManifest { detail } => {
+            t_string!(i18n, problem_bad_manifest, detail).to_string()
+        }
+        Problem::WorkspaceOverQuota { mib, quota_mib } => {
+            t_string!(i18n, problem_workspace_over_quota, mib, quota_mib).to_string()
+        }
+        Problem::ChunkMismatch { hash } => {
+            t_string!(i18n, problem_chunk_mismatch, hash).to_string()
+        }
+        Problem::WorkspaceSavePending { reservation } => {
+            t_string!(i18n, problem_workspace_save_pending, reservation).to_string()
+        }
+        Problem::ChunkMissing { hash } => t_string!(i18n, problem_chunk_missing, hash).to_string(),
         Problem::UnknownIntruderPolicy { raw } => {
             t_string!(i18n, problem_unknown_intruder_policy, raw).to_string()
         }

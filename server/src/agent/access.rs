@@ -119,9 +119,30 @@ fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
 /// `state_dir`: one line per accepted key.
 pub fn authorized_keys(state_dir: &Path, user: &str, now: DateTime<Utc>) -> Vec<String> {
     match CachedSchedule::load(state_dir) {
-        Some(cached) => cached.schedule.authorized_keys(user, now, cached.early()),
+        Some(mut cached) => {
+            // A lease whose workspace is still being restored does not let its holder in yet.
+            let waiting = waiting_leases(state_dir);
+            cached
+                .schedule
+                .leases
+                .retain(|l| !waiting.contains(&l.reservation_id));
+            cached.schedule.authorized_keys(user, now, cached.early())
+        }
         None => Vec::new(),
     }
+}
+
+/// The file listing leases waiting for their workspace.
+fn waiting_file(state_dir: &Path) -> PathBuf {
+    state_dir.join("waiting.json")
+}
+
+/// Leases due to open whose workspace is still being restored.
+fn waiting_leases(state_dir: &Path) -> BTreeSet<i64> {
+    std::fs::read(waiting_file(state_dir))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
 }
 
 /// What the node looks like now: the GPUs' device minors and their processes.
@@ -194,6 +215,7 @@ struct Opened {
     login: String,
     uid: Option<u32>,
     gpus: Vec<String>,
+    workspace: Option<berth_app::domain::lease::LeaseWorkspace>,
 }
 
 /// A process on its way out: SIGTERM at `term_at`, SIGKILL at `kill_at` (`None`: not before a
@@ -224,6 +246,12 @@ pub struct Keeper {
     /// The [`NodeView::samples`] whose processes were checked last.
     checked_samples: u64,
     acl_ready: bool,
+    /// Restores workspaces before access opens and saves them after it closes.
+    mover: Option<super::workspace::Mover>,
+    /// Closed leases whose workspace is saved once the holder's processes are gone.
+    pending_saves: Vec<(i64, String, berth_app::domain::lease::LeaseWorkspace)>,
+    /// Leases due to open that wait for their workspace (as last written for sshd).
+    waiting: BTreeSet<i64>,
 }
 
 impl std::fmt::Debug for Keeper {
@@ -256,7 +284,17 @@ impl Keeper {
             env_files: BTreeMap::new(),
             checked_samples: 0,
             acl_ready: false,
+            mover: None,
+            pending_saves: Vec::new(),
+            waiting: BTreeSet::new(),
         }
+    }
+
+    /// Moves holders' workspaces with `mover`: restored before a lease opens, saved after it
+    /// closes.
+    pub fn with_mover(mut self, mover: super::workspace::Mover) -> Self {
+        self.mover = Some(mover);
+        self
     }
 
     /// The version of the schedule it holds.
@@ -307,7 +345,50 @@ impl Keeper {
             self.watch_processes(now, view, &open, &mut events);
         }
         self.signal_leaving(now, &mut events);
+        self.start_saves();
+        self.write_waiting(&open);
         events
+    }
+
+    /// Keeps the list of leases waiting for their workspace where `authorized-keys` reads it.
+    fn write_waiting(&mut self, open: &BTreeMap<i64, Lease>) {
+        let waiting: BTreeSet<i64> = open
+            .keys()
+            .filter(|id| !self.opened.contains_key(id))
+            .copied()
+            .collect();
+        if waiting == self.waiting {
+            return;
+        }
+        let path = waiting_file(&self.options.state_dir);
+        let tmp = path.with_extension("tmp");
+        let written = serde_json::to_vec(&waiting)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(&tmp, bytes))
+            .and_then(|()| set_mode(&tmp, 0o644))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        match written {
+            Ok(()) => self.waiting = waiting,
+            Err(err) => {
+                tracing::error!(error = %err, file = %path.display(), "writing the leases waiting for their workspace");
+            }
+        }
+    }
+
+    /// Saves the workspaces of closed leases whose holder's processes have left.
+    fn start_saves(&mut self) {
+        let Some(mover) = &self.mover else {
+            self.pending_saves.clear();
+            return;
+        };
+        let leaving = &self.leaving;
+        self.pending_saves.retain(|(id, login, workspace)| {
+            if leaving.iter().any(|l| l.reservation_id == Some(*id)) {
+                return true;
+            }
+            mover.save(*id, login, workspace);
+            false
+        });
     }
 
     /// Closes the opened leases not in `open` (ended, or gone from the schedule: cancelled,
@@ -331,6 +412,14 @@ impl Keeper {
             let Some(closed) = self.opened.remove(&id) else {
                 continue;
             };
+            // The workspace is saved once the holder's processes have left, unless a lease of
+            // the same holder goes on here (its end saves it).
+            if let Some(workspace) = &closed.workspace
+                && !open.values().any(|l| l.login == closed.login)
+            {
+                self.pending_saves
+                    .push((id, closed.login.clone(), workspace.clone()));
+            }
             let keep = self
                 .cached
                 .schedule
@@ -396,6 +485,13 @@ impl Keeper {
             if self.opened.contains_key(id) {
                 continue;
             }
+            // The workspace comes first (unless the holder is here already by another lease).
+            if let Some(mover) = &self.mover
+                && !self.opened.values().any(|o| o.login == lease.login)
+                && !mover.ready(lease)
+            {
+                continue;
+            }
             let uid = self.processes.uid_of(&lease.login);
             if uid.is_none() {
                 tracing::warn!(login = %lease.login, reservation = id, "no such user on this node: keys are accepted, device access cannot be granted");
@@ -425,6 +521,7 @@ impl Keeper {
                     login: lease.login.clone(),
                     uid,
                     gpus: lease.gpus.iter().map(|g| g.uuid.clone()).collect(),
+                    workspace: lease.workspace.clone(),
                 },
             );
         }
@@ -603,7 +700,11 @@ impl Keeper {
     /// `<env_dir>/<login>.env` for each holder with open leases; removes the others' files.
     fn write_env_files(&mut self, open: &BTreeMap<i64, Lease>) {
         let mut by_login: BTreeMap<&str, Vec<&Lease>> = BTreeMap::new();
-        for lease in open.values() {
+        // Only leases opened (one waiting for its workspace is not yet).
+        for lease in open
+            .values()
+            .filter(|l| self.opened.contains_key(&l.reservation_id))
+        {
             by_login
                 .entry(lease.login.as_str())
                 .or_default()
@@ -833,6 +934,7 @@ mod tests {
             end: at(to, 0),
             keep_running: keep,
             environment: None,
+            workspace: None,
         }
     }
 

@@ -16,6 +16,7 @@ pub mod prepare;
 pub mod simulated;
 pub mod source;
 pub mod transport;
+pub mod workspace;
 
 use berth_app::domain::telemetry::{
     AccessEvent, EventKind, GpuSample, Registration, Report, ReportedEvent, throttle_changed,
@@ -135,6 +136,8 @@ pub struct Enforcement {
     pub clock: Arc<dyn berth_app::backend::clock::Clock>,
     /// Prepare bookings' environment profiles ahead of their start.
     pub prepare: Option<prepare::PrepareOptions>,
+    /// Restore holders' workspaces before their leases open and save them after they close.
+    pub workspaces: Option<workspace::MoverOptions>,
 }
 
 /// [`start`], and with `enforcement` the lease keeper: the node's schedule is long-polled from
@@ -162,7 +165,10 @@ pub fn start_with_access(
                 move |report| forward.blocking_send(Reading::Environment(report)).is_ok(),
             );
         }
-        let keeper = access::Keeper::new(enforcement.options.clone(), enforcement.processes);
+        let mut keeper = access::Keeper::new(enforcement.options.clone(), enforcement.processes);
+        if let Some(workspaces) = enforcement.workspaces {
+            keeper = keeper.with_mover(workspace::Mover::start(workspaces));
+        }
         let first_version = keeper.version().map(str::to_owned);
         helpers.push(tokio::spawn(
             access::KeeperTask {

@@ -248,13 +248,13 @@ impl Preparer {
 }
 
 /// The holder's account.
-struct Account {
-    uid: u32,
-    gid: u32,
-    home: PathBuf,
+pub(crate) struct Account {
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    pub(crate) home: PathBuf,
 }
 
-fn account(login: &str) -> Result<Account, String> {
+pub(crate) fn account(login: &str) -> Result<Account, String> {
     match nix::unistd::User::from_name(login) {
         Ok(Some(user)) => Ok(Account {
             uid: user.uid.as_raw(),
@@ -589,6 +589,7 @@ mod tests {
                 hash: spec.hash(),
                 spec,
             }),
+            workspace: None,
         }
     }
 

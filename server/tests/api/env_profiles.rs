@@ -350,13 +350,13 @@ fn host_config() -> Value {
     json!({"devices": [device(GPU0, 0), device(GPU1, 1)]})
 }
 
-fn set_mode(path: &Path, mode: u32) {
+pub(crate) fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// A wheel of package `berthpkg` (`VALUE = "from-a-local-wheel"`), built here without network.
-fn build_wheel(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn build_wheel(dir: &Path) -> std::path::PathBuf {
     let script = r#"
 import base64, hashlib, sys, zipfile
 path = sys.argv[1]
@@ -385,7 +385,7 @@ with zipfile.ZipFile(path, "w") as z:
     wheel
 }
 
-async fn environment_of(app: &TestApp, token: &str, id: &Value) -> Value {
+pub(crate) async fn environment_of(app: &TestApp, token: &str, id: &Value) -> Value {
     let (status, access) = get(app, token, &format!("/api/v1/reservations/{id}/access")).await;
     assert_eq!(status, 200, "{access}");
     access["environment"].clone()

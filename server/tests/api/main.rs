@@ -33,3 +33,4 @@ mod teams;
 mod telemetry;
 mod tokens;
 mod webhooks;
+mod workspaces;

@@ -20,6 +20,7 @@ pub mod teams;
 pub mod telemetry;
 pub mod users;
 pub mod webhooks;
+pub mod workspaces;
 
 use berth_migrations::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};

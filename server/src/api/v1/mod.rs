@@ -17,6 +17,7 @@ pub mod reservations;
 pub mod teams;
 pub mod telemetry;
 pub mod users;
+pub mod workspace;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -69,6 +70,20 @@ pub fn routes() -> Router<AppState> {
         .route("/me", get(users::me))
         .route("/me/access", get(access::mine))
         .route("/me/default-profile", put(profiles::set_default))
+        .route("/me/workspace", get(workspace::mine))
+        .route("/workspace/check", post(workspace::check))
+        .route(
+            "/workspace/chunks/{hash}",
+            get(workspace::get_chunk)
+                .put(workspace::put_chunk)
+                .layer(DefaultBodyLimit::max(workspace::MAX_CHUNK_BYTES)),
+        )
+        .route(
+            "/workspace/snapshots",
+            post(workspace::commit).layer(DefaultBodyLimit::max(workspace::MAX_MANIFEST_BYTES)),
+        )
+        .route("/workspace/latest", get(workspace::latest))
+        .route("/workspace/failed", post(workspace::failed))
         .route("/profiles", get(profiles::list).post(profiles::create))
         .route(
             "/profiles/{id}",

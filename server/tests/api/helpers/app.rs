@@ -144,6 +144,13 @@ pub fn test_settings(db: &TestDatabase) -> RawSettings {
         local_agent: berth_server::configuration::LocalAgentMode::Off,
         // The rollup test drives the job itself, on its own clock.
         telemetry_job_seconds: 3600,
+        // Each app its own workspace store (user ids repeat across test databases).
+        workspace_store: Some(
+            std::env::temp_dir()
+                .join(format!("berth-test-workspaces-{}", uuid::Uuid::new_v4()))
+                .display()
+                .to_string(),
+        ),
         ..RawSettings::default()
     }
 }

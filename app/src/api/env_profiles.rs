@@ -17,6 +17,21 @@ pub struct ProfilesPage {
     pub profiles: Vec<Profile>,
     /// The caller's teams (id, name): whom a profile can be shared with.
     pub teams: Vec<(i64, String)>,
+    /// The caller's workspace.
+    pub workspace: WorkspaceSummary,
+}
+
+/// The workspace that follows the caller, as the profiles page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkspaceSummary {
+    /// The directory on the nodes (relative to the home, or absolute).
+    pub dir: String,
+    /// On a filesystem every node shares: nothing is saved or restored.
+    pub shared: bool,
+    /// The quota, in bytes.
+    pub quota_bytes: u64,
+    /// The latest save: when (in the caller's zone, `YYYY-MM-DD HH:MM`), bytes, files, bytes new.
+    pub last: Option<(String, i64, i64, i64)>,
 }
 
 /// One profile with its versions, newest first.
@@ -44,7 +59,26 @@ pub async fn get_profiles_page() -> Result<ProfilesPage, AppError> {
     signed_in(|call| async move {
         let profiles = crate::backend::env_profiles::list(&call.state, &call.actor).await?;
         let teams = teams_of(&call).await?;
-        Ok(ProfilesPage { profiles, teams })
+        let usage = crate::backend::workspaces::usage(&call.state, &call.actor).await?;
+        let last = usage.snapshots.first().map(|s| {
+            let zone = call.zone_over(s.saved_at, s.saved_at);
+            (
+                crate::domain::time_text::date_minute(zone.local(s.saved_at)),
+                s.bytes,
+                s.files,
+                s.new_bytes,
+            )
+        });
+        Ok(ProfilesPage {
+            profiles,
+            teams,
+            workspace: WorkspaceSummary {
+                dir: usage.dir,
+                shared: usage.shared,
+                quota_bytes: usage.quota_bytes,
+                last,
+            },
+        })
     })
     .await
 }

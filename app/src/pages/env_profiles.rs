@@ -55,7 +55,11 @@ pub fn ProfilesPage() -> impl IntoView {
 #[component]
 fn ProfileList(data: ProfilesData) -> impl IntoView {
     let i18n = use_i18n();
-    let ProfilesData { profiles, teams } = data;
+    let ProfilesData {
+        profiles,
+        teams,
+        workspace,
+    } = data;
     let empty = profiles.is_empty();
     let has_default = profiles.iter().any(|p| p.is_default);
     let rows = profiles
@@ -117,8 +121,57 @@ fn ProfileList(data: ProfilesData) -> impl IntoView {
                 })}
             })
         }}
+        <WorkspaceSection workspace />
         <h2>{t!(i18n, profiles_new)}</h2>
         <ProfileEditor profile=None teams />
+    }
+}
+
+/// "1.5 GiB", "320.0 MiB", "12 KiB".
+fn size_text(bytes: u64) -> String {
+    const KIB: f64 = 1024.0;
+    let b = bytes as f64;
+    if b >= KIB * KIB * KIB {
+        format!("{:.1} GiB", b / (KIB * KIB * KIB))
+    } else if b >= KIB * KIB {
+        format!("{:.1} MiB", b / (KIB * KIB))
+    } else {
+        format!("{} KiB", bytes.div_ceil(1024))
+    }
+}
+
+/// Where the caller's workspace is on the nodes, its last save and the quota.
+#[component]
+fn WorkspaceSection(workspace: crate::api::env_profiles::WorkspaceSummary) -> impl IntoView {
+    let i18n = use_i18n();
+    let dir = if workspace.dir.starts_with('/') {
+        workspace.dir.clone()
+    } else {
+        format!("~/{}", workspace.dir)
+    };
+    let quota = size_text(workspace.quota_bytes);
+    let body = if workspace.shared {
+        Either::Left(view! { <p>{t!(i18n, workspace_shared, dir)}</p> })
+    } else {
+        let last = match workspace.last {
+            Some((at, bytes, files, new_bytes)) => {
+                let size = size_text(u64::try_from(bytes).unwrap_or(0));
+                let new = size_text(u64::try_from(new_bytes).unwrap_or(0));
+                t_string!(i18n, workspace_last_saved, at, size, files, new).to_string()
+            }
+            None => t_string!(i18n, workspace_never_saved).to_string(),
+        };
+        Either::Right(view! {
+            <p>{t!(i18n, workspace_follows, dir)}</p>
+            <p class="workspace-last">{last}</p>
+            <p class="hint">{t!(i18n, workspace_quota, quota)}</p>
+        })
+    };
+    view! {
+        <section class="workspace-summary" aria-labelledby="workspace-heading">
+            <h2 id="workspace-heading">{t!(i18n, workspace_title)}</h2>
+            {body}
+        </section>
     }
 }
 

@@ -153,7 +153,11 @@ pub fn lines(
         }
         EventKind::WorkspaceNotSaved => {
             lines.push(t_string!(i18n, notice_line_workspace_not_saved).to_string());
-            if let Some(why) = &notice.error {
+            if let (Some(mib), Some(quota_mib)) = (notice.amount_minor, notice.limit_minor) {
+                lines.push(
+                    t_string!(i18n, problem_workspace_over_quota, mib, quota_mib).to_string(),
+                );
+            } else if let Some(why) = &notice.error {
                 lines.push(why.clone());
             }
         }

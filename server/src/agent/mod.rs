@@ -167,7 +167,10 @@ pub fn start_with_access(
         }
         let mut keeper = access::Keeper::new(enforcement.options.clone(), enforcement.processes);
         if let Some(workspaces) = enforcement.workspaces {
-            keeper = keeper.with_mover(workspace::Mover::start(workspaces));
+            keeper = keeper.with_mover(workspace::Mover::start(
+                workspaces,
+                &enforcement.options.state_dir,
+            ));
         }
         let first_version = keeper.version().map(str::to_owned);
         helpers.push(tokio::spawn(

@@ -649,7 +649,8 @@ pub struct MoverOptions {
 }
 
 /// Where a lease's restore or save stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MoveState {
     /// Queued or running.
     Running,
@@ -665,11 +666,51 @@ enum Job {
     Save(i64, String, berth_app::domain::lease::LeaseWorkspace),
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 struct Progress {
     restores: HashMap<i64, MoveState>,
     saves: HashMap<i64, MoveState>,
 }
+
+/// Finished moves kept on disk, so an agent that restarts during a lease does not restore its
+/// workspace again over the holder's work.
+const KEPT_MOVES: usize = 2000;
+
+impl Progress {
+    fn load(file: &Path) -> Self {
+        let mut progress: Self = std::fs::read(file)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        progress.restores.retain(|_, s| *s != MoveState::Running);
+        progress.saves.retain(|_, s| *s != MoveState::Running);
+        progress
+    }
+
+    fn keep(&mut self, file: &Path) {
+        for map in [&mut self.restores, &mut self.saves] {
+            if map.len() > KEPT_MOVES {
+                let mut ids: Vec<i64> = map.keys().copied().collect();
+                ids.sort_unstable();
+                for id in &ids[..ids.len() - KEPT_MOVES] {
+                    map.remove(id);
+                }
+            }
+        }
+        let tmp = file.with_extension("tmp");
+        let written = serde_json::to_vec(self)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(&tmp, bytes))
+            .and_then(|()| std::fs::rename(&tmp, file));
+        if let Err(err) = written {
+            tracing::error!(error = %err, file = %file.display(), "keeping the workspace moves");
+        }
+    }
+}
+
+/// A lease opened this long after its start (the agent was down at the start) keeps the
+/// workspace as it is: the holder may be at work in it already.
+const LATE_RESTORE: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
 
 /// Runs workspace restores and saves one after the other on a thread of its own (a lease's
 /// save finishes before a later lease's restore begins), each as the holder.
@@ -680,9 +721,10 @@ pub struct Mover {
 }
 
 impl Mover {
-    /// Starts the mover's thread.
-    pub fn start(options: MoverOptions) -> Self {
-        let progress = std::sync::Arc::new(std::sync::Mutex::new(Progress::default()));
+    /// Starts the mover's thread; what it finished is kept in `state_dir`.
+    pub fn start(options: MoverOptions, state_dir: &Path) -> Self {
+        let file = state_dir.join("workspace-moves.json");
+        let progress = std::sync::Arc::new(std::sync::Mutex::new(Progress::load(&file)));
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         let shared = progress.clone();
         let spawned = std::thread::Builder::new()
@@ -710,6 +752,7 @@ impl Mover {
                             &mut progress.saves
                         };
                         map.insert(id, state);
+                        progress.keep(&file);
                     }
                 }
             });
@@ -721,7 +764,11 @@ impl Mover {
 
     /// Whether the lease's workspace is in place, so access may open: its restore is done (or
     /// failed: the holder is not kept out). Starts the restore the first time it is asked.
-    pub fn ready(&self, lease: &berth_app::domain::lease::Lease) -> bool {
+    pub fn ready(
+        &self,
+        lease: &berth_app::domain::lease::Lease,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> bool {
         let Some(workspace) = &lease.workspace else {
             return true;
         };
@@ -731,6 +778,13 @@ impl Mover {
         match progress.restores.get(&lease.reservation_id) {
             Some(MoveState::Running) => false,
             Some(_) => true,
+            None if now > lease.start + LATE_RESTORE => {
+                tracing::warn!(
+                    reservation = lease.reservation_id,
+                    "the lease opens late: its workspace is left as it is on this node"
+                );
+                true
+            }
             None => {
                 progress
                     .restores
@@ -840,5 +894,78 @@ fn run_job(options: &MoverOptions, job: &Job) -> Result<String, String> {
                 options.timeout.as_secs()
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_directory_is_in_the_home_or_absolute_with_the_login() {
+        let home = Path::new("/home/ana");
+        assert_eq!(
+            workspace_dir(home, "ana", "berth-workspace"),
+            Path::new("/home/ana/berth-workspace")
+        );
+        assert_eq!(
+            workspace_dir(home, "ana", "/shared/{login}/work"),
+            Path::new("/shared/ana/work")
+        );
+    }
+
+    #[test]
+    fn a_scan_keeps_links_as_links_and_cuts_large_files_into_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        let mut big = vec![0u8; 9 * 1024 * 1024];
+        let mut x: u32 = 1;
+        for byte in &mut big {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            *byte = (x >> 16) as u8;
+        }
+        std::fs::write(root.join("sub/big.bin"), &big).unwrap();
+        std::os::unix::fs::symlink("/etc/shadow", root.join("secret")).unwrap();
+        let scan = scan(&root).unwrap();
+        let paths: Vec<&str> = scan
+            .manifest
+            .entries
+            .iter()
+            .map(|e| e.path.as_str())
+            .collect();
+        assert_eq!(paths, vec!["secret", "sub", "sub/big.bin"]);
+        let link = &scan.manifest.entries[0];
+        assert_eq!(link.kind, EntryKind::Symlink);
+        assert_eq!(link.target.as_deref(), Some("/etc/shadow"));
+        assert!(link.chunks.is_empty(), "never followed");
+        let file = &scan.manifest.entries[2];
+        assert_eq!(file.size, big.len() as u64);
+        assert!(file.chunks.len() >= 3, "{}", file.chunks.len());
+        assert_eq!(scan.manifest.check(), Ok(()));
+        assert!(same_tree(&scan.manifest, &scan.manifest));
+        // A missing directory is an empty workspace.
+        assert!(
+            super::scan(&dir.path().join("none"))
+                .unwrap()
+                .manifest
+                .entries
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn finished_moves_survive_a_restart_and_running_ones_run_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("moves.json");
+        let mut progress = Progress::default();
+        progress.restores.insert(1, MoveState::Done);
+        progress.restores.insert(2, MoveState::Running);
+        progress.saves.insert(3, MoveState::Failed);
+        progress.keep(&file);
+        let loaded = Progress::load(&file);
+        assert_eq!(loaded.restores.get(&1), Some(&MoveState::Done));
+        assert_eq!(loaded.restores.get(&2), None);
+        assert_eq!(loaded.saves.get(&3), Some(&MoveState::Failed));
     }
 }

@@ -14,6 +14,12 @@ pub async fn key_or_insert(
     name: &str,
     fresh: String,
 ) -> Result<String, DbErr> {
+    if let Some(row) = portal_key::Entity::find_by_id(name.to_owned())
+        .one(db)
+        .await?
+    {
+        return Ok(row.value);
+    }
     portal_key::Entity::insert(portal_key::ActiveModel {
         name: Set(name.to_owned()),
         value: Set(fresh),
@@ -168,16 +174,20 @@ pub async fn delete_chunks(
     Ok(())
 }
 
-/// Bytes the store holds for `user_id`.
+/// Bytes the store holds for `user_id` (summed by the database).
 pub async fn stored_bytes(db: &impl ConnectionTrait, user_id: i64) -> Result<i64, DbErr> {
-    let sizes: Vec<i64> = workspace_chunk::Entity::find()
+    use sea_orm::sea_query::Expr;
+    let total: Option<i64> = workspace_chunk::Entity::find()
         .select_only()
-        .column(workspace_chunk::Column::Size)
+        .column_as(
+            Expr::cust("CAST(COALESCE(SUM(size), 0) AS BIGINT)"),
+            "total",
+        )
         .filter(workspace_chunk::Column::UserId.eq(user_id))
         .into_tuple()
-        .all(db)
+        .one(db)
         .await?;
-    Ok(sizes.into_iter().sum())
+    Ok(total.unwrap_or(0))
 }
 
 /// `user_id`'s reservations other than `except` that ended in `[from, to]` (by their end or a

@@ -44,6 +44,11 @@ test("an environment profile is made, refused in place when wrong, versioned, an
   // The list, and the booking panel's choice.
   await page.goto("/profiles");
   await expect(page.locator(".profile-table")).toContainText(name);
+  // The workspace that follows the user: where it is on the nodes, never saved yet, the quota.
+  const workspace = page.locator("section.workspace-summary");
+  await expect(workspace.getByRole("heading", { name: "Your workspace" })).toBeVisible();
+  await expect(workspace).toContainText("~/berth-workspace");
+  await expect(workspace).toContainText("Not saved yet");
   await snapshot(page, "profiles");
   await page.goto("/calendar?model=NVIDIA%20H100%2080GB%20HBM3");
   await expect(page.locator("select[name=profile] option", { hasText: name })).toHaveCount(1);

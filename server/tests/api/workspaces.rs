@@ -262,43 +262,37 @@ async fn store_checks(backend: Backend, store: Store) {
         assert_eq!(status, 401, "{token}");
     }
     // A chunk whose bytes do not match its name, a manifest leaving the workspace: 422.
-    let response = client()
+    let bia_token = &tokens[&bia_booking];
+    let wrong = client()
         .put(app.url(&format!("/api/v1/workspace/chunks/{}", "a".repeat(64))))
-        .bearer_auth(&tokens[&bia_booking])
-        .body("not those bytes")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 422);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["code"], "chunk_mismatch", "{body}");
-    let response = client()
-        .post(app.url("/api/v1/workspace/snapshots"))
-        .bearer_auth(&tokens[&bia_booking])
-        .json(
-            &json!({"entries": [{"path": "../../etc/cron.d/x", "kind": "file", "mode": 420,
-                                    "size": 1, "chunks": [hash]}]}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 422);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["code"], "bad_manifest", "{body}");
+        .bearer_auth(bia_token)
+        .body("not those bytes");
+    let (status, body) = answer(wrong).await;
+    assert_eq!(
+        (status, &body["code"]),
+        (422, &json!("chunk_mismatch")),
+        "{body}"
+    );
+    let file = |path: &str| json!({"entries": [{"path": path, "kind": "file", "mode": 420, "size": 1, "chunks": [hash]}]});
+    let commit = |body: Value| {
+        client()
+            .post(app.url("/api/v1/workspace/snapshots"))
+            .bearer_auth(bia_token)
+            .json(&body)
+    };
+    let (status, body) = answer(commit(file("../../etc/cron.d/x"))).await;
+    assert_eq!(
+        (status, &body["code"]),
+        (422, &json!("bad_manifest")),
+        "{body}"
+    );
     // Naming her chunk in a manifest does not give it to bia.
-    let response = client()
-        .post(app.url("/api/v1/workspace/snapshots"))
-        .bearer_auth(&tokens[&bia_booking])
-        .json(
-            &json!({"entries": [{"path": "x", "kind": "file", "mode": 420,
-                                    "size": 1, "chunks": [hash]}]}),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 422);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["code"], "chunk_missing", "{body}");
+    let (status, body) = answer(commit(file("x"))).await;
+    assert_eq!(
+        (status, &body["code"]),
+        (422, &json!("chunk_missing")),
+        "{body}"
+    );
 
     // Over the quota: refused with both sizes, nothing stored, the holder told.
     let rows_before = chunk_rows(&app, ana_id).await;

@@ -51,14 +51,15 @@ pub fn pg_admin_url() -> String {
 pub struct TestDatabase {
     pub url: String,
     pg_name: Option<String>,
-    _dir: Option<tempfile::TempDir>,
+    /// The SQLite file and the app's workspace store live here (removed with it).
+    dir: tempfile::TempDir,
 }
 
 impl TestDatabase {
     pub async fn create(backend: Backend) -> Self {
+        let dir = tempfile::tempdir().expect("create a temporary directory");
         match backend {
             Backend::Sqlite => {
-                let dir = tempfile::tempdir().expect("create a temporary directory");
                 let url = format!(
                     "sqlite://{}?mode=rwc",
                     dir.path().join("berth.db").display()
@@ -66,7 +67,7 @@ impl TestDatabase {
                 Self {
                     url,
                     pg_name: None,
-                    _dir: Some(dir),
+                    dir,
                 }
             }
             Backend::Postgres => {
@@ -83,7 +84,7 @@ impl TestDatabase {
                 Self {
                     url: url.to_string(),
                     pg_name: Some(name),
-                    _dir: None,
+                    dir,
                 }
             }
         }
@@ -145,12 +146,7 @@ pub fn test_settings(db: &TestDatabase) -> RawSettings {
         // The rollup test drives the job itself, on its own clock.
         telemetry_job_seconds: 3600,
         // Each app its own workspace store (user ids repeat across test databases).
-        workspace_store: Some(
-            std::env::temp_dir()
-                .join(format!("berth-test-workspaces-{}", uuid::Uuid::new_v4()))
-                .display()
-                .to_string(),
-        ),
+        workspace_store: Some(db.dir.path().join("workspaces").display().to_string()),
         ..RawSettings::default()
     }
 }

@@ -488,7 +488,7 @@ impl Keeper {
             // The workspace comes first (unless the holder is here already by another lease).
             if let Some(mover) = &self.mover
                 && !self.opened.values().any(|o| o.login == lease.login)
-                && !mover.ready(lease, now)
+                && !mover.ready(lease)
             {
                 continue;
             }

@@ -708,10 +708,6 @@ impl Progress {
     }
 }
 
-/// A lease opened this long after its start (the agent was down at the start) keeps the
-/// workspace as it is: the holder may be at work in it already.
-const LATE_RESTORE: chrono::TimeDelta = chrono::TimeDelta::minutes(10);
-
 /// Runs workspace restores and saves one after the other on a thread of its own (a lease's
 /// save finishes before a later lease's restore begins), each as the holder.
 #[derive(Debug, Clone)]
@@ -764,11 +760,7 @@ impl Mover {
 
     /// Whether the lease's workspace is in place, so access may open: its restore is done (or
     /// failed: the holder is not kept out). Starts the restore the first time it is asked.
-    pub fn ready(
-        &self,
-        lease: &berth_app::domain::lease::Lease,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> bool {
+    pub fn ready(&self, lease: &berth_app::domain::lease::Lease) -> bool {
         let Some(workspace) = &lease.workspace else {
             return true;
         };
@@ -778,13 +770,6 @@ impl Mover {
         match progress.restores.get(&lease.reservation_id) {
             Some(MoveState::Running) => false,
             Some(_) => true,
-            None if now > lease.start + LATE_RESTORE => {
-                tracing::warn!(
-                    reservation = lease.reservation_id,
-                    "the lease opens late: its workspace is left as it is on this node"
-                );
-                true
-            }
             None => {
                 progress
                     .restores

@@ -14,6 +14,7 @@ use crate::backend::notify;
 use crate::backend::state::AppState;
 use crate::domain::notify::NewEvent;
 use crate::domain::problem::Problem;
+use crate::domain::workspace::hex;
 use crate::domain::workspace::{self, ChunkRef, Manifest};
 use crate::error::AppError;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -22,7 +23,7 @@ use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use sea_orm::ActiveValue::{NotSet, Set};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -187,10 +188,6 @@ fn mac(key: &[u8], reservation_id: i64, user_id: i64) -> Vec<u8> {
     mac.finalize().into_bytes().to_vec()
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The workspace tokens of `leases` (reservation id, holder id), as the schedule hands them.
 pub async fn tokens_for(
     state: &AppState,
@@ -342,7 +339,7 @@ pub async fn put_chunk(
             },
         ));
     }
-    if hex(&Sha256::digest(&bytes)) != hash {
+    if workspace::chunk_hash(&bytes) != hash {
         return Err(AppError::invalid(
             "body",
             Problem::ChunkMismatch {

@@ -215,7 +215,7 @@ impl ProfileSpec {
     pub fn hash(&self) -> String {
         use sha2::{Digest, Sha256};
         let body = serde_json::to_vec(self).unwrap_or_default();
-        hex(&Sha256::digest(&body))
+        crate::domain::workspace::hex(&Sha256::digest(&body))
     }
 
     /// The variables as `NAME=value` lines (the form's text).
@@ -230,11 +230,6 @@ impl ProfileSpec {
     pub fn packages_text(&self) -> String {
         self.packages.iter().map(|p| format!("{p}\n")).collect()
     }
-}
-
-#[cfg(feature = "ssr")]
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// At most 80 characters of `raw`, for a message.

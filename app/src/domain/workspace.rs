@@ -193,6 +193,19 @@ pub fn check_quota(bytes: u64, quota_bytes: u64) -> Result<(), Problem> {
     Ok(())
 }
 
+/// Lowercase hex of `bytes`.
+#[cfg(feature = "ssr")]
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A chunk's name: the lowercase hex SHA-256 of its bytes.
+#[cfg(feature = "ssr")]
+pub fn chunk_hash(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    hex(&Sha256::digest(bytes))
+}
+
 fn shorten(text: &str) -> String {
     text.chars().take(120).collect()
 }

@@ -16,7 +16,6 @@ use berth_app::domain::workspace::{
 };
 use futures_util::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -88,13 +87,7 @@ pub struct Scan {
     pub skipped: Vec<String>,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn sha256(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
+use berth_app::domain::workspace::chunk_hash as sha256;
 
 /// Reads `dir` into a manifest (a missing directory is an empty workspace).
 pub fn scan(dir: &Path) -> Result<Scan, WorkspaceError> {
@@ -793,11 +786,6 @@ impl Mover {
         let _ = self
             .jobs
             .send(Job::Save(id, login.to_owned(), workspace.clone()));
-    }
-
-    /// Where lease `id`'s save stands.
-    pub fn save_state(&self, id: i64) -> Option<MoveState> {
-        self.progress.lock().ok()?.saves.get(&id).copied()
     }
 }
 

@@ -743,6 +743,9 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 calendar_sequence: Set(i32::from(cancelled)),
                 keep_running: Set(false),
                 profile_version_id: Set(None),
+                moved_from_id: Set(None),
+                move_cause: Set(None),
+                moved_at: Set(None),
             });
             for i in chosen {
                 holds.push((id, node_gpus[*i], start, end));

@@ -637,6 +637,7 @@ impl Config {
                     rollup_keep: chrono::TimeDelta::days(i64::from(raw.rollup_days)),
                     new_gpu_price_minor: raw.new_gpu_price_minor,
                     idle_util_percent: f64::from(raw.idle_util_percent),
+                    offer_horizon: chrono::TimeDelta::weeks(i64::from(raw.booking_horizon_weeks)),
                 },
                 public_url: raw
                     .public_url

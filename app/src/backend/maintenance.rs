@@ -9,7 +9,6 @@ use crate::backend::state::AppState;
 use crate::domain::audit::AuditAction;
 use crate::domain::maintenance::{EndEarly, MaintenanceWindow, NewMaintenance, end_early};
 use crate::domain::problem::Problem;
-use crate::domain::reservation::ReleaseReason;
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
 use sea_orm::DatabaseConnection;
@@ -70,18 +69,19 @@ pub async fn create(
         &ids,
         &request,
         actor.user.id,
-        now,
+        (now, crate::backend::reservations::latest_start(state, now)),
         form.release_reservations,
     )
     .await?;
+    state.wake.poke();
     tracing::info!(windows = created.len(), "maintenance set");
     Ok(created)
 }
 
 /// Takes `gpu_ids` out of booking during `request.window`, one window per GPU, all or none.
 /// Fails with `Validation` for unknown GPUs and `Conflict` naming the reservations in the way,
-/// unless `release` is set: then those reservations are released and their charges refunded in
-/// full. One transaction that takes the same locks as a booking (the GPUs' rows on PostgreSQL,
+/// unless `release` is set: then those reservations move to equivalent free GPUs, or are
+/// released with their rest refunded where none is free (`reservations::failover`). One transaction that takes the same locks as a booking (the GPUs' rows on PostgreSQL,
 /// the write lock on SQLite) and checks for confirmed reservations, so a booking and a
 /// maintenance window can never both win a slot.
 async fn take_out(
@@ -89,7 +89,7 @@ async fn take_out(
     gpu_ids: &[i64],
     request: &NewMaintenance,
     created_by: i64,
-    now: DateTime<Utc>,
+    (now, latest_start): (DateTime<Utc>, DateTime<Utc>),
     release: bool,
 ) -> Result<Vec<MaintenanceWindow>, AppError> {
     let txn = db::begin_write(db).await?;
@@ -110,19 +110,28 @@ async fn take_out(
             ids: in_the_way,
         }));
     }
-    for id in &in_the_way {
-        crate::backend::reservations::release(
-            &txn,
-            *id,
-            Some(created_by),
-            now,
-            ReleaseReason::Maintenance,
-        )
-        .await?;
-    }
     let mut ids = Vec::with_capacity(gpu_ids.len());
     for gpu_id in gpu_ids {
         ids.push(db::maintenance::insert(&txn, *gpu_id, request, created_by, now).await?);
+    }
+    let mut moved = Vec::new();
+    let mut released = Vec::new();
+    if !in_the_way.is_empty() {
+        use crate::backend::reservations::failover::{self, Failure, Outcome};
+        let failure = Failure {
+            gpus: gpu_ids.to_vec(),
+            at: request.window.start(),
+            until: Some(request.window.end()),
+            cause: crate::domain::failover::FailureCause::Maintenance,
+        };
+        for outcome in
+            failover::move_off(&txn, &failure, Some(created_by), now, latest_start).await?
+        {
+            match outcome {
+                Outcome::Released { id } => released.push(id),
+                other => moved.push(other.id()),
+            }
+        }
     }
     let created = db::maintenance::by_ids(&txn, ids).await?;
     for window in &created {
@@ -142,7 +151,8 @@ async fn take_out(
                 "start": request.window.start(),
                 "end": request.window.end(),
                 "reason": request.reason,
-                "released_reservations": in_the_way,
+                "moved_reservations": moved,
+                "released_reservations": released,
             })),
         )
         .await?;

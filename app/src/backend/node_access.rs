@@ -484,12 +484,22 @@ pub async fn reservation_access(
             .filter_map(|row| access_event(row, &uuids))
             .collect();
     // On a demo node no agent opens anything: the window alone tells.
+    // On its GPUs now (a booking moved off a failed GPU was revoked there).
+    let on_now = |e: &&GpuAccessEvent| uuids.contains_key(&e.gpu_id);
     let granted = if enforced {
-        events.iter().any(|e| e.kind == AccessKind::Granted)
+        events
+            .iter()
+            .filter(on_now)
+            .any(|e| e.kind == AccessKind::Granted)
     } else {
         now >= row.start_at
     };
-    let revoked = enforced && events.iter().any(|e| e.kind == AccessKind::Revoked);
+    let view = db::reservations::view_of(&state.db, id, now).await?;
+    let revoked = enforced
+        && events
+            .iter()
+            .filter(on_now)
+            .any(|e| e.kind == AccessKind::Revoked);
     let cancelled = row.status == crate::backend::entity::reservation::Status::Cancelled;
     Ok(ReservationAccess {
         reservation_id: id,
@@ -502,9 +512,11 @@ pub async fn reservation_access(
         keep_running: row.keep_running,
         enforced,
         events,
-        environment: match db::reservations::view_of(&state.db, id, now).await? {
-            Some(view) => crate::backend::env_profiles::preparation(&state.db, &view).await?,
+        environment: match &view {
+            Some(view) => crate::backend::env_profiles::preparation(&state.db, view).await?,
             None => None,
         },
+        moved_from: view.as_ref().and_then(|v| v.moved_from),
+        moved_to: view.as_ref().and_then(|v| v.moved_to),
     })
 }

@@ -51,11 +51,15 @@ pub struct TelemetrySettings {
     /// A minute whose average GPU utilization is below this percentage counts as idle in cost
     /// reports (`idle_util_percent`, default 10). Applied as minutes are rolled up.
     pub idle_util_percent: f64,
+    /// How far ahead a booking moved off a failed GPU may be offered a window (the booking
+    /// horizon).
+    pub offer_horizon: chrono::TimeDelta,
 }
 
 impl Default for TelemetrySettings {
     fn default() -> Self {
         Self {
+            offer_horizon: chrono::TimeDelta::weeks(8),
             raw_keep: chrono::TimeDelta::hours(24),
             rollup_keep: chrono::TimeDelta::days(30),
             new_gpu_price_minor: 200,

@@ -3,7 +3,9 @@
 
 use crate::backend::auth::tokens;
 use crate::backend::db::{self, begin_write, telemetry as store};
+use crate::backend::reservations::failover::{self, Failure};
 use crate::backend::state::{AppState, TelemetrySettings};
+use crate::domain::failover::{FELL_OFF_BUS_OUT_FOR, FailureCause, XID_FELL_OFF_BUS};
 use crate::domain::notify::{GpuProblem, NODE_SILENT_AFTER, NewEvent};
 use crate::domain::problem::Problem;
 use crate::domain::telemetry::{
@@ -193,10 +195,18 @@ pub async fn register(
         now,
     )
     .await?;
-    // The holders of a vanished GPU are told, in the same transaction.
+    // The holders of a vanished GPU are told, and their bookings move to an equivalent GPU, in
+    // the same transaction.
     for (gpu_id, uuid) in &outcome.vanished_gpus {
         let problem = GpuProblem::Missing { gpu: uuid.clone() };
         tell_holders(&txn, *gpu_id, problem, now, now).await?;
+        let failure = Failure {
+            gpus: vec![*gpu_id],
+            at: now,
+            until: None,
+            cause: FailureCause::Missing,
+        };
+        failover::move_off(&txn, &failure, None, now, now + settings.offer_horizon).await?;
     }
     txn.commit().await?;
     if outcome != store::SyncOutcome::default() {
@@ -268,12 +278,45 @@ pub async fn report(
                 code,
             };
             tell_holders(&txn, *gpu_id, problem, event.at, now).await?;
+            if code == XID_FELL_OFF_BUS {
+                fell_off_bus(&txn, *gpu_id, event.at, now, settings.offer_horizon).await?;
+            }
         }
     }
     store_access(&txn, node_id, &report.access, &gpus, now).await?;
     crate::backend::env_profiles::store_reports(&txn, node_id, &report.environments, now).await?;
     txn.commit().await?;
     Ok(ReportOutcome { samples, events })
+}
+
+/// GPU `gpu_id` fell off the bus at `at`: Berth takes it out of booking for
+/// [`FELL_OFF_BUS_OUT_FOR`] (a maintenance window platform admins end once it is back) unless
+/// maintenance already covers it, and moves its bookings to equivalent GPUs.
+async fn fell_off_bus(
+    txn: &sea_orm::DatabaseTransaction,
+    gpu_id: i64,
+    at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    offer_horizon: chrono::TimeDelta,
+) -> Result<(), AppError> {
+    let from = crate::domain::schedule::slot_floor(at.min(now));
+    if !crate::backend::db::maintenance::covers(txn, gpu_id, now).await? {
+        let window = crate::domain::schedule::Window::new(from, from + FELL_OFF_BUS_OUT_FOR)
+            .map_err(AppError::internal)?;
+        let request = crate::domain::maintenance::NewMaintenance {
+            window,
+            reason: format!("XID {XID_FELL_OFF_BUS}: the GPU fell off the bus (set by Berth)"),
+        };
+        crate::backend::db::maintenance::insert(txn, gpu_id, &request, None, now).await?;
+    }
+    let failure = Failure {
+        gpus: vec![gpu_id],
+        at,
+        until: None,
+        cause: FailureCause::FellOffBus,
+    };
+    failover::move_off(txn, &failure, None, now, now + offer_horizon).await?;
+    Ok(())
 }
 
 /// Stores what the agent did about access (with the lease only when it is one of this node's)

@@ -529,6 +529,12 @@ pub async fn latest(state: &AppState, grant: Grant) -> Result<(i64, Manifest), A
             reservation: *reservation,
         }));
     }
+    // The same booking, moved here from a failed GPU's node while running: that node saves it.
+    if db::workspaces::moved_unsaved(&state.db, grant.reservation_id, now - SAVE_AWAITED).await? {
+        return Err(AppError::Conflict(Problem::WorkspaceSavePending {
+            reservation: grant.reservation_id,
+        }));
+    }
     let row = db::workspaces::latest(&state.db, grant.user_id)
         .await?
         .ok_or_else(|| AppError::NotFound("workspace".into()))?;

@@ -363,6 +363,12 @@ pub struct ReservationAccess {
     /// The booking's environment profile and its preparation on the node.
     #[serde(default)]
     pub environment: Option<crate::domain::profile::Preparation>,
+    /// It continues reservation `.0`, whose GPU failed (`.1` why).
+    #[serde(default)]
+    pub moved_from: Option<(i64, crate::domain::failover::FailureCause)>,
+    /// Its GPU failed and its rest continues as this reservation.
+    #[serde(default)]
+    pub moved_to: Option<i64>,
 }
 
 /// A key line holds nothing but `algorithm base64` (no options, quotes or line breaks that could

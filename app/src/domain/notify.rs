@@ -74,11 +74,14 @@ pub enum EventKind {
     EnvironmentFailed,
     /// The workspace could not be saved at a lease's end (over the quota, or the store failed).
     WorkspaceNotSaved,
+    /// A booking's GPU failed and Berth moved it to an equivalent GPU (with how to connect and
+    /// what was refunded for the minutes lost).
+    BookingMoved,
 }
 
 impl EventKind {
     /// Every kind, in the order a preferences page lists them.
-    pub const ALL: [EventKind; 22] = [
+    pub const ALL: [EventKind; 23] = [
         EventKind::BookingConfirmed,
         EventKind::BookingCancelled,
         EventKind::BookingReleased,
@@ -101,6 +104,7 @@ impl EventKind {
         EventKind::LeaseEnded,
         EventKind::EnvironmentFailed,
         EventKind::WorkspaceNotSaved,
+        EventKind::BookingMoved,
     ];
 
     /// As stored, sent and used in keys.
@@ -128,6 +132,7 @@ impl EventKind {
             EventKind::LeaseEnded => "lease_ended",
             EventKind::EnvironmentFailed => "environment_failed",
             EventKind::WorkspaceNotSaved => "workspace_not_saved",
+            EventKind::BookingMoved => "booking_moved",
         }
     }
 
@@ -152,6 +157,7 @@ impl EventKind {
                 | EventKind::LeaseReady
                 | EventKind::EnvironmentFailed
                 | EventKind::WorkspaceNotSaved
+                | EventKind::BookingMoved
         )
     }
 }
@@ -239,6 +245,23 @@ pub struct Notice {
     /// What a GPU reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<GpuProblem>,
+    /// Where a booking moved when its GPU failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved: Option<MovedBrief>,
+}
+
+/// A booking's move off a failed GPU, as a notice tells it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MovedBrief {
+    /// The reservation that was on the failed GPU (the same as the notice's when it moved
+    /// whole, before it began).
+    pub from_reservation: i64,
+    /// Why.
+    pub cause: crate::domain::failover::FailureCause,
+    /// The failed GPUs (`node-a #1`).
+    pub failed: Vec<String>,
+    /// From when the booking is on its new GPUs.
+    pub from: DateTime<Utc>,
 }
 
 /// What went wrong with a GPU, as a notice tells it.
@@ -567,9 +590,10 @@ impl NewEvent {
             ReleaseReason::Preempted => EventKind::Displaced,
             ReleaseReason::Rejected => EventKind::ApprovalRejected,
             ReleaseReason::ApprovalExpired => EventKind::ApprovalExpired,
-            ReleaseReason::Unpaid | ReleaseReason::Maintenance | ReleaseReason::Retired => {
-                EventKind::BookingReleased
-            }
+            ReleaseReason::Unpaid
+            | ReleaseReason::Maintenance
+            | ReleaseReason::Retired
+            | ReleaseReason::GpuFailed => EventKind::BookingReleased,
         };
         Self::about(
             kind,
@@ -819,6 +843,38 @@ impl NewEvent {
         }
     }
 
+    /// `reservation` (on its new GPUs) took over the rest of a booking whose GPU failed;
+    /// `connect` says how to log in there, `refund_minor` is what the minutes lost gave back.
+    pub fn moved(
+        reservation: &Reservation,
+        moved: MovedBrief,
+        connect: &str,
+        refund_minor: i64,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            kind: EventKind::BookingMoved,
+            key: format!(
+                "{}:{}:{}:{}",
+                EventKind::BookingMoved.as_str(),
+                moved.from_reservation,
+                reservation.id,
+                moved.from.timestamp()
+            ),
+            audience: Audience::User(reservation.owner_id),
+            reservation_id: Some(reservation.id),
+            notice: Notice {
+                reservation: Some(ReservationBrief::of(reservation)),
+                amount_minor: (refund_minor > 0).then_some(refund_minor),
+                target: Some(connect.to_owned()),
+                moved: Some(moved),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+
     /// `reservation`'s access on its node was closed (told once).
     pub fn lease_ended(reservation: &Reservation, now: DateTime<Utc>) -> Self {
         Self {
@@ -933,6 +989,8 @@ mod tests {
             preemptible: false,
             approval_expires_at: None,
             displaced_offer: None,
+            moved_from: None,
+            moved_to: None,
             profile: None,
         }
     }
@@ -992,6 +1050,7 @@ mod tests {
             (ReleaseReason::Unpaid, EventKind::BookingReleased),
             (ReleaseReason::Maintenance, EventKind::BookingReleased),
             (ReleaseReason::Retired, EventKind::BookingReleased),
+            (ReleaseReason::GpuFailed, EventKind::BookingReleased),
         ] {
             let event = NewEvent::released(&r, reason, 1_000, at(8, 0));
             assert_eq!(event.kind, kind, "{reason:?}");

@@ -105,6 +105,8 @@ pub enum ReleaseReason {
     Rejected,
     /// Nobody approved it in time.
     ApprovalExpired,
+    /// Its GPU failed and no equivalent GPU was free; the rest refunded in full.
+    GpuFailed,
 }
 
 impl ReleaseReason {
@@ -117,6 +119,7 @@ impl ReleaseReason {
             ReleaseReason::Preempted => "preempted",
             ReleaseReason::Rejected => "rejected",
             ReleaseReason::ApprovalExpired => "approval_expired",
+            ReleaseReason::GpuFailed => "gpu_failed",
         }
     }
 
@@ -129,6 +132,7 @@ impl ReleaseReason {
             "preempted" => Some(ReleaseReason::Preempted),
             "rejected" => Some(ReleaseReason::Rejected),
             "approval_expired" => Some(ReleaseReason::ApprovalExpired),
+            "gpu_failed" => Some(ReleaseReason::GpuFailed),
             _ => None,
         }
     }
@@ -194,6 +198,12 @@ pub struct Reservation {
     /// The environment profile (and version) the booking uses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::domain::profile::BookedProfile>,
+    /// It continues reservation `.0`, whose GPU failed (`.1` why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_from: Option<(i64, crate::domain::failover::FailureCause)>,
+    /// Its GPU failed and its rest continues as this reservation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_to: Option<i64>,
 }
 
 /// Which GPUs a booking wants.

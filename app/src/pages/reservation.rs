@@ -138,6 +138,25 @@ fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -
         }
     });
     let keep_running = access.keep_running;
+    let moved_to = access.moved_to.map(|to| {
+        view! {
+            <p class="moved-note">
+                {t!(i18n, reservation_moved_to)}
+                " "
+                <a href=format!("/reservations/{to}")>{format!("#{to}")}</a>
+            </p>
+        }
+    });
+    let moved_from = access.moved_from.map(|(from, cause)| {
+        let cause = crate::text::failover::failure_cause(i18n, cause);
+        view! {
+            <p class="moved-note">
+                {t!(i18n, reservation_moved_from, cause = cause)}
+                " "
+                <a href=format!("/reservations/{from}")>{format!("#{from}")}</a>
+            </p>
+        }
+    });
     view! {
         <h1>{t!(i18n, reservation_heading, id = id)}</h1>
         <p class="lease-state" data-state=format!("{state:?}").to_lowercase()>
@@ -147,6 +166,8 @@ fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -
             " · "
             {t!(i18n, reservations_zone, zone = move || zone.name.clone())}
         </p>
+        {moved_from}
+        {moved_to}
         {(!access.enforced).then(|| view! { <p class="hint demo-note">{t!(i18n, reservation_demo_node)}</p> })}
         <h2>{t!(i18n, reservation_connect)}</h2>
         <pre class="connect-line"><code>{access.connect.clone()}</code></pre>

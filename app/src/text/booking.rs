@@ -125,6 +125,28 @@ pub fn payment_notes(
                     (Some(ReleaseReason::ApprovalExpired), ..) => {
                         t_string!(i18n, reservations_released_approval_expired).to_string()
                     }
+                    (Some(ReleaseReason::GpuFailed), ..) => match &r.displaced_offer {
+                        Some(offer) => {
+                            let node = offer.node_name.clone();
+                            let when = format!(
+                                "{} – {}",
+                                at(offer.window.start()),
+                                at(offer.window.end())
+                            );
+                            t_string!(i18n, reservations_released_gpu_failed_offer, node, when)
+                                .to_string()
+                        }
+                        None => t_string!(i18n, reservations_released_gpu_failed).to_string(),
+                    },
+                    _ if r.moved_to.is_some() => {
+                        let id = r.moved_to?;
+                        t_string!(i18n, reservations_moved_to, id).to_string()
+                    }
+                    _ if r.moved_from.is_some() => {
+                        let (id, cause) = r.moved_from?;
+                        let cause = crate::text::failover::failure_cause(i18n, cause);
+                        t_string!(i18n, reservations_moved_from, id, cause).to_string()
+                    }
                     (None, ReservationStatus::Confirmed, PaymentStatus::AwaitingApproval) => {
                         let when = at(r.approval_expires_at?);
                         t_string!(i18n, reservations_awaiting_approval, when).to_string()

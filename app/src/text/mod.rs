@@ -6,6 +6,7 @@
 pub mod booking;
 #[cfg(feature = "ssr")]
 pub mod email;
+pub mod failover;
 pub mod format;
 #[cfg(feature = "ssr")]
 pub mod language;

@@ -37,6 +37,7 @@ pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
         EventKind::LeaseEnded => t_string!(i18n, notice_lease_ended),
         EventKind::EnvironmentFailed => t_string!(i18n, notice_environment_failed),
         EventKind::WorkspaceNotSaved => t_string!(i18n, notice_workspace_not_saved),
+        EventKind::BookingMoved => t_string!(i18n, notice_booking_moved),
     }
     .to_string()
 }
@@ -161,6 +162,21 @@ pub fn lines(
                 lines.push(why.clone());
             }
         }
+        EventKind::BookingMoved => {
+            if let Some(moved) = &notice.moved {
+                let failed = moved.failed.join(", ");
+                let cause = crate::text::failover::failure_cause(i18n, moved.cause);
+                let from = at(moved.from);
+                let was = moved.from_reservation;
+                lines
+                    .push(t_string!(i18n, notice_line_moved, failed, cause, from, was).to_string());
+            }
+            let connect = notice.target.clone().unwrap_or_default();
+            lines.push(t_string!(i18n, notice_line_moved_connect, connect).to_string());
+            if notice.amount_minor.is_some() {
+                lines.push(t_string!(i18n, notice_line_moved_refund, amount = money).to_string());
+            }
+        }
         EventKind::NodeSilent => {
             let node = notice.target.clone().unwrap_or_default();
             lines.push(t_string!(i18n, notice_line_node_silent, node, since = until).to_string());
@@ -182,6 +198,9 @@ pub fn lines(
                     t_string!(i18n, reservations_released_preempted)
                 }
                 Some(ReleaseReason::Rejected) => t_string!(i18n, reservations_released_rejected),
+                Some(ReleaseReason::GpuFailed) => {
+                    t_string!(i18n, reservations_released_gpu_failed)
+                }
                 Some(ReleaseReason::ApprovalExpired) | None => {
                     t_string!(i18n, reservations_released_approval_expired)
                 }

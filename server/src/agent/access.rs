@@ -252,6 +252,10 @@ pub struct Keeper {
     pending_saves: Vec<(i64, String, berth_app::domain::lease::LeaseWorkspace)>,
     /// Leases due to open that wait for their workspace (as last written for sshd).
     waiting: BTreeSet<i64>,
+    /// Holders whose lease closed this step while another of theirs due here goes on (a booking
+    /// moved to another GPU of this node): their workspace stays as it is, neither saved nor
+    /// restored.
+    handed_over: BTreeSet<String>,
 }
 
 impl std::fmt::Debug for Keeper {
@@ -287,6 +291,7 @@ impl Keeper {
             mover: None,
             pending_saves: Vec::new(),
             waiting: BTreeSet::new(),
+            handed_over: BTreeSet::new(),
         }
     }
 
@@ -339,6 +344,7 @@ impl Keeper {
             .collect();
         self.close_ended(now, view, &open, &mut events);
         self.open_started(view, &open, now, &mut events);
+        self.handed_over.clear();
         self.write_env_files(&open);
         if view.samples != self.checked_samples {
             self.checked_samples = view.samples;
@@ -401,11 +407,22 @@ impl Keeper {
         open: &BTreeMap<i64, Lease>,
         events: &mut Vec<AccessEvent>,
     ) {
+        // Ended, gone from the schedule, or moved to other GPUs (one failed): closed here, and
+        // a moved one opens again on its new GPUs.
         let ended: Vec<i64> = self
             .opened
-            .keys()
-            .filter(|id| !open.contains_key(id))
-            .copied()
+            .iter()
+            .filter(|(id, opened)| {
+                open.get(id).is_none_or(|lease| {
+                    let mut now_on: Vec<&str> =
+                        lease.gpus.iter().map(|g| g.uuid.as_str()).collect();
+                    let mut was_on: Vec<&str> = opened.gpus.iter().map(String::as_str).collect();
+                    now_on.sort_unstable();
+                    was_on.sort_unstable();
+                    now_on != was_on
+                })
+            })
+            .map(|(id, _)| *id)
             .collect();
         let grace = self.grace();
         for id in ended {
@@ -414,9 +431,9 @@ impl Keeper {
             };
             // The workspace is saved once the holder's processes have left, unless a lease of
             // the same holder goes on here (its end saves it).
-            if let Some(workspace) = &closed.workspace
-                && !open.values().any(|l| l.login == closed.login)
-            {
+            if open.values().any(|l| l.login == closed.login) {
+                self.handed_over.insert(closed.login.clone());
+            } else if let Some(workspace) = &closed.workspace {
                 self.pending_saves
                     .push((id, closed.login.clone(), workspace.clone()));
             }
@@ -485,9 +502,11 @@ impl Keeper {
             if self.opened.contains_key(id) {
                 continue;
             }
-            // The workspace comes first (unless the holder is here already by another lease).
+            // The workspace comes first (unless the holder is here already by another lease,
+            // or was until this step).
             if let Some(mover) = &self.mover
                 && !self.opened.values().any(|o| o.login == lease.login)
+                && !self.handed_over.contains(&lease.login)
                 && !mover.ready(lease)
             {
                 continue;
@@ -1059,6 +1078,46 @@ mod tests {
         assert_eq!(s.tick(at(12, 1), &[]), vec![]);
         assert_eq!(s.tick(at(12, 2), &[]), vec![(Killed, Some(100))]);
         assert_eq!(s.signals(), vec![(100, "TERM"), (100, "KILL")]);
+    }
+
+    #[test]
+    fn a_lease_moved_to_another_gpu_opens_again_there() {
+        let mut s = Setup::new(
+            vec![lease(1, "alice", 4, 10, 12, false)],
+            IntruderPolicy::Report,
+        );
+        assert_eq!(s.tick(at(10, 0), &[]), vec![(Granted, None)]);
+        // GPU-a failed: the portal moves the booking (same id) to GPU-b of this node.
+        let mut moved = lease(1, "alice", 4, 10, 12, false);
+        moved.gpus[0].uuid = "GPU-b".into();
+        s.keeper.set_schedule(
+            NodeSchedule {
+                version: "2".into(),
+                leases: vec![moved],
+                ..NodeSchedule::default()
+            },
+            at(10, 20),
+        );
+        let events: Vec<(AccessKind, String)> = s
+            .keeper
+            .tick(
+                at(10, 20),
+                &NodeView {
+                    inventoried: true,
+                    samples: 99,
+                    ..NodeView::default()
+                },
+            )
+            .into_iter()
+            .map(|e| (e.kind, e.uuid))
+            .collect();
+        assert_eq!(
+            events,
+            vec![(Revoked, "GPU-a".into()), (Granted, "GPU-b".into())]
+        );
+        // Her workspace is neither saved nor restored: she never left the node.
+        assert!(s.keeper.pending_saves.is_empty());
+        assert!(s.keeper.handed_over.is_empty());
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod csrf;
 mod email;
 mod env_profiles;
 mod events;
+mod failover;
 mod health;
 mod helpers;
 mod input_ranges;

@@ -289,8 +289,9 @@ async fn a_lease_opens_ssh_and_the_gpus_to_its_holder_only_and_closes_at_its_end
         "the holder's own process runs on"
     );
 
-    // Her lease ends early (the GPU retired): refused, the ACL gone, her process that ignores
-    // SIGTERM killed after the 2 s grace.
+    // GPU 1 is retired under her: her booking moves to GPU 0 of the same node (it is free).
+    // She still gets in, now on GPU 0; GPU 1's ACL goes and her process there, which ignores
+    // SIGTERM, is killed after the 2 s grace.
     let (status, body) = post_json(
         &app,
         &admin,
@@ -299,17 +300,26 @@ async fn a_lease_opens_ssh_and_the_gpus_to_its_holder_only_and_closes_at_its_end
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    eventually("alice refused", || async {
-        sshd.run_as(&alice.name, &alice_key, "true")
-            .is_none()
-            .then_some(())
+    assert_eq!(body["moved"].as_array().map(Vec::len), Some(1), "{body}");
+    eventually("alice on GPU 0", || async {
+        (sshd
+            .run_as(&alice.name, &alice_key, "echo $CUDA_VISIBLE_DEVICES")
+            .as_deref()
+            == Some(GPU0))
+        .then_some(())
     })
     .await;
-    eventually("the ACL removed", || async {
-        (!acl_entries(&host.path("dev/nvidia1")).contains(&entry)).then_some(())
+    eventually("the ACL moved", || async {
+        (!acl_entries(&host.path("dev/nvidia1")).contains(&entry)
+            && acl_entries(&host.path("dev/nvidia0")).contains(&entry))
+        .then_some(())
     })
     .await;
-    assert!(!host.path(&format!("leases/{}.env", alice.name)).exists());
+    let env = std::fs::read_to_string(host.path(&format!("leases/{}.env", alice.name))).unwrap();
+    assert!(
+        env.contains(&format!("CUDA_VISIBLE_DEVICES={GPU0}\n")),
+        "{env}"
+    );
     ended("her process killed", &mut alice_job).await;
     let events = eventually("the end recorded", || async {
         let events = access_events(&app, &admin, gpu1).await;

@@ -296,7 +296,7 @@ async fn a_job_killed_half_way_leaves_no_lost_or_doubled_charge(backend: Backend
     app.stop().await;
 }
 
-async fn maintenance_and_retiring_release_reservations_with_a_full_refund(backend: Backend) {
+async fn maintenance_and_retiring_move_reservations_to_equivalent_gpus(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
     let root = user_token(&app, "root@example.org", PlatformRole::PlatformAdmin).await;
@@ -318,45 +318,46 @@ async fn maintenance_and_retiring_release_reservations_with_a_full_refund(backen
         (409, &json!("reservations_in_the_way"))
     );
 
+    // Confirmed, the bookings in the way move whole to free H100s (they had not begun): same
+    // ids, same price, nothing refunded or charged differently (failover.rs covers the release
+    // with a full refund when no equivalent GPU is free).
     let mut releasing = window.clone();
     releasing["release_reservations"] = json!(true);
     let (status, created) = post_json(&app, &root, "/api/v1/maintenance", &releasing).await;
     assert_eq!(status, 201, "{created}");
-    for (id, refunded) in [(&paid["id"], 698), (&pending["id"], 0)] {
-        let (_, mine) = get(&app, &ana, "/api/v1/reservations?mine=true").await;
-        let listed = mine
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| &r["id"] == id)
-            .unwrap()
-            .clone();
+    for (id, before) in [(&paid["id"], h100[0]), (&pending["id"], h100[1])] {
+        let (_, listed) = get(&app, &ana, &format!("/api/v1/reservations/{id}")).await;
         assert_eq!(
             (
                 &listed["status"],
                 &listed["released"],
                 &listed["refunded_minor"]
             ),
-            (&json!("cancelled"), &json!("maintenance"), &json!(refunded)),
+            (&json!("confirmed"), &Value::Null, &json!(0)),
             "{listed}"
         );
+        let now_on = listed["gpu_ids"][0].as_i64().unwrap();
+        assert!(
+            now_on != h100[0] && now_on != h100[1],
+            "{listed} was on {before}"
+        );
     }
-    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR);
-    // The released reservation is never charged later.
-    assert_eq!(
-        run_job(&app, start - TimeDelta::hours(2)).await,
-        Outcome::default()
-    );
+    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 698);
+    // The moved pending booking is charged before its start as booked.
+    assert_eq!(run_job(&app, start - TimeDelta::hours(2)).await.charged, 1);
+    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 2 * 698);
 
-    // Retiring a GPU releases what holds it from now on, refunded in full; it cannot be booked.
+    // Retiring a GPU moves what holds it from now on; it cannot be booked (one the moves above
+    // did not use).
+    let spare = *h100.last().unwrap();
     let (_, later) = book(
         &app,
         &ana,
-        booking(h100[2], on_grid_in(TimeDelta::hours(3)), 2, "at_booking"),
+        booking(spare, on_grid_in(TimeDelta::hours(3)), 2, "at_booking"),
     )
     .await;
-    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 698);
-    let retire = format!("/api/v1/admin/gpus/{}/retire", h100[2]);
+    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 3 * 698);
+    let retire = format!("/api/v1/admin/gpus/{}/retire", spare);
     assert_eq!(post_json(&app, &ana, &retire, &json!({})).await.0, 403);
     assert_eq!(
         post_json(&app, &root, "/api/v1/admin/gpus/999999/retire", &json!({}))
@@ -366,18 +367,20 @@ async fn maintenance_and_retiring_release_reservations_with_a_full_refund(backen
     );
     let (status, retired) = post_json(&app, &root, &retire, &json!({})).await;
     assert_eq!(status, 200, "{retired}");
-    assert_eq!(retired["released"], json!([later["id"]]));
     assert_eq!(
-        reservation_row(&app, later["id"].as_i64().unwrap())
-            .await
-            .released_reason,
-        Some(ReleaseReason::Retired)
+        retired["moved"],
+        json!([{ "id": later["id"], "to": later["id"] }]),
+        "{retired}"
     );
-    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR);
+    assert_eq!(retired["released"], json!([]));
+    let row = reservation_row(&app, later["id"].as_i64().unwrap()).await;
+    assert_eq!(row.released_reason, None);
+    assert_eq!(row.status, reservation::Status::Confirmed);
+    assert_eq!(balance(&app, &ana).await, TEST_CREDITS_MINOR - 3 * 698);
     let (status, refused) = book(
         &app,
         &ana,
-        booking(h100[2], on_grid_in(TimeDelta::hours(30)), 1, "at_booking"),
+        booking(spare, on_grid_in(TimeDelta::hours(30)), 1, "at_booking"),
     )
     .await;
     assert_eq!(
@@ -905,7 +908,7 @@ crate::on_both_backends!(
     before_start_bookings_are_charged_once_by_the_job,
     a_short_wallet_is_due_until_credits_arrive_else_the_slot_is_released,
     a_job_killed_half_way_leaves_no_lost_or_doubled_charge,
-    maintenance_and_retiring_release_reservations_with_a_full_refund,
+    maintenance_and_retiring_move_reservations_to_equivalent_gpus,
     charge_modes_are_checked,
     two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact,
     before_start_bookings_hold_what_they_will_cost,

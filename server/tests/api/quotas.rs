@@ -793,7 +793,7 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
         "{refused}"
     );
 
-    // The page's retire form releases the GPU's bookings with a full refund.
+    // The page's retire form moves the GPU's bookings to an equivalent free GPU.
     let response = crate::helpers::client()
         .post(app.url("/api/forms/fleet/retire"))
         .bearer_auth(&platform)
@@ -806,11 +806,21 @@ async fn platform_admins_run_prices_sharing_and_retirement_from_the_fleet_page(b
         "{}",
         response.url()
     );
-    assert_eq!(
-        reservation_row(&app, before["id"].as_i64().unwrap())
-            .await
-            .released_reason,
-        Some(ReleaseReason::Retired)
+    let moved = reservation_row(&app, before["id"].as_i64().unwrap()).await;
+    assert_eq!(moved.released_reason, None);
+    assert_eq!(moved.status, reservation::Status::Confirmed);
+    let (_, view) = get(
+        &app,
+        &platform,
+        &format!("/api/v1/reservations/{}", before["id"]),
+    )
+    .await;
+    assert!(
+        !view["gpu_ids"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(gpus[0])),
+        "{view}"
     );
     // A typed price that is not an amount comes back as an error on the page.
     let response = crate::helpers::client()

@@ -2,7 +2,9 @@
 //! saves only changed chunks, restores byte for byte, detects a corrupted chunk, enforces the
 //! quota and refuses other users and forged tokens; and on two real nodes (two `berth agent`s
 //! with separate roots, Unix users made by the test) a workspace written during a lease on node
-//! A is restored on node B, with the profile's package, variable and dotfile there too.
+//! A is restored on node B, with the profile's package, variable and dotfile there too; and
+//! when node A's GPU falls off the bus mid-lease, the booking moves to node B, which waits for
+//! node A's save before it opens.
 
 use crate::env_profiles::{build_wheel, environment_of, set_mode};
 use crate::helpers::*;
@@ -22,6 +24,7 @@ crate::on_both_backends!(
     the_directory_store_saves_changes_only_and_restores_byte_for_byte,
     the_s3_store_passes_the_same_checks,
     a_workspace_follows_its_holder_to_another_node,
+    a_failed_gpu_moves_the_lease_and_its_workspace_to_another_node,
 );
 
 /// Where the test's store keeps a chunk, so the test can damage it.
@@ -402,10 +405,60 @@ async fn the_s3_store_passes_the_same_checks(backend: Backend) {
 const A0: &str = "GPU-f0000000-0000-4000-8000-00000000000a";
 const B0: &str = "GPU-f0000000-0000-4000-8000-00000000000b";
 
-fn node_config(uuid: &str) -> Value {
+fn node_config(uuid: &str, xids: &[u64]) -> Value {
     json!({"devices": [{"uuid": uuid, "name": "NVIDIA H100 80GB HBM3", "minor_number": 0,
            "memory_total_mib": 81559, "memory_used_mib": 0, "gpu_util": 0, "mem_util": 0,
-           "processes": []}]})
+           "processes": [], "xid_events": xids}]})
+}
+
+/// Two nodes (one agent each, with separate state, lease, cache and NVML roots) with one H100
+/// each; node B's agent lets holders in `early_b` seconds early. Answers the agents and the
+/// GPUs' ids.
+async fn start_nodes(app: &TestApp, root: &Path, early_b: &str) -> (Vec<AgentProcess>, i64, i64) {
+    let mut agents = Vec::new();
+    for (name, uuid) in [("ws-node-a", A0), ("ws-node-b", B0)] {
+        let node_root = root.join(name);
+        std::fs::create_dir_all(&node_root).unwrap();
+        set_mode(&node_root, 0o755);
+        write_json(&node_root.join("nvml.json"), &node_config(uuid, &[]));
+        let (_node, node_token) =
+            telemetry::issue_node_token(&app.db, name, Some(true), None, Utc::now())
+                .await
+                .unwrap();
+        let path = |rel: &str| node_root.join(rel).to_str().unwrap().to_owned();
+        agents.push(start_agent_with(
+            &app.url(""),
+            &node_token,
+            &node_root.join("nvml.json"),
+            &[
+                "--state-dir",
+                &path("state"),
+                "--env-dir",
+                &path("leases"),
+                "--env-cache-dir",
+                &path("cache"),
+                "--python",
+                "/usr/bin/python3",
+                "--grace-seconds",
+                "1",
+                "--early-access-seconds",
+                if name == "ws-node-b" { early_b } else { "0" },
+            ],
+        ));
+    }
+    let gpu_of = |uuid: &'static str| {
+        move || async move {
+            gpu::Entity::find()
+                .filter(gpu::Column::Uuid.eq(uuid))
+                .one(&app.db)
+                .await
+                .unwrap()
+                .map(|g| g.id)
+        }
+    };
+    let gpu_a = eventually("node A's GPU", gpu_of(A0)).await;
+    let gpu_b = eventually("node B's GPU", gpu_of(B0)).await;
+    (agents, gpu_a, gpu_b)
 }
 
 /// Runs `script` in `user`'s login environment on a node whose agent writes `leases`.
@@ -453,51 +506,7 @@ async fn a_workspace_follows_its_holder_to_another_node(backend: Backend) {
     let user = UnixUser::create("bws");
     let (token, _key) = holder(&app, &admin, &user, root.path()).await;
     let user_id = user_id(&app, &format!("{}@example.org", user.name)).await;
-    // Two nodes: one agent each, with separate state, lease, cache and NVML roots.
-    let mut agents = Vec::new();
-    for (name, uuid) in [("ws-node-a", A0), ("ws-node-b", B0)] {
-        let node_root = root.path().join(name);
-        std::fs::create_dir_all(&node_root).unwrap();
-        set_mode(&node_root, 0o755);
-        write_json(&node_root.join("nvml.json"), &node_config(uuid));
-        let (_node, node_token) =
-            telemetry::issue_node_token(&app.db, name, Some(true), None, Utc::now())
-                .await
-                .unwrap();
-        let path = |rel: &str| node_root.join(rel).to_str().unwrap().to_owned();
-        agents.push(start_agent_with(
-            &app.url(""),
-            &node_token,
-            &node_root.join("nvml.json"),
-            &[
-                "--state-dir",
-                &path("state"),
-                "--env-dir",
-                &path("leases"),
-                "--env-cache-dir",
-                &path("cache"),
-                "--python",
-                "/usr/bin/python3",
-                "--grace-seconds",
-                "1",
-                "--early-access-seconds",
-                if name == "ws-node-b" { "7200" } else { "0" },
-            ],
-        ));
-    }
-    let gpu_of = |uuid: &'static str| {
-        let app = &app;
-        move || async move {
-            gpu::Entity::find()
-                .filter(gpu::Column::Uuid.eq(uuid))
-                .one(&app.db)
-                .await
-                .unwrap()
-                .map(|g| g.id)
-        }
-    };
-    let gpu_a = eventually("node A's GPU", gpu_of(A0)).await;
-    let gpu_b = eventually("node B's GPU", gpu_of(B0)).await;
+    let (agents, gpu_a, gpu_b) = start_nodes(&app, root.path(), "7200").await;
     let (status, profile) = post_json(
         &app,
         &token,
@@ -604,6 +613,168 @@ async fn a_workspace_follows_its_holder_to_another_node(backend: Backend) {
         ],
         "{out}"
     );
+    drop(agents);
+    app.stop().await;
+}
+
+async fn a_failed_gpu_moves_the_lease_and_its_workspace_to_another_node(backend: Backend) {
+    if !is_root() {
+        eprintln!("skipped: needs root (users, builds and saves as the holder)");
+        return;
+    }
+    let floor = slot_floor(Utc::now());
+    let (app, _db, _clock) = spawn_app_with(backend, Utc::now(), |s| {
+        s.prepare_ahead_minutes = 120;
+    })
+    .await;
+    let admin = user_token(&app, "wf-admin@example.org", PlatformRole::PlatformAdmin).await;
+    let root = tempfile::tempdir().unwrap();
+    set_mode(root.path(), 0o755);
+    let wheel = build_wheel(root.path());
+    let user = UnixUser::create("bwf");
+    let (token, _key) = holder(&app, &admin, &user, root.path()).await;
+    let user_id = user_id(&app, &format!("{}@example.org", user.name)).await;
+    let (agents, gpu_a, gpu_b) = start_nodes(&app, root.path(), "0").await;
+    let (status, profile) = post_json(
+        &app,
+        &token,
+        "/api/v1/profiles",
+        &json!({
+            "name": "failover",
+            "variables": [{"name": "RUN", "value": "moved"}],
+            "packages": [wheel.to_str().unwrap()],
+            "default": true,
+        }),
+    )
+    .await;
+    assert_eq!(status, 201, "{profile}");
+    // A later booking on node B has the environment prepared there ahead.
+    let (status, later) = book(
+        &app,
+        &token,
+        json!({"gpu_ids": [gpu_b], "start": (floor + Duration::minutes(60)).to_rfc3339(),
+               "end": (floor + Duration::minutes(75)).to_rfc3339()}),
+    )
+    .await;
+    assert_eq!(status, 201, "{later}");
+    eventually_within("the environment on node B", 180, || async {
+        let env = environment_of(&app, &token, &later["id"]).await;
+        assert_ne!(env["state"], "failed", "{env}");
+        (env["state"] == "ready").then_some(())
+    })
+    .await;
+    let wallet_before = balance(&app, &token).await;
+    let (status, booked) = book(
+        &app,
+        &token,
+        json!({"gpu_ids": [gpu_a], "start": floor.to_rfc3339(),
+               "end": (floor + Duration::minutes(45)).to_rfc3339()}),
+    )
+    .await;
+    assert_eq!(status, 201, "{booked}");
+    let id = booked["id"].as_i64().unwrap();
+    let leases_a = root.path().join("ws-node-a/leases");
+    let leases_b = root.path().join("ws-node-b/leases");
+    let env_file = |leases: &Path| {
+        std::fs::read_to_string(leases.join(format!("{}.env", user.name))).unwrap_or_default()
+    };
+    eventually_within("access on node A, with the environment", 180, || async {
+        env_file(&leases_a).contains("BERTH_PROFILE").then_some(())
+    })
+    .await;
+    let work = PathBuf::from(format!("/home/{}/berth-workspace", user.name));
+    let written = as_holder(
+        &user,
+        &leases_a,
+        "mkdir -p berth-workspace && python -c 'import os; open(\"berth-workspace/weights.bin\", \"wb\").write(os.urandom(160 << 20))' && echo 'epoch: 7' > berth-workspace/checkpoint.yaml && echo ok",
+    );
+    assert!(written.trim_end().ends_with("ok"), "{written}");
+    let on_a = tree(&work);
+
+    // Node A's GPU falls off the bus (the fake NVML library reports XID 79).
+    write_json(
+        &root.path().join("ws-node-a/nvml.json"),
+        &node_config(A0, &[79]),
+    );
+    // The booking (or its rest) moves to node B's GPU.
+    let (moved_id, moved) = eventually_within("the booking on node B", 60, || async {
+        let (_, view) = get(&app, &token, &format!("/api/v1/reservations/{id}")).await;
+        let current = match view["moved_to"].as_i64() {
+            Some(rest) => {
+                get(&app, &token, &format!("/api/v1/reservations/{rest}"))
+                    .await
+                    .1
+            }
+            None => view,
+        };
+        (current["gpu_ids"] == json!([gpu_b])).then(|| (current["id"].as_i64().unwrap(), current))
+    })
+    .await;
+    assert_eq!(moved["node_name"], "ws-node-b", "{moved}");
+    // Node A closes the lease and saves the workspace at the failure; node B (its environment
+    // cached there) waits for that save, restores it and only then opens.
+    let saved_when_b_opened =
+        eventually_within("access on node B, with the environment", 180, || async {
+            if !env_file(&leases_b).contains("BERTH_PROFILE") {
+                return None;
+            }
+            Some(
+                workspace_snapshot::Entity::find()
+                    .filter(workspace_snapshot::Column::UserId.eq(user_id))
+                    .filter(workspace_snapshot::Column::ReservationId.eq(id))
+                    .one(&app.db)
+                    .await
+                    .unwrap(),
+            )
+        })
+        .await;
+    assert!(
+        saved_when_b_opened.is_some(),
+        "node B opened before node A's save"
+    );
+    let granted_on_b = berth_app::backend::entity::gpu_access_event::Entity::find()
+        .filter(berth_app::backend::entity::gpu_access_event::Column::GpuId.eq(gpu_b))
+        .filter(berth_app::backend::entity::gpu_access_event::Column::Kind.eq("granted"))
+        .one(&app.db)
+        .await
+        .unwrap()
+        .expect("granted on node B");
+    assert_eq!(granted_on_b.reservation_id, Some(moved_id));
+    assert_eq!(tree(&work), on_a);
+    let out = as_holder(
+        &user,
+        &leases_b,
+        "python -c 'import berthpkg; print(berthpkg.VALUE)'; echo \"$RUN\"; cat berth-workspace/checkpoint.yaml",
+    );
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        vec!["from-a-local-wheel", "moved", "epoch: 7"],
+        "{out}"
+    );
+    // Told, with the new connect line; the minutes lost came back.
+    crate::notify::settle(&app, Utc::now().max(app.state.now())).await;
+    let inbox = berth_app::backend::db::notify::inbox(&app.db, user_id, 100)
+        .await
+        .unwrap();
+    let told: Vec<_> = inbox
+        .iter()
+        .filter(|item| item.kind == EventKind::BookingMoved)
+        .collect();
+    assert_eq!(told.len(), 1, "{inbox:#?}");
+    assert!(
+        told[0]
+            .notice
+            .target
+            .as_deref()
+            .is_some_and(|line| line.starts_with(&format!("ssh {}@", user.name))),
+        "{:?}",
+        told[0].notice
+    );
+    let refund = told[0].notice.amount_minor.unwrap_or(0);
+    assert!(refund > 0, "the slot of the move is refunded");
+    let price = booked["price_minor"].as_i64().unwrap();
+    assert_eq!(balance(&app, &token).await, wallet_before - price + refund);
+    assert_books_balance(&app).await;
     drop(agents);
     app.stop().await;
 }

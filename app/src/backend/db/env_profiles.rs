@@ -329,3 +329,18 @@ pub async fn preparation(
 ) -> Result<Option<env_preparation::Model>, DbErr> {
     env_preparation::Entity::find_by_id(id).one(db).await
 }
+
+/// The nodes whose agent reported the environment with content hash `hash` ready (cached there).
+pub async fn nodes_ready_for(db: &impl ConnectionTrait, hash: &str) -> Result<Vec<i64>, DbErr> {
+    let mut nodes: Vec<i64> = env_preparation::Entity::find()
+        .select_only()
+        .column(env_preparation::Column::NodeId)
+        .filter(env_preparation::Column::ContentHash.eq(hash))
+        .filter(env_preparation::Column::State.eq("ready"))
+        .into_tuple()
+        .all(db)
+        .await?;
+    nodes.sort_unstable();
+    nodes.dedup();
+    Ok(nodes)
+}

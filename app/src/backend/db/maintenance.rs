@@ -30,7 +30,7 @@ pub async fn insert(
     db: &impl ConnectionTrait,
     gpu_id: i64,
     request: &NewMaintenance,
-    created_by: i64,
+    created_by: impl Into<Option<i64>>,
     now: DateTime<Utc>,
 ) -> Result<i64, DbErr> {
     Ok(maintenance_window::ActiveModel {
@@ -38,7 +38,7 @@ pub async fn insert(
         start_at: Set(request.window.start()),
         end_at: Set(request.window.end()),
         reason: Set(request.reason.clone()),
-        created_by: Set(Some(created_by)),
+        created_by: Set(created_by.into()),
         created_at: Set(now),
         ..Default::default()
     }
@@ -155,4 +155,19 @@ async fn views(
             })
         })
         .collect()
+}
+
+/// Whether a maintenance window of `gpu_id` covers `at`.
+pub async fn covers(
+    db: &impl ConnectionTrait,
+    gpu_id: i64,
+    at: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    Ok(maintenance_window::Entity::find()
+        .filter(maintenance_window::Column::GpuId.eq(gpu_id))
+        .filter(maintenance_window::Column::StartAt.lte(at))
+        .filter(maintenance_window::Column::EndAt.gt(at))
+        .one(db)
+        .await?
+        .is_some())
 }

@@ -459,6 +459,127 @@ pub async fn withdraw(
     Ok(true)
 }
 
+/// Takes `quarters` off every slot of `window` on each GPU (a hold given up).
+pub async fn sub_slot_load(
+    txn: &DatabaseTransaction,
+    gpu_ids: &[i64],
+    window: &Window,
+    quarters: i16,
+) -> Result<(), DbErr> {
+    if gpu_ids.is_empty() {
+        return Ok(());
+    }
+    let mut update = Query::update();
+    update
+        .table(Alias::new("gpu_slot_load"))
+        .value(
+            Alias::new("quarters"),
+            Expr::col(Alias::new("quarters")).sub(quarters),
+        )
+        .and_where(Expr::col(Alias::new("gpu_id")).is_in(gpu_ids.to_vec()))
+        .and_where(Expr::col(Alias::new("slot_start")).gte(window.start()))
+        .and_where(Expr::col(Alias::new("slot_start")).lt(window.end()));
+    txn.execute(&update).await?;
+    Ok(())
+}
+
+/// Ends confirmed reservation `row` early at `end` (inside its window, on the grid): its row,
+/// its GPUs' holds and their slots from `end` on, in the caller's write transaction.
+pub async fn shorten(
+    txn: &DatabaseTransaction,
+    row: &reservation::Model,
+    end: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let held = gpus_held_by(txn, &[row.id]).await?;
+    reservation::Entity::update_many()
+        .col_expr(reservation::Column::EndAt, Expr::value(end))
+        .col_expr(
+            reservation::Column::CalendarSequence,
+            Expr::col(reservation::Column::CalendarSequence).add(1),
+        )
+        .filter(reservation::Column::Id.eq(row.id))
+        .exec(txn)
+        .await?;
+    reservation_gpu::Entity::update_many()
+        .col_expr(reservation_gpu::Column::EndAt, Expr::value(end))
+        .filter(reservation_gpu::Column::ReservationId.eq(row.id))
+        .filter(reservation_gpu::Column::EndAt.gt(end))
+        .exec(txn)
+        .await?;
+    let cut = Window::new(end, row.end_at).map_err(|err| DbErr::Custom(err.to_string()))?;
+    sub_slot_load(txn, &held, &cut, row.quarters).await
+}
+
+/// Moves confirmed reservation `row`'s holds off `remove` onto `add` (on node `node_id`) for
+/// its whole window, in the caller's write transaction (the slot table's CHECK refuses more
+/// than a whole GPU on the new ones).
+pub async fn replace_gpus(
+    txn: &DatabaseTransaction,
+    row: &reservation::Model,
+    remove: &[i64],
+    add: &[i64],
+    node_id: i64,
+) -> Result<(), DbErr> {
+    reservation_gpu::Entity::delete_many()
+        .filter(reservation_gpu::Column::ReservationId.eq(row.id))
+        .filter(reservation_gpu::Column::GpuId.is_in(remove.to_vec()))
+        .exec(txn)
+        .await?;
+    let window = stored_window(row)?;
+    sub_slot_load(txn, remove, &window, row.quarters).await?;
+    reservation::Entity::update_many()
+        .col_expr(reservation::Column::NodeId, Expr::value(node_id))
+        .col_expr(
+            reservation::Column::CalendarSequence,
+            Expr::col(reservation::Column::CalendarSequence).add(1),
+        )
+        .filter(reservation::Column::Id.eq(row.id))
+        .exec(txn)
+        .await?;
+    hold_gpus(txn, row, add).await
+}
+
+/// Records that running reservation `id` moved whole to another node at `at`.
+pub async fn set_moved_at(
+    txn: &DatabaseTransaction,
+    id: i64,
+    at: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    reservation::Entity::update_many()
+        .col_expr(reservation::Column::MovedAt, Expr::value(at))
+        .filter(reservation::Column::Id.eq(id))
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
+/// Records why Berth ended confirmed reservation `id` early.
+pub async fn set_released_reason(
+    txn: &DatabaseTransaction,
+    id: i64,
+    reason: ReleaseReason,
+) -> Result<(), DbErr> {
+    reservation::Entity::update_many()
+        .col_expr(reservation::Column::ReleasedReason, Expr::value(reason))
+        .filter(reservation::Column::Id.eq(id))
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
+/// Takes `less_minor` off reservation `id`'s price (a part it no longer holds, not charged).
+pub async fn lower_price(txn: &DatabaseTransaction, id: i64, less_minor: i64) -> Result<(), DbErr> {
+    reservation::Entity::update_many()
+        .col_expr(
+            reservation::Column::PriceMinor,
+            Expr::col(reservation::Column::PriceMinor).sub(less_minor),
+        )
+        .filter(reservation::Column::Id.eq(id))
+        .exec(txn)
+        .await?;
+    Ok(())
+}
+
 /// What a new reservation row holds.
 #[derive(Debug, Clone)]
 pub struct NewRow {
@@ -494,6 +615,8 @@ pub struct NewRow {
     pub gpu_count: usize,
     /// Booked at.
     pub created_at: DateTime<Utc>,
+    /// The reservation it continues after a GPU failed, and why.
+    pub moved_from: Option<(i64, crate::domain::failover::FailureCause)>,
 }
 
 /// Inserts a confirmed reservation (its GPUs are held with [`hold_gpus`]).
@@ -521,6 +644,9 @@ pub async fn insert(txn: &DatabaseTransaction, new: &NewRow) -> Result<reservati
         displaced_offer: Set(None),
         gpu_count: Set(i32::try_from(new.gpu_count).unwrap_or(i32::MAX)),
         profile_version_id: Set(new.profile_version_id),
+        moved_from_id: Set(new.moved_from.map(|(id, _)| id)),
+        move_cause: Set(new.moved_from.map(|(_, cause)| cause.as_str().to_owned())),
+        moved_at: Set(None),
         charged_minor: Set(0),
         refunded_minor: Set(0),
         ..Default::default()
@@ -736,6 +862,20 @@ pub async fn views(
                 )
             })
             .collect();
+    // The reservations that continue these after a GPU failed.
+    let moved_to: HashMap<i64, i64> = reservation::Entity::find()
+        .select_only()
+        .column(reservation::Column::MovedFromId)
+        .column(reservation::Column::Id)
+        .filter(
+            reservation::Column::MovedFromId.is_in(rows.iter().map(|r| r.id).collect::<Vec<_>>()),
+        )
+        .into_tuple::<(Option<i64>, i64)>()
+        .all(db)
+        .await?
+        .into_iter()
+        .filter_map(|(from, id)| Some((from?, id)))
+        .collect();
     rows.into_iter()
         .map(|row| {
             let window = stored_window(&row)?;
@@ -782,6 +922,15 @@ pub async fn views(
                 profile: row
                     .profile_version_id
                     .and_then(|id| profiles.get(&id).cloned()),
+                moved_from: row.moved_from_id.map(|id| {
+                    let cause = row
+                        .move_cause
+                        .as_deref()
+                        .and_then(crate::domain::failover::FailureCause::parse)
+                        .unwrap_or(crate::domain::failover::FailureCause::Missing);
+                    (id, cause)
+                }),
+                moved_to: moved_to.get(&row.id).copied(),
             })
         })
         .collect()

@@ -273,3 +273,47 @@ pub async fn unsaved_ended(
         .filter(|id| !saved.contains(&Some(*id)) && !failed.contains(&Some(*id)))
         .collect())
 }
+
+/// Whether reservation `id` moved whole to another node after `since` while its lease was open
+/// on the old one, and that node has not saved its workspace since (nor failed to).
+pub async fn moved_unsaved(
+    db: &impl ConnectionTrait,
+    id: i64,
+    since: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    use crate::backend::entity::{gpu_access_event, notification_event, reservation};
+    let Some(moved_at) = reservation::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .and_then(|row| row.moved_at)
+        .filter(|at| *at >= since)
+    else {
+        return Ok(false);
+    };
+    let opened = gpu_access_event::Entity::find()
+        .filter(gpu_access_event::Column::ReservationId.eq(id))
+        .filter(gpu_access_event::Column::Kind.eq("granted"))
+        .one(db)
+        .await?
+        .is_some();
+    if !opened {
+        return Ok(false);
+    }
+    let saved = workspace_snapshot::Entity::find()
+        .filter(workspace_snapshot::Column::ReservationId.eq(id))
+        .filter(workspace_snapshot::Column::CreatedAt.gte(moved_at))
+        .one(db)
+        .await?
+        .is_some();
+    let failed = notification_event::Entity::find()
+        .filter(notification_event::Column::ReservationId.eq(id))
+        .filter(
+            notification_event::Column::Kind
+                .eq(crate::domain::notify::EventKind::WorkspaceNotSaved),
+        )
+        .filter(notification_event::Column::OccurredAt.gte(moved_at))
+        .one(db)
+        .await?
+        .is_some();
+    Ok(!saved && !failed)
+}

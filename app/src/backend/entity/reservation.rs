@@ -77,6 +77,13 @@ pub struct Model {
     pub keep_running: bool,
     /// The environment profile version the booking uses.
     pub profile_version_id: Option<i64>,
+    /// The reservation this one continues after its GPU failed.
+    pub moved_from_id: Option<i64>,
+    /// Why it moved (`domain::failover::FailureCause`).
+    pub move_cause: Option<String>,
+    /// When it moved whole to another node while running (its workspace follows from the old
+    /// node's save).
+    pub moved_at: Option<DateTimeUtc>,
 }
 
 /// Relations of `reservations`.

@@ -7,6 +7,7 @@
 //! - [`calendar`]: the calendar and availability read models.
 
 pub mod calendar;
+pub mod failover;
 pub mod input;
 pub mod offers;
 pub mod place;
@@ -31,9 +32,8 @@ use crate::domain::notify::NewEvent;
 use crate::domain::payment::{ChargeMode, ChargePlan, ChargePolicy};
 use crate::domain::problem::Problem;
 use crate::domain::reservation::{PaymentStatus, ReleaseReason, Reservation};
-use crate::domain::schedule::Window;
 use crate::error::AppError;
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use sea_orm::{DatabaseTransaction, DbErr};
 
 /// Books for `actor`.
@@ -218,6 +218,21 @@ pub async fn mine(
     Ok((list, refunds_now))
 }
 
+/// Reservation `id` for its owner or a platform admin; others get `NotFound` (they cannot tell
+/// it exists).
+pub async fn one(
+    state: &AppState,
+    actor: &Actor,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Reservation, AppError> {
+    let is_admin = actor.require_platform_admin().is_ok();
+    db::reservations::view_of(&state.db, id, now)
+        .await?
+        .filter(|view| is_admin || view.owner_id == actor.user.id)
+        .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))
+}
+
 /// Reservations for the JSON API, latest first: the actor's own, or with `everyone` all of them
 /// (platform admins).
 pub async fn list(
@@ -234,14 +249,14 @@ pub async fn list(
 }
 
 /// Retires GPU `gpu_id` (platform admins): it can no longer be booked, and every reservation
-/// holding it from now on is released with a full refund, in one transaction. Answers the
-/// released reservations.
+/// holding it from now on moves to an equivalent free GPU, or is released with its rest
+/// refunded when none is free ([`failover`]), in one transaction. Answers what became of each.
 pub async fn retire_gpu(
     state: &AppState,
     actor: &Actor,
     gpu_id: i64,
     now: DateTime<Utc>,
-) -> Result<Vec<i64>, AppError> {
+) -> Result<Vec<failover::Outcome>, AppError> {
     actor.require_platform_admin()?;
     let admin = actor.user.id;
     let txn = begin_write(&state.db).await?;
@@ -249,21 +264,20 @@ pub async fn retire_gpu(
     let Some(status_before) = db::reservations::retire(&txn, gpu_id).await? else {
         return Err(AppError::NotFound(format!("GPU {gpu_id}")));
     };
-    // Everything ending after now (reservations start at most a booking horizon ahead).
-    let from = crate::domain::schedule::slot_floor(now);
-    let range = Window::new(from, from + TimeDelta::days(366 * 3))
-        .map_err(|err| DbErr::Custom(err.to_string()))?;
-    let mut ids: Vec<i64> = db::reservations::holds_on(&txn, &[gpu_id], &range)
-        .await?
-        .into_iter()
-        .filter(|hold| hold.window.end() > now)
-        .map(|hold| hold.reservation_id)
+    let failure = failover::Failure {
+        gpus: vec![gpu_id],
+        at: now,
+        until: None,
+        cause: crate::domain::failover::FailureCause::Retired,
+    };
+    let outcomes =
+        failover::move_off(&txn, &failure, Some(admin), now, latest_start(state, now)).await?;
+    let ids: Vec<i64> = outcomes.iter().map(failover::Outcome::id).collect();
+    let released: Vec<i64> = outcomes
+        .iter()
+        .filter(|o| matches!(o, failover::Outcome::Released { .. }))
+        .map(failover::Outcome::id)
         .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    for id in &ids {
-        release(&txn, *id, Some(admin), now, ReleaseReason::Retired).await?;
-    }
     db::audit::append(
         &txn,
         db::audit::NewEntry {
@@ -275,12 +289,17 @@ pub async fn retire_gpu(
             team_id: None,
         },
         Some(&serde_json::json!({ "status": Some(status_before) })),
-        Some(&serde_json::json!({ "status": "retired", "released_reservations": ids })),
+        Some(&serde_json::json!({
+            "status": "retired",
+            "moved_reservations": ids,
+            "released_reservations": released,
+        })),
     )
     .await?;
     txn.commit().await?;
-    tracing::info!(gpu.id = gpu_id, released = ids.len(), "GPU retired");
-    Ok(ids)
+    state.wake.poke();
+    tracing::info!(gpu.id = gpu_id, bookings = ids.len(), "GPU retired");
+    Ok(outcomes)
 }
 
 /// Approves (charged per the payment rules: now, or before its start) or rejects (its slots

@@ -185,6 +185,7 @@ async fn attempt_once(
         approval_expires_at: team.approval_until,
         gpu_count: gpus.len(),
         created_at: terms.now,
+        moved_from: None,
     };
     record(
         txn,

@@ -49,21 +49,42 @@ pub async fn end(
 #[derive(Debug, serde::Serialize)]
 pub struct Retired {
     gpu_id: i64,
-    /// Reservations released with a full refund.
+    /// Reservations moved to an equivalent GPU: `{"id", "to"}` (`to`: the reservation that
+    /// continues a booking that had begun; the same id when it moved whole).
+    moved: Vec<MovedBooking>,
+    /// Reservations released (no equivalent GPU free), their rest refunded in full.
     released: Vec<i64>,
 }
 
+/// A booking moved off the retired GPU.
+#[derive(Debug, serde::Serialize)]
+pub struct MovedBooking {
+    id: i64,
+    to: i64,
+}
+
 /// `POST /api/v1/admin/gpus/{id}/retire` (platform admins): the GPU can no longer be booked, and
-/// the reservations holding it from now on are released and refunded in full.
+/// the reservations holding it from now on move to an equivalent free GPU, or are released with
+/// their rest refunded when none is free.
 pub async fn retire(
     State(state): State<AppState>,
     actor: Actor,
     Path(id): Path<i64>,
 ) -> Result<Json<Retired>, AppError> {
-    let released =
+    use berth_app::backend::reservations::failover::Outcome;
+    let outcomes =
         berth_app::backend::reservations::retire_gpu(&state, &actor, id, state.now()).await?;
-    Ok(Json(Retired {
+    let mut retired = Retired {
         gpu_id: id,
-        released,
-    }))
+        moved: Vec::new(),
+        released: Vec::new(),
+    };
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Moved { id } => retired.moved.push(MovedBooking { id, to: id }),
+            Outcome::Continued { id, to } => retired.moved.push(MovedBooking { id, to }),
+            Outcome::Released { id } => retired.released.push(id),
+        }
+    }
+    Ok(Json(retired))
 }

@@ -106,7 +106,10 @@ pub fn routes() -> Router<AppState> {
             "/reservations",
             get(reservations::list).post(reservations::create),
         )
-        .route("/reservations/{id}", delete(reservations::cancel))
+        .route(
+            "/reservations/{id}",
+            get(reservations::one).delete(reservations::cancel),
+        )
         .route(
             "/reservations/{id}/calendar.ics",
             get(crate::calendar::reservation_file),

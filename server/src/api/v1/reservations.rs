@@ -130,6 +130,18 @@ pub async fn list(
     ))
 }
 
+/// `GET /api/v1/reservations/{id}`: one reservation (its owner or a platform admin), with
+/// `moved_from` / `moved_to` when a failed GPU moved it.
+pub async fn one(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<Json<Reservation>, AppError> {
+    Ok(Json(
+        reservations::one(&state, &actor, id, state.now()).await?,
+    ))
+}
+
 /// `DELETE /api/v1/reservations/{id}`: cancels (owner or platform admin, before start).
 pub async fn cancel(
     State(state): State<AppState>,

@@ -153,6 +153,9 @@ pub(crate) async fn insert_past_booking(
         calendar_sequence: NotSet,
         keep_running: NotSet,
         profile_version_id: NotSet,
+        moved_from_id: NotSet,
+        move_cause: NotSet,
+        moved_at: NotSet,
     };
     let id = reservation::Entity::insert(row)
         .exec(db)

@@ -93,6 +93,11 @@ pub fn payment_notes(
     use crate::domain::reservation::{PaymentStatus, ReleaseReason, ReservationStatus};
     use crate::i18n::*;
     let at = |when: DateTime<Utc>| crate::domain::time_text::date_minute(zone.local(when));
+    // An offered window: its node, and when.
+    let offered = |offer: &crate::domain::reservation::SlotOffer| {
+        let when = format!("{} – {}", at(offer.window.start()), at(offer.window.end()));
+        (offer.node_name.clone(), when)
+    };
     in_request_language(|i18n| {
         list.iter()
             .filter_map(|r| {
@@ -106,14 +111,9 @@ pub fn payment_notes(
                     (Some(ReleaseReason::Retired), ..) => {
                         t_string!(i18n, reservations_released_retired).to_string()
                     }
-                    (Some(ReleaseReason::Preempted), ..) => match &r.displaced_offer {
+                    (Some(ReleaseReason::Preempted), ..) => match r.displaced_offer.as_ref() {
                         Some(offer) => {
-                            let node = offer.node_name.clone();
-                            let when = format!(
-                                "{} – {}",
-                                at(offer.window.start()),
-                                at(offer.window.end())
-                            );
+                            let (node, when) = offered(offer);
                             t_string!(i18n, reservations_released_preempted_offer, node, when)
                                 .to_string()
                         }
@@ -125,14 +125,9 @@ pub fn payment_notes(
                     (Some(ReleaseReason::ApprovalExpired), ..) => {
                         t_string!(i18n, reservations_released_approval_expired).to_string()
                     }
-                    (Some(ReleaseReason::GpuFailed), ..) => match &r.displaced_offer {
+                    (Some(ReleaseReason::GpuFailed), ..) => match r.displaced_offer.as_ref() {
                         Some(offer) => {
-                            let node = offer.node_name.clone();
-                            let when = format!(
-                                "{} – {}",
-                                at(offer.window.start()),
-                                at(offer.window.end())
-                            );
+                            let (node, when) = offered(offer);
                             t_string!(i18n, reservations_released_gpu_failed_offer, node, when)
                                 .to_string()
                         }

@@ -545,8 +545,18 @@ pub async fn set_moved_at(
     id: i64,
     at: DateTime<Utc>,
 ) -> Result<(), DbErr> {
+    set_column(txn, id, reservation::Column::MovedAt, at).await
+}
+
+/// Sets one column of reservation `id`.
+async fn set_column(
+    txn: &DatabaseTransaction,
+    id: i64,
+    column: reservation::Column,
+    value: impl Into<sea_orm::Value>,
+) -> Result<(), DbErr> {
     reservation::Entity::update_many()
-        .col_expr(reservation::Column::MovedAt, Expr::value(at))
+        .col_expr(column, Expr::value(value))
         .filter(reservation::Column::Id.eq(id))
         .exec(txn)
         .await?;
@@ -559,12 +569,7 @@ pub async fn set_released_reason(
     id: i64,
     reason: ReleaseReason,
 ) -> Result<(), DbErr> {
-    reservation::Entity::update_many()
-        .col_expr(reservation::Column::ReleasedReason, Expr::value(reason))
-        .filter(reservation::Column::Id.eq(id))
-        .exec(txn)
-        .await?;
-    Ok(())
+    set_column(txn, id, reservation::Column::ReleasedReason, reason).await
 }
 
 /// Takes `less_minor` off reservation `id`'s price (a part it no longer holds, not charged).
@@ -702,12 +707,7 @@ pub async fn set_displaced_offer(
     offer: &SlotOffer,
 ) -> Result<(), DbErr> {
     let json = serde_json::to_string(offer).map_err(|err| DbErr::Custom(err.to_string()))?;
-    reservation::Entity::update_many()
-        .col_expr(reservation::Column::DisplacedOffer, Expr::value(json))
-        .filter(reservation::Column::Id.eq(id))
-        .exec(txn)
-        .await?;
-    Ok(())
+    set_column(txn, id, reservation::Column::DisplacedOffer, json).await
 }
 
 /// Sets how reservation `id` is paid (an approval decided), ending its wait for approval.

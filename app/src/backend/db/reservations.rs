@@ -445,17 +445,7 @@ pub async fn withdraw(
     if updated.rows_affected != 1 {
         return Ok(false);
     }
-    let mut update = Query::update();
-    update
-        .table(Alias::new("gpu_slot_load"))
-        .value(
-            Alias::new("quarters"),
-            Expr::col(Alias::new("quarters")).sub(row.quarters),
-        )
-        .and_where(Expr::col(Alias::new("gpu_id")).is_in(held))
-        .and_where(Expr::col(Alias::new("slot_start")).gte(row.start_at))
-        .and_where(Expr::col(Alias::new("slot_start")).lt(row.end_at));
-    txn.execute(&update).await?;
+    sub_slot_load(txn, &held, &stored_window(row)?, row.quarters).await?;
     Ok(true)
 }
 

@@ -47,3 +47,49 @@ test("a reservation's page tells its state and how to connect", async ({ page })
   await page.goto("/reservations/99999999");
   await expect(page.locator("body")).toContainText(/not found|does not exist/i);
 });
+
+test("a booking moved off a GPU taken for maintenance links its two parts", async ({ browser, baseURL }) => {
+  const user = await browser.newPage();
+  await signIn(user, "the demo user", "/reservations");
+  const admin = await browser.newPage();
+  await signIn(admin, "the demo platform admin", "/");
+  const headers = { Origin: baseURL! };
+  // The demo user books one GPU of the largest model from the current slot, for an hour.
+  const gpus = await (await user.request.get("/api/v1/gpus")).json();
+  const byModel = new Map<string, number>();
+  for (const g of gpus) byModel.set(g.model, (byModel.get(g.model) ?? 0) + 1);
+  const model = [...byModel.entries()].sort((a, b) => b[1] - a[1])[0][0];
+  const slot = 15 * 60 * 1000;
+  const floor = Math.floor(Date.now() / slot) * slot;
+  const iso = (ms: number) => new Date(ms).toISOString();
+  const booked = await user.request.post("/api/v1/reservations", {
+    headers,
+    data: { model, count: 1, start: iso(floor), end: iso(floor + 4 * slot) },
+  });
+  expect(booked.status(), await booked.text()).toBe(201);
+  const first = await booked.json();
+  // A platform admin takes its GPU for maintenance from the next slot, moving what is in the way.
+  const maintenance = await admin.request.post("/api/v1/maintenance", {
+    headers,
+    data: {
+      gpu_ids: first.gpu_ids,
+      start: iso(floor + slot),
+      end: iso(floor + 3 * slot),
+      reason: "fan swap (e2e)",
+      release_reservations: true,
+    },
+  });
+  expect(maintenance.status(), await maintenance.text()).toBe(201);
+
+  await user.goto(`/reservations/${first.id}`);
+  const note = user.locator(".moved-note");
+  await expect(note).toContainText("the rest of this booking continues as reservation");
+  await snapshot(user, "reservation-moved-from");
+  await note.getByRole("link").click();
+  await expect(user).toHaveURL(/\/reservations\/\d+$/);
+  expect(user.url()).not.toContain(`/reservations/${first.id}`);
+  await expect(user.locator(".moved-note")).toContainText("was taken for maintenance");
+  await expect(user.locator(".moved-note").getByRole("link")).toHaveText(`#${first.id}`);
+  await expect(user.locator(".connect-line")).toContainText(/^ssh /);
+  await snapshot(user, "reservation-moved-to");
+});

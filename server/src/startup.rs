@@ -206,6 +206,7 @@ impl Application {
                 .workspace_store
                 .open()
                 .map_err(StartupError::Workspaces)?,
+            words: Arc::new(berth_app::text::email::Words),
         };
         let per_minute = std::num::NonZeroU32::new(config.rate_limit.per_minute)
             .unwrap_or(std::num::NonZeroU32::MIN);

@@ -149,11 +149,6 @@ async fn calendar(
 ) -> Result<String, AppError> {
     let sequences: Vec<(i64, i32)> = rows.iter().map(|r| (r.id, r.calendar_sequence)).collect();
     let views: Vec<Reservation> = db::reservations::views(&state.db, rows, now).await?;
-    let locale = reader
-        .locale
-        .as_deref()
-        .and_then(crate::text::email::locale_named)
-        .unwrap_or_default();
     // The UID's host comes from the configured address only, so it never changes with the
     // address a calendar happened to use.
     let host = state
@@ -167,8 +162,8 @@ async fn calendar(
         .iter()
         .map(|(brief, view)| CalendarEntry {
             reservation: brief,
-            summary: crate::text::email::calendar_summary(
-                locale,
+            summary: state.words.calendar_summary(
+                reader.locale.as_deref(),
                 brief.gpus,
                 &brief.model,
                 &brief.node,

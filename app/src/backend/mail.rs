@@ -3,9 +3,9 @@
 
 use crate::backend::calendar_file::{self, CalendarEntry};
 use crate::backend::entity::{notification_event, user};
+use crate::backend::words::{EmailLinks, NoticeWords};
 use crate::domain::money::Currency;
 use crate::domain::notify::{EventKind, Notice};
-use crate::text::email::{self, EmailLinks};
 use chrono::{DateTime, Utc};
 use lettre::message::header::ContentType;
 use lettre::message::{Attachment, Mailbox, MultiPart};
@@ -129,15 +129,12 @@ impl MailChannel {
         event: &notification_event::Model,
         recipient: &user::Model,
         currency: &Currency,
+        words: &dyn NoticeWords,
         now: DateTime<Utc>,
     ) -> Result<Message, MailError> {
         let notice: Notice = serde_json::from_str(&event.notice)
             .map_err(|err| MailError::permanent(format!("unreadable notice: {err}")))?;
-        let locale = recipient
-            .locale
-            .as_deref()
-            .and_then(email::locale_named)
-            .unwrap_or_default();
+        let language = recipient.locale.as_deref();
         let times = [Some(event.occurred_at), notice.until]
             .into_iter()
             .chain(
@@ -158,18 +155,18 @@ impl MailChannel {
             open: format!("{}{open}", self.public_url),
             settings: format!("{}/profile#notifications", self.public_url),
         };
-        let words = email::notice_email(locale, event.kind, &notice, &zone, currency, &links);
+        let text = words.email(language, event.kind, &notice, &zone, currency, &links);
         let to = recipient
             .email
             .parse()
             .map(|address| Mailbox::new(Some(recipient.name.clone()), address))
             .map_err(|err| MailError::permanent(format!("address {}: {err}", recipient.email)))?;
-        let body = MultiPart::alternative_plain_html(words.text, words.html);
+        let body = MultiPart::alternative_plain_html(text.text, text.html);
         let body = match (&notice.reservation, event.kind, notice.until) {
             // A confirmed booking comes with its calendar entry (not one still awaiting approval).
             (Some(reservation), EventKind::BookingConfirmed, None) => {
-                let summary = email::calendar_summary(
-                    locale,
+                let summary = words.calendar_summary(
+                    language,
                     reservation.gpus,
                     &reservation.model,
                     &reservation.node,
@@ -196,7 +193,7 @@ impl MailChannel {
         Message::builder()
             .from(self.from.clone())
             .to(to)
-            .subject(words.subject)
+            .subject(text.subject)
             .message_id(Some(format!("<delivery-{delivery_id}@{}>", self.host())))
             .multipart(body)
             .map_err(|err| MailError::permanent(err.to_string()))

@@ -31,4 +31,5 @@ pub mod teams;
 pub mod telemetry;
 pub mod viewer;
 pub mod webhooks;
+pub mod words;
 pub mod workspaces;

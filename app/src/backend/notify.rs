@@ -177,6 +177,7 @@ pub async fn deliver(state: &AppState, now: DateTime<Utc>) -> Result<Sent, DbErr
                         event,
                         owner,
                         &state.portal.currency,
+                        state.words.as_ref(),
                         now,
                     ) {
                         Ok(message) => mail.mailer.send(message).await,

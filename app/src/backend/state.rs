@@ -96,6 +96,8 @@ pub struct AppState {
     pub webhooks: crate::backend::webhooks::WebhookClient,
     /// Where saved workspaces' chunks are kept (`workspace_store`).
     pub workspaces: crate::backend::workspaces::WorkspaceStore,
+    /// The words of e-mails, webhook texts and calendar entries, in each reader's language.
+    pub words: Arc<dyn crate::backend::words::NoticeWords>,
 }
 
 impl AppState {

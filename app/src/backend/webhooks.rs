@@ -192,14 +192,14 @@ pub fn body(
     owner: &crate::backend::entity::user::Model,
     now: DateTime<Utc>,
 ) -> Vec<u8> {
-    let locale = owner
-        .locale
-        .as_deref()
-        .and_then(crate::text::email::locale_named)
-        .unwrap_or_default();
     let zone = crate::backend::viewer::zone_named(owner.time_zone.as_deref(), now, now);
-    let text =
-        crate::text::email::notice_line(locale, event.kind, notice, &zone, &state.portal.currency);
+    let text = state.words.line(
+        owner.locale.as_deref(),
+        event.kind,
+        notice,
+        &zone,
+        &state.portal.currency,
+    );
     let payload = Payload {
         event: event.kind.as_str(),
         id: event.id,

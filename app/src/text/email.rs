@@ -8,24 +8,53 @@ use crate::i18n::*;
 use leptos::prelude::*;
 use leptos_i18n::I18nContext;
 
-/// An e-mail's words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmailText {
-    /// Subject line.
-    pub subject: String,
-    /// The plain-text body.
-    pub text: String,
-    /// The HTML body (a whole document).
-    pub html: String,
+use crate::backend::words::NoticeWords;
+pub use crate::backend::words::{EmailLinks, EmailText};
+
+/// The portal's notice words, in the languages of `locales/` (what the state's
+/// [`NoticeWords`] is).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Words;
+
+impl Words {
+    fn locale(language: Option<&str>) -> Locale {
+        language.and_then(locale_named).unwrap_or_default()
+    }
 }
 
-/// Where an e-mail's links go.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmailLinks {
-    /// What the notice is about (the reservations page, the wallet, the inbox).
-    pub open: String,
-    /// The recipient's notification settings.
-    pub settings: String,
+impl NoticeWords for Words {
+    fn email(
+        &self,
+        language: Option<&str>,
+        kind: EventKind,
+        notice: &Notice,
+        zone: &ZoneOffsets,
+        currency: &Currency,
+        links: &EmailLinks,
+    ) -> EmailText {
+        notice_email(Self::locale(language), kind, notice, zone, currency, links)
+    }
+
+    fn line(
+        &self,
+        language: Option<&str>,
+        kind: EventKind,
+        notice: &Notice,
+        zone: &ZoneOffsets,
+        currency: &Currency,
+    ) -> String {
+        notice_line(Self::locale(language), kind, notice, zone, currency)
+    }
+
+    fn calendar_summary(
+        &self,
+        language: Option<&str>,
+        gpus: u32,
+        model: &str,
+        node: &str,
+    ) -> String {
+        calendar_summary(Self::locale(language), gpus, model, node)
+    }
 }
 
 /// The locale called `code` (`en`, `pt-BR`), if Berth speaks it.

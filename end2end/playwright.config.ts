@@ -49,6 +49,8 @@ export default defineConfig({
           BERTH_DEV_SIGN_IN: "true",
           // Every test signs in from 127.0.0.1; the default limit is for real clients.
           BERTH_SIGN_IN_RATE_PER_MINUTE: "600",
+          // The idle reclaim spec waits for the job: run it every few seconds.
+          BERTH_IDLE_JOB_SECONDS: "5",
         },
       },
 });

@@ -32,6 +32,7 @@ mod m20261204_000024_node_access;
 mod m20261205_000025_environment_profiles;
 mod m20261206_000026_workspaces;
 mod m20261207_000027_booking_moves;
+mod m20261208_000028_idle_reclaim;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -68,6 +69,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000025_environment_profiles::Migration),
             Box::new(m20261206_000026_workspaces::Migration),
             Box::new(m20261207_000027_booking_moves::Migration),
+            Box::new(m20261208_000028_idle_reclaim::Migration),
         ]
     }
 }

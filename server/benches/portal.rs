@@ -746,6 +746,11 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 moved_from_id: Set(None),
                 move_cause: Set(None),
                 moved_at: Set(None),
+                idle_since: Set(None),
+                idle_warnings: Set(0),
+                idle_snoozed_at: Set(None),
+                reclaimed_until: Set(None),
+                reclaim_refund_minor: Set(0),
             });
             for i in chosen {
                 holds.push((id, node_gpus[*i], start, end));

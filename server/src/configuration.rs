@@ -90,6 +90,8 @@ pub struct RawSettings {
     /// Seconds between runs of the notification worker (it also runs at once after a change
     /// that recorded events).
     pub notify_job_seconds: u32,
+    /// Seconds between runs of the idle reclaim job.
+    pub idle_job_seconds: u32,
     /// Hours raw GPU samples are kept.
     pub raw_samples_hours: u32,
     /// Days one-minute rollups and GPU events are kept.
@@ -262,6 +264,7 @@ impl Default for RawSettings {
             release_unpaid_minutes: 15,
             payment_job_seconds: 60,
             notify_job_seconds: 15,
+            idle_job_seconds: 60,
             raw_samples_hours: 24,
             rollup_days: 30,
             idle_util_percent: 10,
@@ -381,6 +384,8 @@ pub struct Config {
     pub payment_job_every: std::time::Duration,
     /// Time between runs of the notification worker.
     pub notify_job_every: std::time::Duration,
+    /// Time between runs of the idle reclaim job.
+    pub idle_job_every: std::time::Duration,
     /// The e-mail channel, when `smtp_url` is set.
     pub mail: Option<std::sync::Arc<berth_app::backend::mail::MailChannel>>,
     /// Whether webhooks may call private and local addresses.
@@ -666,6 +671,7 @@ impl Config {
             metrics_token: raw.metrics_token.filter(|t| !t.trim().is_empty()),
             payment_job_every: std::time::Duration::from_secs(u64::from(raw.payment_job_seconds)),
             notify_job_every: std::time::Duration::from_secs(u64::from(raw.notify_job_seconds)),
+            idle_job_every: std::time::Duration::from_secs(u64::from(raw.idle_job_seconds)),
             mail,
             webhook_allow_private: raw.webhook_allow_private,
             workspace_store,
@@ -848,12 +854,13 @@ fn charge_policy(raw: &RawSettings) -> Result<ChargePolicy, ConfigError> {
         || raw.release_unpaid_minutes > raw.charge_lead_minutes
         || !(1..=3600).contains(&raw.payment_job_seconds)
         || !(1..=3600).contains(&raw.notify_job_seconds)
+        || !(1..=3600).contains(&raw.idle_job_seconds)
         || !(1..=1440).contains(&raw.prepare_ahead_minutes)
     {
         return Err(ConfigError::Charge(
             "charge_lead_minutes at most 43200, release_unpaid_minutes at most \
              charge_lead_minutes, payment_job_seconds 1-3600, notify_job_seconds 1-3600, \
-             prepare_ahead_minutes 1-1440"
+             idle_job_seconds 1-3600, prepare_ahead_minutes 1-1440"
                 .to_owned(),
         ));
     }

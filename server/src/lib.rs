@@ -19,5 +19,6 @@ pub mod middleware;
 pub mod notify;
 pub mod ops;
 pub mod payments;
+pub mod reclaim;
 pub mod router;
 pub mod startup;

@@ -91,6 +91,7 @@ pub struct Application {
     charge: berth_app::domain::payment::ChargePolicy,
     payment_job_every: std::time::Duration,
     notify_job_every: std::time::Duration,
+    idle_job_every: std::time::Duration,
     clock: Arc<dyn berth_app::backend::clock::Clock>,
     metrics: Arc<berth_app::backend::metrics::PortalMetrics>,
     state: AppState,
@@ -234,6 +235,7 @@ impl Application {
             charge: config.portal.charge,
             payment_job_every: config.payment_job_every,
             notify_job_every: config.notify_job_every,
+            idle_job_every: config.idle_job_every,
             clock: config.clock.clone(),
             metrics: state.metrics.clone(),
             state,
@@ -290,6 +292,7 @@ impl Application {
             self.metrics.clone(),
         );
         let notices = crate::notify::spawn_job(self.state.clone(), self.notify_job_every);
+        let reclaim = crate::reclaim::spawn_job(self.state.clone(), self.idle_job_every);
         // The peer address feeds the sign-in rate limit.
         let service = self
             .router
@@ -301,6 +304,7 @@ impl Application {
         job.abort();
         payments.abort();
         notices.abort();
+        reclaim.abort();
         for agent in agents {
             let _ = agent.stop().await;
         }

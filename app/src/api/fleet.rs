@@ -1,4 +1,6 @@
 //! The fleet admin page's data (platform admins).
+// A plain form's server function takes one argument per field.
+#![allow(clippy::too_many_arguments)]
 
 use crate::domain::inventory::NodeInventory;
 use crate::domain::quota::TeamQuotas;
@@ -19,6 +21,8 @@ pub struct FleetPage {
     pub currency: crate::domain::money::Currency,
     /// Every node's intruder policy.
     pub policies: Vec<crate::domain::lease::NodePolicy>,
+    /// The idle policies: the platform's and the teams' overrides.
+    pub idle: crate::domain::reclaim::Policies,
 }
 
 /// The fleet page (platform admins).
@@ -51,6 +55,7 @@ pub async fn get_fleet_page() -> Result<FleetPage, AppError> {
             teams: crate::backend::fleet::teams_with_quotas(&call.state).await?,
             policies: crate::backend::node_access::policies(&call.state, &call.actor).await?,
             currency: call.state.portal.currency.clone(),
+            idle: crate::backend::reclaim::policies(&call.state.db).await?,
         })
     })
     .await
@@ -141,6 +146,64 @@ pub async fn set_node_policy(
             protect_idle.is_some(),
         )
         .await
+    })
+    .await
+}
+
+/// Sets the idle policy of a team (`team`: its id) or the platform's default (`team` empty).
+#[server(endpoint = "forms/fleet/idle_policy")]
+pub async fn set_idle_policy(
+    #[server(default)] team: String,
+    action: String,
+    threshold_percent: String,
+    window_minutes: String,
+    #[server(default)] warnings: String,
+    exempt_max_gpus: String,
+    exempt_max_hours: String,
+    #[server(default)] exempt_production: Option<String>,
+    #[server(default)] exempt_training: Option<String>,
+    #[server(default)] exempt_development: Option<String>,
+    #[server(default)] exempt_batch: Option<String>,
+    refund_percent: String,
+) -> Result<(), AppError> {
+    use crate::api::forms::FleetDone;
+    use crate::backend::reclaim::{PolicyForm, read_form, set_policy};
+    use crate::domain::quota::Priority;
+    fleet_form(FleetDone::IdlePolicy, |call| async move {
+        let team = crate::backend::input::whole_number("team", Some(&team))?;
+        let ticked = [
+            (exempt_production, Priority::Production),
+            (exempt_training, Priority::Training),
+            (exempt_development, Priority::Development),
+            (exempt_batch, Priority::Batch),
+        ];
+        let form = PolicyForm {
+            action,
+            threshold_percent,
+            window_minutes,
+            warnings,
+            exempt_max_gpus,
+            exempt_max_hours,
+            exempt_priorities: ticked
+                .into_iter()
+                .filter_map(|(on, priority)| on.map(|_| priority))
+                .collect(),
+            refund_percent,
+        };
+        let policy = read_form(&form)?;
+        set_policy(&call.state, &call.actor, team, policy)
+            .await
+            .map(drop)
+    })
+    .await
+}
+
+/// Removes a team's idle policy: the platform's applies to it again.
+#[server(endpoint = "forms/fleet/idle_policy_clear")]
+pub async fn clear_idle_policy(team_id: i64) -> Result<(), AppError> {
+    use crate::api::forms::FleetDone;
+    fleet_form(FleetDone::IdlePolicyCleared, |call| async move {
+        crate::backend::reclaim::clear_team_policy(&call.state, &call.actor, team_id).await
     })
     .await
 }

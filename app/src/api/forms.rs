@@ -32,6 +32,8 @@ pub enum FleetDone {
     Gpu,
     Retired,
     NodePolicy,
+    IdlePolicy,
+    IdlePolicyCleared,
 }
 
 /// An outcome's word in a page address, and back.

@@ -77,3 +77,16 @@ pub async fn set_keep_running(id: i64, keep: String) -> Result<(), AppError> {
     })
     .await
 }
+
+/// The holder of a running booking says its idle GPUs are still in use: the idle policy counts
+/// from now (once per booking).
+#[server(endpoint = "still_using")]
+pub async fn still_using(id: i64) -> Result<(), AppError> {
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        crate::backend::reclaim::still_using(&call.state, &call.actor, id)
+            .await
+            .map(drop)
+    })
+    .await
+}

@@ -21,6 +21,7 @@ pub mod notify;
 pub mod payment_job;
 pub mod profile;
 pub mod quotas;
+pub mod reclaim;
 pub mod reports;
 pub mod reservations;
 pub mod retry;

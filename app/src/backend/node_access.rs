@@ -501,6 +501,22 @@ pub async fn reservation_access(
             .filter(on_now)
             .any(|e| e.kind == AccessKind::Revoked);
     let cancelled = row.status == crate::backend::entity::reservation::Status::Cancelled;
+    let policies = crate::backend::reclaim::policies(&state.db).await?;
+    let running =
+        !cancelled && row.released_reason.is_none() && row.start_at <= now && now < row.end_at;
+    let latest: Vec<Option<f64>> = gpus.iter().map(|g| g.gpu_util.map(f64::from)).collect();
+    let idle = crate::domain::reclaim::note(
+        policies.for_team(row.team_id),
+        running,
+        crate::domain::reclaim::Told {
+            since: row.idle_since,
+            warnings: u32::try_from(row.idle_warnings).unwrap_or(0),
+        },
+        row.idle_snoozed_at
+            .map_or(row.start_at, |at| at.max(row.start_at)),
+        row.idle_snoozed_at.is_none() && row.owner_id == actor.user.id,
+        &latest,
+    );
     Ok(ReservationAccess {
         reservation_id: id,
         state: LeaseState::at(cancelled, row.start_at, row.end_at, granted, revoked, now),
@@ -518,5 +534,8 @@ pub async fn reservation_access(
         },
         moved_from: view.as_ref().and_then(|v| v.moved_from),
         moved_to: view.as_ref().and_then(|v| v.moved_to),
+        idle,
+        still_using_at: row.idle_snoozed_at,
+        reclaimed_until: row.reclaimed_until,
     })
 }

@@ -204,10 +204,11 @@ pub async fn fleet_report(
     let period = resolve_period(choice, zone, now);
     let gpus = db::reports::gpu_lives(&state.db).await?;
     let held = db::reports::held_in(&state.db, period.from, period.to).await?;
+    let reclaimed = db::reports::reclaimed_in(&state.db, period.from, period.to).await?;
     let hours = db::reports::fleet_hours(&state.db, period.from, period.to).await?;
     let idle = db::reports::most_idle(&state.db, period.from, period.to, TOP_IDLE).await?;
     Ok(FleetReport {
-        days: fleet_days(&period, &gpus, &held, &hours),
+        days: fleet_days(&period, &gpus, &held, &reclaimed, &hours, now),
         top_idle: top_idle(&idle, TOP_IDLE),
         period,
         idle_threshold: state.portal.telemetry.idle_util_percent,

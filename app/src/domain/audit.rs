@@ -46,11 +46,17 @@ pub enum AuditAction {
     NodeTokenRevoke,
     /// A GPU an agent reported was accepted into the inventory.
     GpuAccept,
+    /// A platform admin changed the idle policy (the platform's or a team's).
+    IdlePolicy,
+    /// A holder said "I'm still using it" about an idle booking.
+    IdleSnooze,
+    /// The idle policy released the rest of an idle booking.
+    IdleReclaim,
 }
 
 impl AuditAction {
     /// Every action, in the order the audit page's filter lists them.
-    pub const ALL: [AuditAction; 20] = [
+    pub const ALL: [AuditAction; 23] = [
         AuditAction::TeamCreate,
         AuditAction::TeamInvite,
         AuditAction::TeamInvitationRevoke,
@@ -71,6 +77,9 @@ impl AuditAction {
         AuditAction::NodeTokenIssue,
         AuditAction::NodeTokenRevoke,
         AuditAction::GpuAccept,
+        AuditAction::IdlePolicy,
+        AuditAction::IdleSnooze,
+        AuditAction::IdleReclaim,
     ];
 
     /// The stored (and API) name.
@@ -96,6 +105,9 @@ impl AuditAction {
             AuditAction::NodeTokenIssue => "node.token.issue",
             AuditAction::NodeTokenRevoke => "node.token.revoke",
             AuditAction::GpuAccept => "gpu.accept",
+            AuditAction::IdlePolicy => "idle.policy",
+            AuditAction::IdleSnooze => "booking.still_using",
+            AuditAction::IdleReclaim => "booking.reclaim",
         }
     }
 

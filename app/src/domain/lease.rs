@@ -369,6 +369,15 @@ pub struct ReservationAccess {
     /// Its GPU failed and its rest continues as this reservation.
     #[serde(default)]
     pub moved_to: Option<i64>,
+    /// Its GPUs sit idle and the holder was warned: what the idle policy will do.
+    #[serde(default)]
+    pub idle: Option<crate::domain::reclaim::IdleNote>,
+    /// When its holder said "I'm still using it".
+    #[serde(default)]
+    pub still_using_at: Option<DateTime<Utc>>,
+    /// The idle policy brought its rest back to the fleet; it would have ended then.
+    #[serde(default)]
+    pub reclaimed_until: Option<DateTime<Utc>>,
 }
 
 /// A key line holds nothing but `algorithm base64` (no options, quotes or line breaks that could

@@ -20,6 +20,7 @@ pub mod payment;
 pub mod problem;
 pub mod profile;
 pub mod quota;
+pub mod reclaim;
 pub mod report;
 pub mod reservation;
 pub mod return_to;

@@ -77,11 +77,13 @@ pub enum EventKind {
     /// A booking's GPU failed and Berth moved it to an equivalent GPU (with how to connect and
     /// what was refunded for the minutes lost).
     BookingMoved,
+    /// A running booking's GPUs have sat idle: what the idle policy will do, and when.
+    IdleWarning,
 }
 
 impl EventKind {
     /// Every kind, in the order a preferences page lists them.
-    pub const ALL: [EventKind; 23] = [
+    pub const ALL: [EventKind; 24] = [
         EventKind::BookingConfirmed,
         EventKind::BookingCancelled,
         EventKind::BookingReleased,
@@ -105,6 +107,7 @@ impl EventKind {
         EventKind::EnvironmentFailed,
         EventKind::WorkspaceNotSaved,
         EventKind::BookingMoved,
+        EventKind::IdleWarning,
     ];
 
     /// As stored, sent and used in keys.
@@ -133,6 +136,7 @@ impl EventKind {
             EventKind::EnvironmentFailed => "environment_failed",
             EventKind::WorkspaceNotSaved => "workspace_not_saved",
             EventKind::BookingMoved => "booking_moved",
+            EventKind::IdleWarning => "idle_warning",
         }
     }
 
@@ -158,6 +162,7 @@ impl EventKind {
                 | EventKind::EnvironmentFailed
                 | EventKind::WorkspaceNotSaved
                 | EventKind::BookingMoved
+                | EventKind::IdleWarning
         )
     }
 }
@@ -248,6 +253,20 @@ pub struct Notice {
     /// Where a booking moved when its GPU failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moved: Option<MovedBrief>,
+    /// How long a booking's GPUs have sat idle, and what the policy does about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleBrief>,
+}
+
+/// An idle booking, as a warning tells it (the deadline is the notice's `until`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleBrief {
+    /// Idle without a break since.
+    pub since: DateTime<Utc>,
+    /// The policy's threshold, percent.
+    pub threshold_percent: u8,
+    /// What happens at the deadline.
+    pub action: crate::domain::reclaim::IdleAction,
 }
 
 /// A booking's move off a failed GPU, as a notice tells it.
@@ -593,7 +612,8 @@ impl NewEvent {
             ReleaseReason::Unpaid
             | ReleaseReason::Maintenance
             | ReleaseReason::Retired
-            | ReleaseReason::GpuFailed => EventKind::BookingReleased,
+            | ReleaseReason::GpuFailed
+            | ReleaseReason::Idle => EventKind::BookingReleased,
         };
         Self::about(
             kind,
@@ -873,6 +893,54 @@ impl NewEvent {
             occurred_at: now,
             due_at: now,
         }
+    }
+
+    /// Warning `number` about `reservation`'s idle streak: what the policy does at `acts_at`.
+    pub fn idle_warning(
+        reservation: &Reservation,
+        idle: IdleBrief,
+        number: u32,
+        acts_at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            key: format!(
+                "{}:{}:{}:{number}",
+                EventKind::IdleWarning.as_str(),
+                reservation.id,
+                idle.since.timestamp()
+            ),
+            ..Self::about(
+                EventKind::IdleWarning,
+                reservation,
+                Notice {
+                    until: Some(acts_at),
+                    idle: Some(idle),
+                    ..Notice::default()
+                },
+                now,
+            )
+        }
+    }
+
+    /// The idle policy released the rest of `reservation`, refunding `refund_minor`: its holder
+    /// is told, and its team's admins when it is a team booking.
+    pub fn reclaimed(
+        reservation: &Reservation,
+        refund_minor: i64,
+        now: DateTime<Utc>,
+    ) -> Vec<Self> {
+        let mut holder = Self::released(reservation, ReleaseReason::Idle, refund_minor, now);
+        holder.key = format!("{}:idle", holder.key);
+        let mut events = vec![holder.clone()];
+        if let Some((team_id, _)) = &reservation.team {
+            events.push(Self {
+                key: format!("{}:team", holder.key),
+                audience: Audience::TeamAdmins(*team_id),
+                ..holder
+            });
+        }
+        events
     }
 
     /// `reservation`'s access on its node was closed (told once).

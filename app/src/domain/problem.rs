@@ -339,6 +339,35 @@ pub enum Problem {
         /// The reservation.
         id: i64,
     },
+    /// The reservation is not running now.
+    #[error("reservation {id} is not running now")]
+    NotRunning {
+        /// The reservation.
+        id: i64,
+    },
+    /// "I'm still using it" was said already for this booking.
+    #[error(
+        "you already said you are still using reservation {id}; the idle policy counts from then"
+    )]
+    AlreadySnoozed {
+        /// The reservation.
+        id: i64,
+    },
+    /// An idle threshold outside 1–100 %.
+    #[error("the idle threshold must be between 1 and 100 %")]
+    IdleThreshold,
+    /// An idle window outside 15 minutes – a week.
+    #[error("the idle window must be between 15 and 10080 minutes (a week)")]
+    IdleWindow,
+    /// Warnings not ascending minutes before the window.
+    #[error("warnings must be at most 5 ascending numbers of minutes, each before the idle window")]
+    IdleWarnings,
+    /// A refund outside 0–100 %.
+    #[error("the refund must be between 0 and 100 %")]
+    IdleRefund,
+    /// Exemption limits out of range.
+    #[error("exemptions must be at most 1024 GPUs and 8760 hours")]
+    IdleExemptions,
     /// Maintenance over already.
     #[error("maintenance window {id} is already over")]
     MaintenanceOver {

@@ -305,6 +305,12 @@ pub struct BookingFact {
     pub charged_minor: i64,
     /// Refunded, minor units.
     pub refunded_minor: i64,
+    /// The idle policy reclaimed its rest: the end it had before.
+    #[serde(default)]
+    pub reclaimed_until: Option<DateTime<Utc>>,
+    /// What that reclaim refunded, minor units (part of `refunded_minor`).
+    #[serde(default)]
+    pub reclaim_refund_minor: i64,
     /// Telemetry of its GPUs while it was held (summed over its GPUs).
     pub usage: Usage,
 }
@@ -314,6 +320,15 @@ impl BookingFact {
     pub fn reserved_share_minutes(&self) -> i64 {
         let minutes = (self.held_until - self.start).num_minutes().max(0);
         minutes * i64::from(self.gpus) * i64::from(self.quarters)
+    }
+
+    /// Share-minutes the idle policy brought back to the fleet (from the new end to the old).
+    pub fn reclaimed_share_minutes(&self) -> i64 {
+        self.reclaimed_until.map_or(0, |until| {
+            (until - self.held_until).num_minutes().max(0)
+                * i64::from(self.gpus)
+                * i64::from(self.quarters)
+        })
     }
 
     /// Share-minutes held from `from` to `to` (part of a day).
@@ -379,6 +394,15 @@ pub struct Totals {
     /// The net spend of the measured time: each booking's net spend times the part of its
     /// reserved time that was measured (minor units).
     pub measured_net_minor: f64,
+    /// Bookings whose rest the idle policy brought back to the fleet.
+    #[serde(default)]
+    pub reclaimed: u32,
+    /// Share-minutes brought back.
+    #[serde(default)]
+    pub reclaimed_share_minutes: i64,
+    /// Refunded for them, minor units.
+    #[serde(default)]
+    pub reclaim_refund_minor: i64,
 }
 
 /// Converts share-minutes to GPU-hours.
@@ -393,6 +417,11 @@ impl Totals {
         let share = i64::from(fact.quarters);
         self.bookings += 1;
         self.reserved_share_minutes += fact.reserved_share_minutes();
+        if fact.reclaimed_until.is_some() {
+            self.reclaimed += 1;
+            self.reclaimed_share_minutes += fact.reclaimed_share_minutes();
+            self.reclaim_refund_minor += fact.reclaim_refund_minor;
+        }
         self.charged_minor += fact.charged_minor;
         self.refunded_minor += fact.refunded_minor;
         self.measured_share_minutes += fact.usage.measured_minutes * share;
@@ -421,6 +450,11 @@ impl Totals {
     /// GPU-hours reserved.
     pub fn reserved_hours(&self) -> f64 {
         gpu_hours(self.reserved_share_minutes)
+    }
+
+    /// GPU-hours the idle policy brought back to the fleet.
+    pub fn reclaimed_hours(&self) -> f64 {
+        gpu_hours(self.reclaimed_share_minutes)
     }
 
     /// Reserved GPU-hours measured below the idle threshold.
@@ -612,6 +646,13 @@ pub struct FleetDay {
     pub capacity_hours: f64,
     /// GPU-hours reserved.
     pub reserved_hours: f64,
+    /// Of those, GPU-hours still to come (after the report's moment): booked, not yet used or
+    /// unused.
+    #[serde(default)]
+    pub upcoming_hours: f64,
+    /// GPU-hours the idle policy brought back to the fleet (free again; not in `reserved_hours`).
+    #[serde(default)]
+    pub reclaimed_hours: f64,
     /// GPU-hours measured at or above the idle threshold (on any GPU).
     pub used_hours: f64,
     /// Mean utilization over the minutes measured that day.
@@ -643,7 +684,9 @@ pub fn fleet_days(
     period: &Period,
     gpus: &[GpuLife],
     held: &[(DateTime<Utc>, DateTime<Utc>, i64)],
+    reclaimed: &[(DateTime<Utc>, DateTime<Utc>, i64)],
     hours: &[FleetHour],
+    now: DateTime<Utc>,
 ) -> Vec<FleetDay> {
     period
         .days()
@@ -660,6 +703,14 @@ pub fn fleet_days(
                 .iter()
                 .map(|(start, end, shares)| overlap(*start, *end) * shares)
                 .sum();
+            let upcoming: i64 = held
+                .iter()
+                .map(|(start, end, shares)| overlap((*start).max(now), *end) * shares)
+                .sum();
+            let freed: i64 = reclaimed
+                .iter()
+                .map(|(start, end, shares)| overlap(*start, *end) * shares)
+                .sum();
             let usage = hours
                 .iter()
                 .filter(|h| h.hour >= from && h.hour < to)
@@ -668,6 +719,8 @@ pub fn fleet_days(
                 day,
                 capacity_hours: gpu_hours(capacity * 4),
                 reserved_hours: gpu_hours(reserved),
+                upcoming_hours: gpu_hours(upcoming),
+                reclaimed_hours: gpu_hours(freed),
                 used_hours: gpu_hours((usage.measured_minutes - usage.idle_minutes) * 4),
                 utilization: usage.average(),
             }
@@ -940,6 +993,8 @@ mod tests {
             quarters: 4,
             charged_minor: 1000 * hours,
             refunded_minor: 0,
+            reclaimed_until: None,
+            reclaim_refund_minor: 0,
             usage: Usage::default(),
         }
     }
@@ -1090,8 +1145,19 @@ mod tests {
                 },
             },
         ];
-        let days = fleet_days(&period, &gpus, &held, &hours);
+        // Seen at 01:00 (UTC) on the second day, an hour into its two-hour booking; a booking
+        // on the first day was reclaimed for its last two hours.
+        let now = d2.1 + TimeDelta::hours(1);
+        let reclaimed = [(d1.1 + TimeDelta::hours(3), d1.1 + TimeDelta::hours(5), 4)];
+        let days = fleet_days(&period, &gpus, &held, &reclaimed, &hours, now);
         assert_eq!(days.len(), 2);
+        assert!((days[0].upcoming_hours - 0.0).abs() < 1e-9, "the past");
+        assert!(
+            (days[1].upcoming_hours - 0.5).abs() < 1e-9,
+            "half the booking is to come"
+        );
+        assert!((days[0].reclaimed_hours - 2.0).abs() < 1e-9);
+        assert!((days[1].reclaimed_hours - 0.0).abs() < 1e-9);
         assert!(
             (days[0].capacity_hours - 25.0).abs() < 1e-9,
             "the 25-hour day"

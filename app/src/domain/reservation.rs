@@ -107,6 +107,9 @@ pub enum ReleaseReason {
     ApprovalExpired,
     /// Its GPU failed and no equivalent GPU was free; the rest refunded in full.
     GpuFailed,
+    /// Its GPUs sat idle past the idle policy's window: the rest came back to the fleet, part of
+    /// it refunded.
+    Idle,
 }
 
 impl ReleaseReason {
@@ -120,6 +123,7 @@ impl ReleaseReason {
             ReleaseReason::Rejected => "rejected",
             ReleaseReason::ApprovalExpired => "approval_expired",
             ReleaseReason::GpuFailed => "gpu_failed",
+            ReleaseReason::Idle => "idle",
         }
     }
 
@@ -133,6 +137,7 @@ impl ReleaseReason {
             "rejected" => Some(ReleaseReason::Rejected),
             "approval_expired" => Some(ReleaseReason::ApprovalExpired),
             "gpu_failed" => Some(ReleaseReason::GpuFailed),
+            "idle" => Some(ReleaseReason::Idle),
             _ => None,
         }
     }

@@ -39,6 +39,9 @@ pub fn audit_action_text(
         AuditAction::NodeTokenIssue => t_string!(i18n, audit_node_token_issue),
         AuditAction::NodeTokenRevoke => t_string!(i18n, audit_node_token_revoke),
         AuditAction::GpuAccept => t_string!(i18n, audit_gpu_accept),
+        AuditAction::IdlePolicy => t_string!(i18n, audit_idle_policy),
+        AuditAction::IdleSnooze => t_string!(i18n, audit_idle_snooze),
+        AuditAction::IdleReclaim => t_string!(i18n, audit_idle_reclaim),
     }
 }
 
@@ -53,6 +56,7 @@ fn target_text(i18n: leptos_i18n::I18nContext<Locale>, kind: &str) -> String {
         "node" => t_string!(i18n, audit_target_node).to_string(),
         "reservation" => t_string!(i18n, audit_target_reservation).to_string(),
         "model" => t_string!(i18n, audit_target_model).to_string(),
+        "idle_policy" => t_string!(i18n, audit_target_idle_policy).to_string(),
         other => other.to_owned(),
     }
 }

@@ -6,7 +6,8 @@
 //! [`FleetDone`]) or `error=`.
 
 use crate::api::fleet::{
-    ChangeGpu, FleetPage as FleetData, RetireGpu, SetModelPrice, SetNodePolicy, get_fleet_page,
+    ChangeGpu, ClearIdlePolicy, FleetPage as FleetData, RetireGpu, SetIdlePolicy, SetModelPrice,
+    SetNodePolicy, get_fleet_page,
 };
 use crate::api::forms::{FleetDone, Outcome};
 use crate::components::error::{ErrorPanel, form_outcome};
@@ -14,6 +15,8 @@ use crate::components::table::{Column, DataTable, PostButton};
 use crate::domain::gpu::GpuStatus;
 use crate::domain::lease::IntruderPolicy;
 use crate::domain::money::{Currency, Money};
+use crate::domain::quota::Priority;
+use crate::domain::reclaim::{IdleAction, IdlePolicy, Policies, warnings_text};
 use crate::i18n::*;
 use crate::pages::team_rules::priority_text;
 use crate::text::format::MoneyText;
@@ -35,6 +38,8 @@ pub fn FleetPage() -> impl IntoView {
             Some(FleetDone::Gpu) => t_string!(i18n, fleet_done_gpu),
             Some(FleetDone::Retired) => t_string!(i18n, fleet_done_retired),
             Some(FleetDone::NodePolicy) => t_string!(i18n, fleet_done_node_policy),
+            Some(FleetDone::IdlePolicy) => t_string!(i18n, fleet_done_idle_policy),
+            Some(FleetDone::IdlePolicyCleared) => t_string!(i18n, fleet_done_idle_policy_cleared),
             None => t_string!(i18n, team_done_saved),
         }
         .to_string()
@@ -78,7 +83,10 @@ fn FleetView(data: FleetData) -> impl IntoView {
         teams,
         currency,
         policies,
+        idle,
     } = data;
+    let team_names: Vec<(i64, String)> = teams.iter().map(|t| (t.id, t.name.clone())).collect();
+    let idle_section = view! { <IdlePolicies idle teams=team_names /> };
     let policy_rows = policies
         .into_iter()
         .map(|node| {
@@ -252,6 +260,7 @@ fn FleetView(data: FleetData) -> impl IntoView {
             Column::text(t_string!(i18n, nodes_col_name)),
             Column::text(t_string!(i18n, fleet_col_intruders)),
         ]>{policy_rows}</DataTable>
+        {idle_section}
         <h2>{t!(i18n, fleet_teams)}</h2>
         <DataTable class="teams-table fleet-teams" columns=vec![
             Column::text(t_string!(i18n, team_col_name)),
@@ -260,5 +269,156 @@ fn FleetView(data: FleetData) -> impl IntoView {
             Column::text(t_string!(i18n, fleet_col_burst)),
             Column::text(t_string!(i18n, fleet_col_approval)),
         ]>{team_rows}</DataTable>
+    }
+}
+
+fn action_text(i18n: leptos_i18n::I18nContext<Locale>, action: IdleAction) -> String {
+    match action {
+        IdleAction::Off => t_string!(i18n, fleet_idle_action_off),
+        IdleAction::Warn => t_string!(i18n, fleet_idle_action_warn),
+        IdleAction::Release => t_string!(i18n, fleet_idle_action_release),
+    }
+    .to_string()
+}
+
+/// The idle policies: the platform's default and the teams' overrides, and the form that sets
+/// either (filled in with the platform's values).
+#[component]
+fn IdlePolicies(idle: Policies, teams: Vec<(i64, String)>) -> impl IntoView {
+    let i18n = use_i18n();
+    let row = move |scope: String, team: Option<i64>, policy: &IdlePolicy| {
+        let exempt_classes = policy
+            .exempt_priorities
+            .iter()
+            .map(|p| priority_text(i18n, *p))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let exempt = t_string!(
+            i18n,
+            fleet_idle_exempt_value,
+            gpus = policy.exempt_max_gpus,
+            hours = policy.exempt_max_hours
+        )
+        .to_string();
+        let exempt = if exempt_classes.is_empty() {
+            exempt
+        } else {
+            format!("{exempt}; {exempt_classes}")
+        };
+        let warnings = if policy.warnings.is_empty() {
+            "—".to_owned()
+        } else {
+            format!("{} min", warnings_text(&policy.warnings))
+        };
+        let clear = team.map(|team| {
+            view! {
+                <PostButton action=ClearIdlePolicy::PATH fields=vec![("team_id", team.to_string())]>
+                    {t!(i18n, fleet_idle_clear)}
+                </PostButton>
+            }
+        });
+        view! {
+            <tr data-idle-scope=team.map_or_else(|| "platform".to_owned(), |t| t.to_string())>
+                <td>{scope}</td>
+                <td>{action_text(i18n, policy.action)}</td>
+                <td class="num">{format!("< {} %", policy.threshold_percent)}</td>
+                <td class="num">{format!("{} min", policy.window_minutes)}</td>
+                <td>{warnings}</td>
+                <td>{exempt}</td>
+                <td class="num">{format!("{} %", policy.refund_percent)}</td>
+                <td class="team-controls">{clear}</td>
+            </tr>
+        }
+    };
+    let platform = idle.platform.clone();
+    let mut rows = vec![
+        row(
+            t_string!(i18n, fleet_idle_platform).to_string(),
+            None,
+            &platform,
+        )
+        .into_any(),
+    ];
+    for (team, name, policy) in &idle.teams {
+        rows.push(row(name.clone(), Some(*team), policy).into_any());
+    }
+    let scopes = teams
+        .into_iter()
+        .map(|(id, name)| view! { <option value=id>{name}</option> })
+        .collect_view();
+    let actions = IdleAction::ALL
+        .into_iter()
+        .map(|action| {
+            view! { <option value=action.as_str() selected=action == platform.action>{action_text(i18n, action)}</option> }
+        })
+        .collect_view();
+    let classes = Priority::ALL
+        .into_iter()
+        .map(|priority| {
+            let name = format!("exempt_{}", priority.as_str());
+            view! {
+                <label>
+                    <input type="checkbox" name=name value="on" checked=platform.exempt_priorities.contains(&priority) />
+                    {priority_text(i18n, priority)}
+                </label>
+            }
+        })
+        .collect_view();
+    view! {
+        <h2 id="idle-reclaim">{t!(i18n, fleet_idle_title)}</h2>
+        <p class="hint">{t!(i18n, fleet_idle_hint)}</p>
+        <DataTable class="teams-table fleet-idle" columns=vec![
+            Column::text(t_string!(i18n, fleet_idle_col_scope)),
+            Column::text(t_string!(i18n, fleet_idle_col_action)),
+            Column::num(t_string!(i18n, fleet_idle_col_threshold)),
+            Column::num(t_string!(i18n, fleet_idle_col_window)),
+            Column::text(t_string!(i18n, fleet_idle_col_warnings)),
+            Column::text(t_string!(i18n, fleet_idle_col_exempt)),
+            Column::num(t_string!(i18n, fleet_idle_col_refund)),
+            Column::actions(t_string!(i18n, team_col_actions)),
+        ]>{rows}</DataTable>
+        <h3>{t!(i18n, fleet_idle_set)}</h3>
+        <form method="post" action=SetIdlePolicy::PATH class="idle-policy-form">
+            <label>
+                {t!(i18n, fleet_idle_col_scope)}
+                <select name="team">
+                    <option value="">{t!(i18n, fleet_idle_platform)}</option>
+                    {scopes}
+                </select>
+            </label>
+            <label>
+                {t!(i18n, fleet_idle_col_action)}
+                <select name="action">{actions}</select>
+            </label>
+            <label>
+                {t!(i18n, fleet_idle_threshold_label)}
+                <input type="number" name="threshold_percent" min="1" max="100" required value=platform.threshold_percent />
+            </label>
+            <label>
+                {t!(i18n, fleet_idle_window_label)}
+                <input type="number" name="window_minutes" min="15" max="10080" required value=platform.window_minutes />
+            </label>
+            <label>
+                {t!(i18n, fleet_idle_warnings_label)}
+                <input type="text" name="warnings" value=warnings_text(&platform.warnings) placeholder="60, 105" />
+            </label>
+            <label>
+                {t!(i18n, fleet_idle_exempt_gpus_label)}
+                <input type="number" name="exempt_max_gpus" min="0" max="1024" required value=platform.exempt_max_gpus />
+            </label>
+            <label>
+                {t!(i18n, fleet_idle_exempt_hours_label)}
+                <input type="number" name="exempt_max_hours" min="0" max="8760" required value=platform.exempt_max_hours />
+            </label>
+            <label>
+                {t!(i18n, fleet_idle_refund_label)}
+                <input type="number" name="refund_percent" min="0" max="100" required value=platform.refund_percent />
+            </label>
+            <fieldset>
+                <legend>{t!(i18n, fleet_idle_exempt_classes)}</legend>
+                {classes}
+            </fieldset>
+            <div><button type="submit">{t!(i18n, fleet_idle_save)}</button></div>
+        </form>
     }
 }

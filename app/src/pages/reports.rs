@@ -263,6 +263,21 @@ fn Summary(totals: Totals, currency: Currency) -> impl IntoView {
                 <dt>{t!(i18n, report_cost_per_used_hour)}</dt>
                 <dd>{per_hour_text(i18n, totals.cost_per_used_hour_minor(), &currency)}</dd>
             </div>
+            <div>
+                <dt>{t!(i18n, report_reclaimed_hours)}</dt>
+                <dd>
+                    {hours(totals.reclaimed_hours())}
+                    <small>
+                        " "
+                        {t!(
+                            i18n,
+                            report_reclaimed_detail,
+                            count = totals.reclaimed,
+                            refund = money_string(i18n, Money::from_minor(totals.reclaim_refund_minor), &currency)
+                        )}
+                    </small>
+                </dd>
+            </div>
         </dl>
     }
 }
@@ -286,6 +301,8 @@ fn UsageTable(report: crate::domain::report::UsageReport) -> impl IntoView {
             <td class="num">{number(i18n, totals.idle_hours(), 1)}</td>
             <td class="num">{number(i18n, totals.unmeasured_hours(), 1)}</td>
             <td class="num">{per_hour_text(i18n, totals.cost_per_used_hour_minor(), currency)}</td>
+            <td class="num">{number(i18n, totals.reclaimed_hours(), 1)}</td>
+            <td class="num">{money(totals.reclaim_refund_minor)}</td>
         }
     };
     let rows = report
@@ -314,6 +331,8 @@ fn UsageTable(report: crate::domain::report::UsageReport) -> impl IntoView {
                         <th scope="col" class="num">{t!(i18n, report_idle_hours)}</th>
                         <th scope="col" class="num">{t!(i18n, report_unmeasured_hours)}</th>
                         <th scope="col" class="num">{t!(i18n, report_cost_per_used_hour)}</th>
+                        <th scope="col" class="num">{t!(i18n, report_reclaimed_hours)}</th>
+                        <th scope="col" class="num">{t!(i18n, report_reclaim_refunds)}</th>
                     </tr>
                 </thead>
                 <tbody>{rows}</tbody>
@@ -539,12 +558,19 @@ fn FleetView(data: FleetPage, query: ReportQuery) -> impl IntoView {
         .days
         .iter()
         .map(|day| {
-            let used = day.used_hours.min(day.reserved_hours.max(day.used_hours));
-            let unused = (day.reserved_hours - day.used_hours).max(0.0);
-            let free = (day.capacity_hours - day.reserved_hours.max(day.used_hours)).max(0.0);
+            // Reserved time still to come is neither used nor unused yet; reclaimed time is free
+            // again, shown apart from the rest of the free time.
+            let past = (day.reserved_hours - day.upcoming_hours).max(0.0);
+            let used = day.used_hours.min(past.max(day.used_hours));
+            let unused = (past - day.used_hours).max(0.0);
+            let taken = day.reserved_hours.max(used + day.upcoming_hours);
+            let reclaimed = day
+                .reclaimed_hours
+                .min((day.capacity_hours - taken).max(0.0));
+            let free = (day.capacity_hours - taken - reclaimed).max(0.0);
             DayStack {
                 day: day.day,
-                values: vec![used, unused, free],
+                values: vec![used, unused, day.upcoming_hours, reclaimed, free],
                 utilization: day.utilization,
             }
         })
@@ -557,6 +583,14 @@ fn FleetView(data: FleetPage, query: ReportQuery) -> impl IntoView {
         (
             "fleet-unused".to_owned(),
             t_string!(i18n, report_fleet_unused).to_string(),
+        ),
+        (
+            "fleet-upcoming".to_owned(),
+            t_string!(i18n, report_fleet_upcoming).to_string(),
+        ),
+        (
+            "fleet-reclaimed".to_owned(),
+            t_string!(i18n, report_fleet_reclaimed).to_string(),
         ),
         (
             "fleet-free".to_owned(),

@@ -2,11 +2,14 @@
 //! ready, ending soon, ended), how to connect, its GPUs' latest values, the holder's choice at
 //! the end, and what the node's agent did and saw.
 
-use crate::api::node_access::{ReservationAccessPage, SetKeepRunning, get_reservation_access};
+use crate::api::node_access::{
+    ReservationAccessPage, SetKeepRunning, StillUsing, get_reservation_access,
+};
 use crate::components::access_events::AccessEventTable;
 use crate::components::error::ErrorPanel;
 use crate::domain::lease::LeaseState;
 use crate::domain::profile::PrepState;
+use crate::domain::reclaim::IdleAction;
 use crate::domain::time_text::date_minute;
 use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
@@ -42,10 +45,11 @@ pub fn ReservationPage() -> impl IntoView {
 fn ReservationAccessView(id: i64) -> impl IntoView {
     let i18n = use_i18n();
     let keep = ServerAction::<SetKeepRunning>::new();
+    let still = ServerAction::<StillUsing>::new();
     // The GPUs' values and the agent's events, fresh every ten seconds while the page is open.
     let tick = crate::components::telemetry::use_poll(std::time::Duration::from_secs(10));
     let page = Resource::new(
-        move || (keep.version().get(), tick.get()),
+        move || (keep.version().get(), still.version().get(), tick.get()),
         move |_| get_reservation_access(id),
     );
     view! {
@@ -53,12 +57,13 @@ fn ReservationAccessView(id: i64) -> impl IntoView {
             {move || {
                 page.get()
                     .map(|result| match result {
-                        Ok(page) => Either::Left(view! { <AccessBody page keep /> }),
+                        Ok(page) => Either::Left(view! { <AccessBody page keep still /> }),
                         Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                     })
             }}
         </Transition>
         {move || keep.value().get().and_then(Result::err).map(|error| view! { <ErrorPanel error /> })}
+        {move || still.value().get().and_then(Result::err).map(|error| view! { <ErrorPanel error /> })}
     }
 }
 
@@ -75,7 +80,11 @@ fn state_text(i18n: leptos_i18n::I18nContext<Locale>, state: LeaseState) -> Stri
 }
 
 #[component]
-fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -> impl IntoView {
+fn AccessBody(
+    page: ReservationAccessPage,
+    keep: ServerAction<SetKeepRunning>,
+    still: ServerAction<StillUsing>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let ReservationAccessPage { access, zone } = page;
     let at = move |zone: &ZoneOffsets, when| date_minute(zone.local(when));
@@ -157,6 +166,38 @@ fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -
             </p>
         }
     });
+    let idle = access.idle.map(|note| {
+        let since = at(&zone, note.since);
+        let when = at(&zone, note.acts_at);
+        let threshold = note.threshold_percent;
+        let text = match note.action {
+            IdleAction::Release => {
+                t_string!(i18n, reservation_idle_release, threshold, since, when).to_string()
+            }
+            _ => t_string!(i18n, reservation_idle_warn, threshold, since).to_string(),
+        };
+        view! {
+            <div class="idle-banner" role="alert" data-action=note.action.as_str()>
+                <p><strong>{t!(i18n, reservation_idle_title)}</strong>" "{text}</p>
+                {note.can_snooze.then(|| view! {
+                    <ActionForm action=still attr:class="still-using-form">
+                        <input type="hidden" name="id" value=id />
+                        <button type="submit">{t!(i18n, reservation_still_using)}</button>
+                    </ActionForm>
+                    <p class="hint">{t!(i18n, reservation_still_using_hint)}</p>
+                })}
+            </div>
+        }
+    });
+    let still_using = access.still_using_at.map(|when| {
+        let when = at(&zone, when);
+        view! { <p class="hint still-using-note">{t!(i18n, reservation_still_using_said, when = when)}</p> }
+    });
+    let reclaimed = access.reclaimed_until.map(|until| {
+        let end = at(&zone, access.end);
+        let until = at(&zone, until);
+        view! { <p class="moved-note reclaimed-note">{t!(i18n, reservation_reclaimed, end = end, until = until)}</p> }
+    });
     view! {
         <h1>{t!(i18n, reservation_heading, id = id)}</h1>
         <p class="lease-state" data-state=format!("{state:?}").to_lowercase()>
@@ -166,6 +207,9 @@ fn AccessBody(page: ReservationAccessPage, keep: ServerAction<SetKeepRunning>) -
             " · "
             {t!(i18n, reservations_zone, zone = move || zone.name.clone())}
         </p>
+        {idle}
+        {reclaimed}
+        {still_using}
         {moved_from}
         {moved_to}
         {(!access.enforced).then(|| view! { <p class="hint demo-note">{t!(i18n, reservation_demo_node)}</p> })}

@@ -125,6 +125,9 @@ pub fn payment_notes(
                     (Some(ReleaseReason::ApprovalExpired), ..) => {
                         t_string!(i18n, reservations_released_approval_expired).to_string()
                     }
+                    (Some(ReleaseReason::Idle), ..) => {
+                        t_string!(i18n, reservations_released_idle).to_string()
+                    }
                     (Some(ReleaseReason::GpuFailed), ..) => match r.displaced_offer.as_ref() {
                         Some(offer) => {
                             let (node, when) = offered(offer);

@@ -38,6 +38,7 @@ pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
         EventKind::EnvironmentFailed => t_string!(i18n, notice_environment_failed),
         EventKind::WorkspaceNotSaved => t_string!(i18n, notice_workspace_not_saved),
         EventKind::BookingMoved => t_string!(i18n, notice_booking_moved),
+        EventKind::IdleWarning => t_string!(i18n, notice_idle_warning),
     }
     .to_string()
 }
@@ -177,6 +178,19 @@ pub fn lines(
                 lines.push(t_string!(i18n, notice_line_moved_refund, amount = money).to_string());
             }
         }
+        EventKind::IdleWarning => {
+            if let Some(idle) = &notice.idle {
+                let (threshold, since) = (idle.threshold_percent, at(idle.since));
+                let line = match idle.action {
+                    crate::domain::reclaim::IdleAction::Release => {
+                        t_string!(i18n, notice_line_idle_release, threshold, since, until)
+                            .to_string()
+                    }
+                    _ => t_string!(i18n, notice_line_idle_warn, threshold, since).to_string(),
+                };
+                lines.push(line);
+            }
+        }
         EventKind::NodeSilent => {
             let node = notice.target.clone().unwrap_or_default();
             lines.push(t_string!(i18n, notice_line_node_silent, node, since = until).to_string());
@@ -201,6 +215,7 @@ pub fn lines(
                 Some(ReleaseReason::GpuFailed) => {
                     t_string!(i18n, reservations_released_gpu_failed)
                 }
+                Some(ReleaseReason::Idle) => t_string!(i18n, reservations_released_idle),
                 Some(ReleaseReason::ApprovalExpired) | None => {
                     t_string!(i18n, reservations_released_approval_expired)
                 }

@@ -117,6 +117,13 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_already_cancelled, id).to_string()
         }
         Problem::AlreadyStarted { id } => t_string!(i18n, problem_already_started, id).to_string(),
+        Problem::NotRunning { id } => t_string!(i18n, problem_not_running, id).to_string(),
+        Problem::AlreadySnoozed { id } => t_string!(i18n, problem_already_snoozed, id).to_string(),
+        Problem::IdleThreshold => t_string!(i18n, problem_idle_threshold).to_string(),
+        Problem::IdleWindow => t_string!(i18n, problem_idle_window).to_string(),
+        Problem::IdleWarnings => t_string!(i18n, problem_idle_warnings).to_string(),
+        Problem::IdleRefund => t_string!(i18n, problem_idle_refund).to_string(),
+        Problem::IdleExemptions => t_string!(i18n, problem_idle_exemptions).to_string(),
         Problem::MaintenanceOver { id } => {
             t_string!(i18n, problem_maintenance_over, id).to_string()
         }

@@ -11,6 +11,7 @@ mod events;
 mod failover;
 mod health;
 mod helpers;
+mod idle_reclaim;
 mod input_ranges;
 mod inventory;
 mod ledger;

@@ -13,6 +13,7 @@ pub mod node_access;
 pub mod notify;
 pub mod payments;
 pub mod quotas;
+pub mod reclaim;
 pub mod reports;
 pub mod reservations;
 pub mod sessions;

@@ -121,6 +121,8 @@ struct BookingRow {
     gpu_count: i32,
     charged_minor: i64,
     refunded_minor: i64,
+    reclaimed_until: Option<DateTime<Utc>>,
+    reclaim_refund_minor: i64,
 }
 
 /// The facts of the bookings that meet `condition` (on `reservations`), oldest first.
@@ -143,6 +145,8 @@ async fn facts_where(
             reservation::Column::GpuCount,
             reservation::Column::ChargedMinor,
             reservation::Column::RefundedMinor,
+            reservation::Column::ReclaimedUntil,
+            reservation::Column::ReclaimRefundMinor,
         ])
         .filter(condition.clone())
         .into_model::<BookingRow>()
@@ -236,6 +240,8 @@ async fn facts_where(
             quarters: u32::try_from(row.quarters).unwrap_or(4),
             charged_minor: row.charged_minor,
             refunded_minor: row.refunded_minor,
+            reclaimed_until: row.reclaimed_until,
+            reclaim_refund_minor: row.reclaim_refund_minor,
             usage: usage.get(&row.id).copied().unwrap_or_default(),
         })
         .collect();
@@ -307,6 +313,37 @@ pub async fn held_in(
         }
     }
     Ok(held)
+}
+
+/// The time the idle policy brought back to the fleet in `[from, to)`: each reclaimed booking's
+/// new end, its old end, and its shares (GPUs × quarters).
+pub async fn reclaimed_in(
+    db: &impl ConnectionTrait,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Result<Vec<(DateTime<Utc>, DateTime<Utc>, i64)>, DbErr> {
+    type Reclaimed = (DateTime<Utc>, Option<DateTime<Utc>>, i16, i32);
+    let rows: Vec<Reclaimed> = reservation::Entity::find()
+        .select_only()
+        .columns([
+            reservation::Column::EndAt,
+            reservation::Column::ReclaimedUntil,
+            reservation::Column::Quarters,
+            reservation::Column::GpuCount,
+        ])
+        .filter(reservation::Column::ReclaimedUntil.gt(from))
+        .filter(reservation::Column::EndAt.lt(to))
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(end, until, quarters, gpus)| {
+            until
+                .filter(|until| *until > end)
+                .map(|until| (end, until, i64::from(gpus) * i64::from(quarters)))
+        })
+        .collect())
 }
 
 /// The fleet's telemetry per UTC hour starting in `[from, to)`.

@@ -15,6 +15,7 @@ pub mod gpu_rollup;
 pub mod gpu_sample;
 pub mod idempotency_key;
 pub mod identity;
+pub mod idle_policy;
 pub mod ledger_account;
 pub mod ledger_entry;
 pub mod ledger_transaction;

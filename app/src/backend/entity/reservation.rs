@@ -84,6 +84,16 @@ pub struct Model {
     /// When it moved whole to another node while running (its workspace follows from the old
     /// node's save).
     pub moved_at: Option<DateTimeUtc>,
+    /// The start of the idle streak the policy last warned about.
+    pub idle_since: Option<DateTimeUtc>,
+    /// Warnings sent about that streak.
+    pub idle_warnings: i32,
+    /// When the holder said "I'm still using it" (once per booking).
+    pub idle_snoozed_at: Option<DateTimeUtc>,
+    /// Reclaimed for idleness: the end it had before (its `end_at` is the new end).
+    pub reclaimed_until: Option<DateTimeUtc>,
+    /// What the reclaim refunded, minor units.
+    pub reclaim_refund_minor: i64,
 }
 
 /// Relations of `reservations`.

@@ -19,7 +19,6 @@ use crate::backend::db::reservations::{BookableGpu, NewRow};
 use crate::backend::entity::reservation;
 use crate::backend::notify;
 use crate::domain::failover::{FailureCause, Move, plan, worth};
-use crate::domain::money::Money;
 use crate::domain::notify::{MovedBrief, NewEvent};
 use crate::domain::reservation::{PaymentStatus, ReleaseReason};
 use crate::domain::schedule::{Share, Window, fits, slot_ceil, slot_floor};
@@ -190,7 +189,7 @@ async fn move_one(
         if step.interrupted && target.node_id != row.node_id {
             db::reservations::set_moved_at(txn, row.id, now).await?;
         }
-        let refund = give_back(txn, row, price(lost.total()), (actor, now)).await?;
+        let refund = super::give_back(txn, row, price(lost.total()), (actor, now)).await?;
         let view = db::reservations::view_of(txn, row.id, now)
             .await?
             .ok_or_else(|| DbErr::RecordNotFound(format!("reservation {}", row.id)))?;
@@ -206,7 +205,8 @@ async fn move_one(
     let rest = step.rest();
     let rest_worth = price(gpus * step.rest_slots());
     db::reservations::shorten(txn, row, step.at).await?;
-    let refund_first = give_back(txn, row, rest_worth + price(lost.before), (actor, now)).await?;
+    let refund_first =
+        super::give_back(txn, row, rest_worth + price(lost.before), (actor, now)).await?;
     let rest_price = (rest_worth - price(lost.after)).max(0);
     let (status, mode, charge_at) = match row.payment_status {
         _ if rest_price == 0 => (
@@ -378,7 +378,7 @@ async fn release_rest(
     );
     if step.splits() {
         db::reservations::shorten(txn, row, step.at).await?;
-        give_back(txn, row, back, (actor, now)).await?;
+        super::give_back(txn, row, back, (actor, now)).await?;
         db::reservations::set_released_reason(txn, row.id, ReleaseReason::GpuFailed).await?;
     } else {
         db::reservations::withdraw(txn, row, now, actor, Some(ReleaseReason::GpuFailed)).await?;
@@ -415,35 +415,6 @@ async fn release_rest(
         }
     }
     Ok(Outcome::Released { id: row.id })
-}
-
-/// `row` costs `amount` less (a part it no longer holds, or minutes lost): its price drops, and
-/// what its charge paid for that part goes back to the wallet that paid it (never more than is
-/// left of the charge). Answers the refund.
-async fn give_back(
-    txn: &DatabaseTransaction,
-    row: &reservation::Model,
-    amount: i64,
-    (actor, now): (Option<i64>, DateTime<Utc>),
-) -> Result<i64, DbErr> {
-    let amount = amount.min(row.price_minor);
-    if amount <= 0 {
-        return Ok(0);
-    }
-    db::reservations::lower_price(txn, row.id, amount).await?;
-    let Some((charge_id, paid)) = db::ledger::charge_of(txn, row.id).await? else {
-        return Ok(0);
-    };
-    let refunded = db::ledger::refunds_of(txn, &[row.id])
-        .await?
-        .get(&row.id)
-        .map_or(0, |m| m.minor());
-    let amount = amount.min(paid.minor() - refunded);
-    if amount <= 0 {
-        return Ok(0);
-    }
-    db::ledger::refund(txn, row, charge_id, Money::from_minor(amount), actor, now).await?;
-    Ok(amount)
 }
 
 /// `node-a #1` for each of `gpus`.

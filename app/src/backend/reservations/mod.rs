@@ -403,3 +403,32 @@ pub(crate) async fn release(
     );
     Ok(())
 }
+
+/// `row` costs `amount` less (a part it no longer holds, or minutes lost): its price drops, and
+/// what its charge paid for that part goes back to the wallet that paid it (never more than is
+/// left of the charge). Answers the refund.
+pub(crate) async fn give_back(
+    txn: &DatabaseTransaction,
+    row: &reservation::Model,
+    amount: i64,
+    (actor, now): (Option<i64>, DateTime<Utc>),
+) -> Result<i64, DbErr> {
+    let amount = amount.min(row.price_minor);
+    if amount <= 0 {
+        return Ok(0);
+    }
+    db::reservations::lower_price(txn, row.id, amount).await?;
+    let Some((charge_id, paid)) = db::ledger::charge_of(txn, row.id).await? else {
+        return Ok(0);
+    };
+    let refunded = db::ledger::refunds_of(txn, &[row.id])
+        .await?
+        .get(&row.id)
+        .map_or(0, |m| m.minor());
+    let amount = amount.min(paid.minor() - refunded);
+    if amount <= 0 {
+        return Ok(0);
+    }
+    db::ledger::refund(txn, row, charge_id, Money::from_minor(amount), actor, now).await?;
+    Ok(amount)
+}

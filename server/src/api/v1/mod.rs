@@ -12,6 +12,7 @@ pub mod ledger;
 pub mod maintenance;
 pub mod profiles;
 pub mod quotas;
+pub mod reclaim;
 pub mod reports;
 pub mod reservations;
 pub mod teams;
@@ -97,6 +98,11 @@ pub fn routes() -> Router<AppState> {
         .route("/admin/nodes/{id}/policy", put(access::set_policy))
         .route("/reservations/{id}/keep-running", put(access::keep_running))
         .route("/reservations/{id}/access", get(access::reservation))
+        .route("/reservations/{id}/still-using", post(reclaim::still_using))
+        .route(
+            "/admin/idle-policy",
+            get(reclaim::show).put(reclaim::set).delete(reclaim::clear),
+        )
         .route("/gpus/{id}/access-events", get(access::gpu_events))
         .route("/users", get(users::list_users))
         .route("/gpus", get(reservations::list_gpus))

@@ -232,6 +232,9 @@ struct ApiTotals {
     idle_gpu_hours: f64,
     unmeasured_gpu_hours: f64,
     cost_per_used_gpu_hour: Option<String>,
+    reclaimed_bookings: u32,
+    reclaimed_gpu_hours: f64,
+    reclaim_refunds: String,
 }
 
 fn round2(value: f64) -> f64 {
@@ -256,6 +259,9 @@ fn api_totals(totals: &Totals, currency: &Currency) -> ApiTotals {
         idle_gpu_hours: round2(totals.idle_hours()),
         unmeasured_gpu_hours: round2(totals.unmeasured_hours()),
         cost_per_used_gpu_hour: per_hour(totals.cost_per_used_hour_minor(), currency),
+        reclaimed_bookings: totals.reclaimed,
+        reclaimed_gpu_hours: round2(totals.reclaimed_hours()),
+        reclaim_refunds: money(totals.reclaim_refund_minor),
     }
 }
 
@@ -403,6 +409,8 @@ struct ApiFleetDay {
     day: String,
     capacity_gpu_hours: f64,
     reserved_gpu_hours: f64,
+    upcoming_gpu_hours: f64,
+    reclaimed_gpu_hours: f64,
     used_gpu_hours: f64,
     avg_utilization_percent: Option<f64>,
 }
@@ -435,6 +443,8 @@ fn api_fleet_day(day: &FleetDay) -> ApiFleetDay {
         day: day.day.to_string(),
         capacity_gpu_hours: round2(day.capacity_hours),
         reserved_gpu_hours: round2(day.reserved_hours),
+        upcoming_gpu_hours: round2(day.upcoming_hours),
+        reclaimed_gpu_hours: round2(day.reclaimed_hours),
         used_gpu_hours: round2(day.used_hours),
         avg_utilization_percent: day.utilization.map(|v| (v * 10.0).round() / 10.0),
     }

@@ -156,6 +156,11 @@ pub(crate) async fn insert_past_booking(
         moved_from_id: NotSet,
         move_cause: NotSet,
         moved_at: NotSet,
+        idle_since: NotSet,
+        idle_warnings: NotSet,
+        idle_snoozed_at: NotSet,
+        reclaimed_until: NotSet,
+        reclaim_refund_minor: NotSet,
     };
     let id = reservation::Entity::insert(row)
         .exec(db)

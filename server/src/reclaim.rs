@@ -1,0 +1,33 @@
+//! Runs the idle reclaim job (`berth_app::backend::reclaim`) in the background of `berth serve`.
+//! Every replica runs it: each warning and release re-reads its reservation under lock and skips
+//! one another run already handled, so replicas never warn or release twice.
+
+use berth_app::backend::reclaim;
+use berth_app::backend::state::AppState;
+
+/// Runs the job every `every` until the task is aborted.
+pub fn spawn_job(state: AppState, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        // The first run after one interval: telemetry of a portal that just started is thin.
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            let started = std::time::Instant::now();
+            let result = reclaim::run(&state.db, state.now()).await;
+            state.metrics.job_run(
+                "idle_reclaim",
+                result.is_ok(),
+                started.elapsed().as_secs_f64(),
+            );
+            match result {
+                Ok(outcome) if outcome.warned == 0 && outcome.released == 0 => {}
+                Ok(outcome) => {
+                    state.wake.poke();
+                    tracing::info!(?outcome, "idle reclaim job");
+                }
+                Err(err) => tracing::warn!(error = %err, "idle reclaim job failed"),
+            }
+        }
+    })
+}

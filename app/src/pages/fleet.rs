@@ -300,10 +300,13 @@ fn IdlePolicies(idle: Policies, teams: Vec<(i64, String)>) -> impl IntoView {
             hours = policy.exempt_max_hours
         )
         .to_string();
-        let exempt = if exempt_classes.is_empty() {
-            exempt
-        } else {
-            format!("{exempt}; {exempt_classes}")
+        // No bookings are small enough when either limit is 0.
+        let sized = policy.exempt_max_gpus > 0 && policy.exempt_max_hours > 0;
+        let exempt = match (sized, exempt_classes.is_empty()) {
+            (true, true) => exempt,
+            (true, false) => format!("{exempt}; {exempt_classes}"),
+            (false, false) => exempt_classes,
+            (false, true) => "—".to_owned(),
         };
         let warnings = if policy.warnings.is_empty() {
             "—".to_owned()
@@ -378,39 +381,39 @@ fn IdlePolicies(idle: Policies, teams: Vec<(i64, String)>) -> impl IntoView {
             Column::actions(t_string!(i18n, team_col_actions)),
         ]>{rows}</DataTable>
         <h3>{t!(i18n, fleet_idle_set)}</h3>
-        <form method="post" action=SetIdlePolicy::PATH class="idle-policy-form">
-            <label>
+        <form method="post" action=SetIdlePolicy::PATH class="team-form idle-policy-form">
+            <label class="field">
                 {t!(i18n, fleet_idle_col_scope)}
                 <select name="team">
                     <option value="">{t!(i18n, fleet_idle_platform)}</option>
                     {scopes}
                 </select>
             </label>
-            <label>
+            <label class="field">
                 {t!(i18n, fleet_idle_col_action)}
                 <select name="action">{actions}</select>
             </label>
-            <label>
+            <label class="field">
                 {t!(i18n, fleet_idle_threshold_label)}
                 <input type="number" name="threshold_percent" min="1" max="100" required value=platform.threshold_percent />
             </label>
-            <label>
+            <label class="field">
                 {t!(i18n, fleet_idle_window_label)}
                 <input type="number" name="window_minutes" min="15" max="10080" required value=platform.window_minutes />
             </label>
-            <label>
+            <label class="field">
                 {t!(i18n, fleet_idle_warnings_label)}
                 <input type="text" name="warnings" value=warnings_text(&platform.warnings) placeholder="60, 105" />
             </label>
-            <label>
+            <label class="field">
                 {t!(i18n, fleet_idle_exempt_gpus_label)}
                 <input type="number" name="exempt_max_gpus" min="0" max="1024" required value=platform.exempt_max_gpus />
             </label>
-            <label>
+            <label class="field">
                 {t!(i18n, fleet_idle_exempt_hours_label)}
                 <input type="number" name="exempt_max_hours" min="0" max="8760" required value=platform.exempt_max_hours />
             </label>
-            <label>
+            <label class="field">
                 {t!(i18n, fleet_idle_refund_label)}
                 <input type="number" name="refund_percent" min="0" max="100" required value=platform.refund_percent />
             </label>
@@ -418,7 +421,7 @@ fn IdlePolicies(idle: Policies, teams: Vec<(i64, String)>) -> impl IntoView {
                 <legend>{t!(i18n, fleet_idle_exempt_classes)}</legend>
                 {classes}
             </fieldset>
-            <div><button type="submit">{t!(i18n, fleet_idle_save)}</button></div>
+            <div><button type="submit" class="button-primary">{t!(i18n, fleet_idle_save)}</button></div>
         </form>
     }
 }

@@ -182,7 +182,7 @@ fn AccessBody(
                 {note.can_snooze.then(|| view! {
                     <ActionForm action=still attr:class="still-using-form">
                         <input type="hidden" name="id" value=id />
-                        <button type="submit">{t!(i18n, reservation_still_using)}</button>
+                        <button type="submit" class="button-primary">{t!(i18n, reservation_still_using)}</button>
                     </ActionForm>
                     <p class="hint">{t!(i18n, reservation_still_using_hint)}</p>
                 })}

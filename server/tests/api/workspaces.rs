@@ -732,13 +732,16 @@ async fn a_failed_gpu_moves_the_lease_and_its_workspace_to_another_node(backend:
         saved_when_b_opened.is_some(),
         "node B opened before node A's save"
     );
-    let granted_on_b = berth_app::backend::entity::gpu_access_event::Entity::find()
-        .filter(berth_app::backend::entity::gpu_access_event::Column::GpuId.eq(gpu_b))
-        .filter(berth_app::backend::entity::gpu_access_event::Column::Kind.eq("granted"))
-        .one(&app.db)
-        .await
-        .unwrap()
-        .expect("granted on node B");
+    // The agent tells the portal with its next report, a moment after it opened the lease.
+    let granted_on_b = eventually_within("granted on node B", 60, || async {
+        berth_app::backend::entity::gpu_access_event::Entity::find()
+            .filter(berth_app::backend::entity::gpu_access_event::Column::GpuId.eq(gpu_b))
+            .filter(berth_app::backend::entity::gpu_access_event::Column::Kind.eq("granted"))
+            .one(&app.db)
+            .await
+            .unwrap()
+    })
+    .await;
     assert_eq!(granted_on_b.reservation_id, Some(moved_id));
     assert_eq!(tree(&work), on_a);
     let out = as_holder(

@@ -2,6 +2,8 @@ import { expect, test, signIn, snapshot } from "./helpers";
 
 test.use({ locale: "en-US", viewport: { width: 1280, height: 900 } });
 
+// This spec adds a node with two GPUs (retired again at the end, but still listed): it runs
+// after the inventory spec, which counts the demo fleet's GPUs (files run in name order).
 const NODE = "gpu-e2e-idle";
 const MODEL = "NVIDIA A2 E2E Idle";
 
@@ -10,8 +12,10 @@ test("an idle booking's holder is warned on its page and says she is still using
   const headers = { Origin: baseURL! };
   const admin = await browser.newPage();
   await signIn(admin, "the demo platform admin", "/admin/nodes");
+  // The holder is the demo team admin, so the specs that read the demo user's reservations see
+  // nothing of this one.
   const user = await browser.newPage();
-  await signIn(user, "the demo user", "/reservations");
+  await signIn(user, "the demo team admin", "/reservations");
 
   // A node with an agent of its own (this test speaks for it), two GPUs accepted into the fleet.
   await expect(admin.locator("section.nodes")).toHaveAttribute("data-hydrated", "true");
@@ -34,7 +38,9 @@ test("an idle booking's holder is warned on its page and says she is still using
   });
   expect(registered.status(), await registered.text()).toBe(200);
   const pending = await (await admin.request.get("/api/v1/admin/gpus/pending")).json();
-  for (const gpu of pending.filter((g: { uuid: string }) => uuids.includes(g.uuid))) {
+  const ours = pending.filter((g: { uuid: string }) => uuids.includes(g.uuid));
+  expect(ours).toHaveLength(2);
+  for (const gpu of ours) {
     const accepted = await admin.request.post(`/api/v1/admin/gpus/${gpu.id}/accept`, { headers });
     expect(accepted.status(), await accepted.text()).toBeLessThan(300);
   }
@@ -49,7 +55,7 @@ test("an idle booking's holder is warned on its page and says she is still using
   });
   expect(policy.status(), await policy.text()).toBe(200);
   try {
-    // The demo user books both GPUs as a batch job from the current slot, for ten hours.
+    // The holder books both GPUs as a batch job from the current slot, for ten hours.
     const slot = 15 * 60 * 1000;
     const floor = Math.floor(Date.now() / slot) * slot;
     const iso = (ms: number) => new Date(ms).toISOString();
@@ -105,5 +111,10 @@ test("an idle booking's holder is warned on its page and says she is still using
   } finally {
     const reset = await admin.request.put("/api/v1/admin/idle-policy", { headers, data: {} });
     expect(reset.status(), await reset.text()).toBe(200);
+    // The test's GPUs leave the fleet again (the specs after this one count the demo GPUs).
+    for (const gpu of ours) {
+      const retired = await admin.request.post(`/api/v1/admin/gpus/${gpu.id}/retire`, { headers });
+      expect(retired.status(), await retired.text()).toBe(200);
+    }
   }
 });

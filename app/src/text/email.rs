@@ -32,7 +32,62 @@ impl NoticeWords for Words {
         currency: &Currency,
         links: &EmailLinks,
     ) -> EmailText {
-        notice_email(Self::locale(language), kind, notice, zone, currency, links)
+        let locale = Self::locale(language);
+        in_locale(locale, |i18n| {
+            let title = crate::text::notify::title(i18n, kind);
+            let mut lines = crate::text::notify::lines(i18n, kind, notice, zone, currency);
+            let zone_name = zone.name.clone();
+            lines.push(t_string!(i18n, email_times_in, zone = zone_name).to_string());
+            let open = t_string!(i18n, email_open).to_string();
+            let why = t_string!(i18n, email_footer).to_string();
+            let settings = t_string!(i18n, email_settings).to_string();
+            let subject = t_string!(i18n, email_subject, title = title.clone()).to_string();
+            let mut text = format!("{title}\n\n");
+            for line in &lines {
+                text.push_str(line);
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "\n{open}: {}\n\n-- \n{why}\n{settings}: {}\n",
+                links.open, links.settings
+            ));
+            let lang = {
+                use leptos_i18n::Locale as _;
+                locale.as_str()
+            };
+            let document = view! {
+                <html lang=lang>
+                <head>
+                    <meta charset="utf-8" />
+                    <title>{subject.clone()}</title>
+                </head>
+                <body>
+                <div style="font-family: system-ui, sans-serif; color: #1d2733; max-width: 36rem;">
+                    <h1 style="font-size: 1.2rem; margin: 0 0 0.75rem;">{title.clone()}</h1>
+                    {lines
+                        .iter()
+                        .map(|line| view! { <p style="margin: 0 0 0.5rem;">{line.clone()}</p> })
+                        .collect_view()}
+                    <p style="margin: 1rem 0;">
+                        <a href=links.open.clone() style="color: #1f5fbf;">{open}</a>
+                    </p>
+                    <hr style="border: none; border-top: 1px solid #d5dbe3;" />
+                    <p style="font-size: 0.85rem; color: #5b6675;">
+                        {why}" "<a href=links.settings.clone() style="color: #1f5fbf;">{settings}</a>
+                    </p>
+                </div>
+                </body>
+                </html>
+            }
+            .to_html();
+            // Without the hydration markers Leptos leaves between text nodes: no script reads them.
+            let html = format!("<!DOCTYPE html>{}", document.replace("<!>", ""));
+            EmailText {
+                subject,
+                text,
+                html,
+            }
+        })
     }
 
     fn line(
@@ -43,7 +98,16 @@ impl NoticeWords for Words {
         zone: &ZoneOffsets,
         currency: &Currency,
     ) -> String {
-        notice_line(Self::locale(language), kind, notice, zone, currency)
+        let locale = Self::locale(language);
+        in_locale(locale, |i18n| {
+            let title = crate::text::notify::title(i18n, kind);
+            let lines = crate::text::notify::lines(i18n, kind, notice, zone, currency);
+            if lines.is_empty() {
+                title
+            } else {
+                format!("{title}: {}", lines.join(" "))
+            }
+        })
     }
 
     fn calendar_summary(
@@ -53,7 +117,11 @@ impl NoticeWords for Words {
         model: &str,
         node: &str,
     ) -> String {
-        calendar_summary(Self::locale(language), gpus, model, node)
+        let locale = Self::locale(language);
+        in_locale(locale, |i18n| {
+            let (model, node) = (model.to_owned(), node.to_owned());
+            t_string!(i18n, ical_summary, gpus, model, node).to_string()
+        })
     }
 }
 
@@ -72,99 +140,5 @@ pub fn in_locale<R>(locale: Locale, f: impl FnOnce(I18nContext<Locale>) -> R) ->
     crate::text::language::in_request_language(|i18n| {
         i18n.set_locale_untracked(locale);
         f(i18n)
-    })
-}
-
-/// The e-mail that tells a notice of `kind`, in `locale`, times in `zone`.
-pub fn notice_email(
-    locale: Locale,
-    kind: EventKind,
-    notice: &Notice,
-    zone: &ZoneOffsets,
-    currency: &Currency,
-    links: &EmailLinks,
-) -> EmailText {
-    in_locale(locale, |i18n| {
-        let title = crate::text::notify::title(i18n, kind);
-        let mut lines = crate::text::notify::lines(i18n, kind, notice, zone, currency);
-        let zone_name = zone.name.clone();
-        lines.push(t_string!(i18n, email_times_in, zone = zone_name).to_string());
-        let open = t_string!(i18n, email_open).to_string();
-        let why = t_string!(i18n, email_footer).to_string();
-        let settings = t_string!(i18n, email_settings).to_string();
-        let subject = t_string!(i18n, email_subject, title = title.clone()).to_string();
-        let mut text = format!("{title}\n\n");
-        for line in &lines {
-            text.push_str(line);
-            text.push('\n');
-        }
-        text.push_str(&format!(
-            "\n{open}: {}\n\n-- \n{why}\n{settings}: {}\n",
-            links.open, links.settings
-        ));
-        let lang = {
-            use leptos_i18n::Locale as _;
-            locale.as_str()
-        };
-        let document = view! {
-            <html lang=lang>
-            <head>
-                <meta charset="utf-8" />
-                <title>{subject.clone()}</title>
-            </head>
-            <body>
-            <div style="font-family: system-ui, sans-serif; color: #1d2733; max-width: 36rem;">
-                <h1 style="font-size: 1.2rem; margin: 0 0 0.75rem;">{title.clone()}</h1>
-                {lines
-                    .iter()
-                    .map(|line| view! { <p style="margin: 0 0 0.5rem;">{line.clone()}</p> })
-                    .collect_view()}
-                <p style="margin: 1rem 0;">
-                    <a href=links.open.clone() style="color: #1f5fbf;">{open}</a>
-                </p>
-                <hr style="border: none; border-top: 1px solid #d5dbe3;" />
-                <p style="font-size: 0.85rem; color: #5b6675;">
-                    {why}" "<a href=links.settings.clone() style="color: #1f5fbf;">{settings}</a>
-                </p>
-            </div>
-            </body>
-            </html>
-        }
-        .to_html();
-        // Without the hydration markers Leptos leaves between text nodes: no script reads them.
-        let html = format!("<!DOCTYPE html>{}", document.replace("<!>", ""));
-        EmailText {
-            subject,
-            text,
-            html,
-        }
-    })
-}
-
-/// A notice as one line of text ("Booking confirmed: reservation #7, …"), in `locale`: what a
-/// webhook's `text` field carries.
-pub fn notice_line(
-    locale: Locale,
-    kind: EventKind,
-    notice: &Notice,
-    zone: &ZoneOffsets,
-    currency: &Currency,
-) -> String {
-    in_locale(locale, |i18n| {
-        let title = crate::text::notify::title(i18n, kind);
-        let lines = crate::text::notify::lines(i18n, kind, notice, zone, currency);
-        if lines.is_empty() {
-            title
-        } else {
-            format!("{title}: {}", lines.join(" "))
-        }
-    })
-}
-
-/// What an iCalendar entry for a reservation is called: "2× H100 on gpu-node-1".
-pub fn calendar_summary(locale: Locale, gpus: u32, model: &str, node: &str) -> String {
-    in_locale(locale, |i18n| {
-        let (model, node) = (model.to_owned(), node.to_owned());
-        t_string!(i18n, ical_summary, gpus, model, node).to_string()
     })
 }

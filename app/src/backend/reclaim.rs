@@ -40,11 +40,15 @@ pub struct Outcome {
 /// The stored policies (the platform's default when none is stored), teams by name.
 pub async fn policies(db: &impl sea_orm::ConnectionTrait) -> Result<Policies, DbErr> {
     let (platform, teams) = db::reclaim::policies(db).await?;
-    let mut named = Vec::with_capacity(teams.len());
-    for (team, policy) in teams {
-        let name = db::teams::team_name(db, team).await?.unwrap_or_default();
-        named.push((team, name, policy));
-    }
+    let ids: Vec<i64> = teams.keys().copied().collect();
+    let names: std::collections::HashMap<i64, String> = db::env_profiles::team_names(db, &ids)
+        .await?
+        .into_iter()
+        .collect();
+    let mut named: Vec<(i64, String, IdlePolicy)> = teams
+        .into_iter()
+        .map(|(team, policy)| (team, names.get(&team).cloned().unwrap_or_default(), policy))
+        .collect();
     named.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
     Ok(Policies {
         platform: platform.unwrap_or_default(),

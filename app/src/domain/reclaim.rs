@@ -54,8 +54,10 @@ pub const MAX_WARNINGS: usize = 5;
 /// Reports further apart than this break an idle streak: the time between them is unmeasured.
 pub const MAX_GAP: TimeDelta = TimeDelta::minutes(5);
 
-/// An idle policy: the platform's default, or one team's override.
+/// An idle policy: the platform's default, or one team's override. Read from JSON, fields left
+/// out take the default's values and unknown fields are refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct IdlePolicy {
     /// A GPU is idle while its utilisation stays below this, percent (1–100).
     pub threshold_percent: u8,

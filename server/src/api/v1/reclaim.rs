@@ -66,56 +66,16 @@ pub async fn show(
     }))
 }
 
-/// A policy as sent: fields left out take the default's values.
-#[derive(Debug, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct PolicyBody {
-    threshold_percent: u8,
-    window_minutes: u32,
-    warnings: Vec<u32>,
-    action: berth_app::domain::reclaim::IdleAction,
-    exempt_max_gpus: u32,
-    exempt_max_hours: u32,
-    exempt_priorities: Vec<berth_app::domain::quota::Priority>,
-    refund_percent: u8,
-}
-
-impl Default for PolicyBody {
-    fn default() -> Self {
-        let p = IdlePolicy::default();
-        Self {
-            threshold_percent: p.threshold_percent,
-            window_minutes: p.window_minutes,
-            warnings: p.warnings,
-            action: p.action,
-            exempt_max_gpus: p.exempt_max_gpus,
-            exempt_max_hours: p.exempt_max_hours,
-            exempt_priorities: p.exempt_priorities,
-            refund_percent: p.refund_percent,
-        }
-    }
-}
-
 /// `PUT /api/v1/admin/idle-policy[?team=ID]`: sets the platform's policy or a team's override
 /// (platform admins; 422 naming the field for a bad value).
 pub async fn set(
     State(state): State<AppState>,
     actor: Actor,
     query: Result<Query<TeamQuery>, QueryRejection>,
-    body: Result<Json<PolicyBody>, JsonRejection>,
+    body: Result<Json<IdlePolicy>, JsonRejection>,
 ) -> Result<Json<PolicyAnswer>, AppError> {
     let Query(query) = query.map_err(query_error)?;
-    let Json(body) = body.map_err(body_error)?;
-    let policy = IdlePolicy {
-        threshold_percent: body.threshold_percent,
-        window_minutes: body.window_minutes,
-        warnings: body.warnings,
-        action: body.action,
-        exempt_max_gpus: body.exempt_max_gpus,
-        exempt_max_hours: body.exempt_max_hours,
-        exempt_priorities: body.exempt_priorities,
-        refund_percent: body.refund_percent,
-    };
+    let Json(policy) = body.map_err(body_error)?;
     let policy = reclaim::set_policy(&state, &actor, query.team, policy).await?;
     Ok(Json(PolicyAnswer {
         team: query.team,

@@ -24,6 +24,7 @@ use crate::pages::{
     team::TeamPage,
     teams::TeamsPage,
     wallet::WalletPage,
+    watches::WatchesPage,
 };
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
@@ -94,6 +95,7 @@ pub fn App() -> impl IntoView {
                         />
                         <Route path=StaticSegment("wallet") view=WalletPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("inbox") view=InboxPage ssr=SsrMode::Async />
+                        <Route path=StaticSegment("watches") view=WatchesPage ssr=SsrMode::Async />
                         <Route path=StaticSegment("profile") view=ProfilePage ssr=SsrMode::Async />
                         <Route path=StaticSegment("profiles") view=ProfilesPage ssr=SsrMode::Async />
                         <Route

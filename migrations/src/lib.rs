@@ -33,6 +33,7 @@ mod m20261205_000025_environment_profiles;
 mod m20261206_000026_workspaces;
 mod m20261207_000027_booking_moves;
 mod m20261208_000028_idle_reclaim;
+mod m20261209_000029_watches;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -70,6 +71,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000026_workspaces::Migration),
             Box::new(m20261207_000027_booking_moves::Migration),
             Box::new(m20261208_000028_idle_reclaim::Migration),
+            Box::new(m20261209_000029_watches::Migration),
         ]
     }
 }

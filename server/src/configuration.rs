@@ -92,6 +92,8 @@ pub struct RawSettings {
     pub notify_job_seconds: u32,
     /// Seconds between runs of the idle reclaim job.
     pub idle_job_seconds: u32,
+    /// Seconds between runs of the watch job (it also runs at once when capacity comes free).
+    pub watch_job_seconds: u32,
     /// Hours raw GPU samples are kept.
     pub raw_samples_hours: u32,
     /// Days one-minute rollups and GPU events are kept.
@@ -265,6 +267,7 @@ impl Default for RawSettings {
             payment_job_seconds: 60,
             notify_job_seconds: 15,
             idle_job_seconds: 60,
+            watch_job_seconds: 60,
             raw_samples_hours: 24,
             rollup_days: 30,
             idle_util_percent: 10,
@@ -386,6 +389,8 @@ pub struct Config {
     pub notify_job_every: std::time::Duration,
     /// Time between runs of the idle reclaim job.
     pub idle_job_every: std::time::Duration,
+    /// Time between runs of the watch job.
+    pub watch_job_every: std::time::Duration,
     /// The e-mail channel, when `smtp_url` is set.
     pub mail: Option<std::sync::Arc<berth_app::backend::mail::MailChannel>>,
     /// Whether webhooks may call private and local addresses.
@@ -672,6 +677,7 @@ impl Config {
             payment_job_every: std::time::Duration::from_secs(u64::from(raw.payment_job_seconds)),
             notify_job_every: std::time::Duration::from_secs(u64::from(raw.notify_job_seconds)),
             idle_job_every: std::time::Duration::from_secs(u64::from(raw.idle_job_seconds)),
+            watch_job_every: std::time::Duration::from_secs(u64::from(raw.watch_job_seconds)),
             mail,
             webhook_allow_private: raw.webhook_allow_private,
             workspace_store,
@@ -855,12 +861,13 @@ fn charge_policy(raw: &RawSettings) -> Result<ChargePolicy, ConfigError> {
         || !(1..=3600).contains(&raw.payment_job_seconds)
         || !(1..=3600).contains(&raw.notify_job_seconds)
         || !(1..=3600).contains(&raw.idle_job_seconds)
+        || !(1..=3600).contains(&raw.watch_job_seconds)
         || !(1..=1440).contains(&raw.prepare_ahead_minutes)
     {
         return Err(ConfigError::Charge(
             "charge_lead_minutes at most 43200, release_unpaid_minutes at most \
              charge_lead_minutes, payment_job_seconds 1-3600, notify_job_seconds 1-3600, \
-             idle_job_seconds 1-3600, prepare_ahead_minutes 1-1440"
+             idle_job_seconds 1-3600, watch_job_seconds 1-3600, prepare_ahead_minutes 1-1440"
                 .to_owned(),
         ));
     }

@@ -22,3 +22,4 @@ pub mod payments;
 pub mod reclaim;
 pub mod router;
 pub mod startup;
+pub mod watches;

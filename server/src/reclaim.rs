@@ -24,6 +24,9 @@ pub fn spawn_job(state: AppState, every: std::time::Duration) -> tokio::task::Jo
                 Ok(outcome) if outcome.warned == 0 && outcome.released == 0 => {}
                 Ok(outcome) => {
                     state.wake.poke();
+                    if outcome.released > 0 {
+                        state.freed.poke();
+                    }
                     tracing::info!(?outcome, "idle reclaim job");
                 }
                 Err(err) => tracing::warn!(error = %err, "idle reclaim job failed"),

@@ -92,6 +92,7 @@ pub struct Application {
     payment_job_every: std::time::Duration,
     notify_job_every: std::time::Duration,
     idle_job_every: std::time::Duration,
+    watch_job_every: std::time::Duration,
     clock: Arc<dyn berth_app::backend::clock::Clock>,
     metrics: Arc<berth_app::backend::metrics::PortalMetrics>,
     state: AppState,
@@ -197,6 +198,7 @@ impl Application {
             clock: config.clock.clone(),
             metrics: Arc::default(),
             wake: Arc::default(),
+            freed: Arc::default(),
             payments: Arc::new(berth_app::backend::ledger::ManualProvider),
             mail: config.mail.clone(),
             webhooks: berth_app::backend::webhooks::WebhookClient::new(
@@ -236,6 +238,7 @@ impl Application {
             payment_job_every: config.payment_job_every,
             notify_job_every: config.notify_job_every,
             idle_job_every: config.idle_job_every,
+            watch_job_every: config.watch_job_every,
             clock: config.clock.clone(),
             metrics: state.metrics.clone(),
             state,
@@ -293,6 +296,7 @@ impl Application {
         );
         let notices = crate::notify::spawn_job(self.state.clone(), self.notify_job_every);
         let reclaim = crate::reclaim::spawn_job(self.state.clone(), self.idle_job_every);
+        let watches = crate::watches::spawn_job(self.state.clone(), self.watch_job_every);
         // The peer address feeds the sign-in rate limit.
         let service = self
             .router
@@ -305,6 +309,7 @@ impl Application {
         payments.abort();
         notices.abort();
         reclaim.abort();
+        watches.abort();
         for agent in agents {
             let _ = agent.stop().await;
         }

@@ -19,3 +19,4 @@ pub mod reservations;
 pub mod session;
 pub mod teams;
 pub mod telemetry;
+pub mod watches;

@@ -310,6 +310,7 @@ pub async fn seed_demo_bookings(
                     priority: None,
                     platform_admin: false,
                     profile_version_id: None,
+                    through_watch: None,
                 };
                 let created_at = (start - TimeDelta::days(2)).min(now);
                 let terms = crate::backend::reservations::place::BookingTerms {

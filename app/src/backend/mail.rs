@@ -148,6 +148,7 @@ impl MailChannel {
         let zone = crate::backend::viewer::zone_named(recipient.time_zone.as_deref(), from, to);
         let open = match (&notice.reservation, event.kind) {
             (_, EventKind::CreditsAdded) => "/wallet",
+            (_, EventKind::WatchOffer) => "/watches",
             (Some(_), _) => "/reservations",
             (None, _) => "/inbox",
         };

@@ -31,6 +31,7 @@ pub mod team_access;
 pub mod teams;
 pub mod telemetry;
 pub mod viewer;
+pub mod watches;
 pub mod webhooks;
 pub mod words;
 pub mod workspaces;

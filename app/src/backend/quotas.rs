@@ -228,6 +228,9 @@ pub async fn decide(
     crate::backend::notify::record(&txn, &events).await?;
     txn.commit().await?;
     state.wake.poke();
+    if !approve {
+        state.freed.poke();
+    }
     tracing::info!(reservation.id = id, approve, "booking decided");
     Ok(after)
 }

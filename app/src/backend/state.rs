@@ -86,6 +86,10 @@ pub struct AppState {
     pub metrics: Arc<crate::backend::metrics::PortalMetrics>,
     /// Wakes the notification worker after a change that recorded events.
     pub wake: Arc<crate::backend::notify::Wake>,
+    /// Wakes the watch job after a change that may have freed capacity (a cancellation, a
+    /// release, a GPU added).
+    #[from_ref(skip)]
+    pub freed: Arc<crate::backend::notify::Wake>,
     /// Where the money of a top-up comes from (confirms each grant before it is posted):
     /// [`crate::backend::ledger::ManualProvider`], money received by invoice or transfer and
     /// recorded by a platform admin.

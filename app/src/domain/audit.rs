@@ -52,11 +52,13 @@ pub enum AuditAction {
     IdleSnooze,
     /// The idle policy released the rest of an idle booking.
     IdleReclaim,
+    /// A watcher booked the window held for their watch (the other watchers' holds lost).
+    WatchBooked,
 }
 
 impl AuditAction {
     /// Every action, in the order the audit page's filter lists them.
-    pub const ALL: [AuditAction; 23] = [
+    pub const ALL: [AuditAction; 24] = [
         AuditAction::TeamCreate,
         AuditAction::TeamInvite,
         AuditAction::TeamInvitationRevoke,
@@ -80,6 +82,7 @@ impl AuditAction {
         AuditAction::IdlePolicy,
         AuditAction::IdleSnooze,
         AuditAction::IdleReclaim,
+        AuditAction::WatchBooked,
     ];
 
     /// The stored (and API) name.
@@ -108,6 +111,7 @@ impl AuditAction {
             AuditAction::IdlePolicy => "idle.policy",
             AuditAction::IdleSnooze => "booking.still_using",
             AuditAction::IdleReclaim => "booking.reclaim",
+            AuditAction::WatchBooked => "watch.booked",
         }
     }
 

@@ -74,6 +74,9 @@ pub struct PlacedBlock {
     pub block: BusyBlock,
     /// First quarter lane.
     pub lane: u8,
+    /// A booking running now on a GPU whose utilization is below the idle threshold.
+    #[serde(default)]
+    pub idle: bool,
 }
 
 /// One GPU row.
@@ -83,6 +86,32 @@ pub struct CalendarGpu {
     pub gpu: GpuListing,
     /// What occupies it in the range.
     pub blocks: Vec<PlacedBlock>,
+    /// Its utilization now, percent (none: no recent report).
+    #[serde(default)]
+    pub util_now: Option<u8>,
+}
+
+/// A GPU's utilization now: its latest reading when it is at most [`crate::domain::reclaim::MAX_GAP`]
+/// old (an older one says nothing about now).
+pub fn util_now(reading: Option<(DateTime<Utc>, Option<u8>)>, now: DateTime<Utc>) -> Option<u8> {
+    let (at, util) = reading?;
+    (now - at <= crate::domain::reclaim::MAX_GAP && at <= now + crate::domain::reclaim::MAX_GAP)
+        .then_some(util)
+        .flatten()
+}
+
+/// Whether `block` is a booking running at `now` on a GPU whose utilization now is below
+/// `threshold` percent.
+pub fn idle_now(
+    block: &crate::domain::reservation::BusyBlock,
+    util_now: Option<u8>,
+    threshold: u8,
+    now: DateTime<Utc>,
+) -> bool {
+    block.reservation_id.is_some()
+        && block.start <= now
+        && now < block.end
+        && util_now.is_some_and(|util| util < threshold)
 }
 
 /// A node with its GPU rows.

@@ -30,5 +30,6 @@ pub mod team;
 pub mod telemetry;
 pub mod time_text;
 pub mod user;
+pub mod watch;
 pub mod workspace;
 pub mod zone;

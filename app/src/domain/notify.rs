@@ -79,11 +79,13 @@ pub enum EventKind {
     BookingMoved,
     /// A running booking's GPUs have sat idle: what the idle policy will do, and when.
     IdleWarning,
+    /// A window a watch asked for came free and is held for the watcher for a while.
+    WatchOffer,
 }
 
 impl EventKind {
     /// Every kind, in the order a preferences page lists them.
-    pub const ALL: [EventKind; 24] = [
+    pub const ALL: [EventKind; 25] = [
         EventKind::BookingConfirmed,
         EventKind::BookingCancelled,
         EventKind::BookingReleased,
@@ -108,6 +110,7 @@ impl EventKind {
         EventKind::WorkspaceNotSaved,
         EventKind::BookingMoved,
         EventKind::IdleWarning,
+        EventKind::WatchOffer,
     ];
 
     /// As stored, sent and used in keys.
@@ -137,6 +140,7 @@ impl EventKind {
             EventKind::WorkspaceNotSaved => "workspace_not_saved",
             EventKind::BookingMoved => "booking_moved",
             EventKind::IdleWarning => "idle_warning",
+            EventKind::WatchOffer => "watch_offer",
         }
     }
 
@@ -163,6 +167,7 @@ impl EventKind {
                 | EventKind::WorkspaceNotSaved
                 | EventKind::BookingMoved
                 | EventKind::IdleWarning
+                | EventKind::WatchOffer
         )
     }
 }
@@ -256,6 +261,9 @@ pub struct Notice {
     /// How long a booking's GPUs have sat idle, and what the policy does about it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle: Option<IdleBrief>,
+    /// The watch a held window answers (links go to the watches page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<i64>,
 }
 
 /// An idle booking, as a warning tells it (the deadline is the notice's `until`).
@@ -941,6 +949,32 @@ impl NewEvent {
             });
         }
         events
+    }
+
+    /// Window `offer` (hold `offer_id`) answers watch `watch_id` of `user_id` and is held for
+    /// them until `hold_until`.
+    pub fn watch_offer(
+        user_id: i64,
+        watch_id: i64,
+        offer_id: i64,
+        offer: &SlotOffer,
+        hold_until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            kind: EventKind::WatchOffer,
+            key: format!("{}:{offer_id}", EventKind::WatchOffer.as_str()),
+            audience: Audience::User(user_id),
+            reservation_id: None,
+            notice: Notice {
+                offer: Some(offer.clone()),
+                until: Some(hold_until),
+                watch: Some(watch_id),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
     }
 
     /// `reservation`'s access on its node was closed (told once).

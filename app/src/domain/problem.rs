@@ -353,6 +353,36 @@ pub enum Problem {
         /// The reservation.
         id: i64,
     },
+    /// The time between a watch's `from` and `to` cannot hold its length (any more).
+    #[error("the time between from and to is shorter than the length asked for")]
+    WatchSpan,
+    /// Too many watches watching at once.
+    #[error("you have {max} watches watching already; stop one first")]
+    TooManyWatches {
+        /// The limit.
+        max: usize,
+    },
+    /// The watch is no longer watching.
+    #[error("watch {id} is no longer watching")]
+    WatchClosed {
+        /// The watch.
+        id: i64,
+    },
+    /// The watch holds no window now.
+    #[error("watch {id} holds no window now (the hold ended); it goes on watching")]
+    NoWindowHeld {
+        /// The watch.
+        id: i64,
+    },
+    /// Another watcher booked the held window first.
+    #[error("another watcher booked this window first; your watch goes on watching")]
+    WindowTaken,
+    /// The window is held for people who watch for it.
+    #[error("this window is held for people watching for it until {until}")]
+    HeldForWatchers {
+        /// The hold's end.
+        until: chrono::DateTime<chrono::Utc>,
+    },
     /// An idle threshold outside 1–100 %.
     #[error("the idle threshold must be between 1 and 100 %")]
     IdleThreshold,

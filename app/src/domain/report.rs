@@ -311,6 +311,9 @@ pub struct BookingFact {
     /// What that reclaim refunded, minor units (part of `refunded_minor`).
     #[serde(default)]
     pub reclaim_refund_minor: i64,
+    /// Booked from a window held for a watch.
+    #[serde(default)]
+    pub from_watch: bool,
     /// Telemetry of its GPUs while it was held (summed over its GPUs).
     pub usage: Usage,
 }
@@ -403,6 +406,9 @@ pub struct Totals {
     /// Refunded for them, minor units.
     #[serde(default)]
     pub reclaim_refund_minor: i64,
+    /// Bookings made from a window held for a watch (watches served).
+    #[serde(default)]
+    pub watches_served: u32,
 }
 
 /// Converts share-minutes to GPU-hours.
@@ -417,6 +423,9 @@ impl Totals {
         let share = i64::from(fact.quarters);
         self.bookings += 1;
         self.reserved_share_minutes += fact.reserved_share_minutes();
+        if fact.from_watch {
+            self.watches_served += 1;
+        }
         if fact.reclaimed_until.is_some() {
             self.reclaimed += 1;
             self.reclaimed_share_minutes += fact.reclaimed_share_minutes();
@@ -995,6 +1004,7 @@ mod tests {
             refunded_minor: 0,
             reclaimed_until: None,
             reclaim_refund_minor: 0,
+            from_watch: false,
             usage: Usage::default(),
         }
     }

@@ -246,6 +246,9 @@ pub struct NewReservation {
     pub platform_admin: bool,
     /// The environment profile version the booking uses.
     pub profile_version_id: Option<i64>,
+    /// Booked through the window held for a watch (watch id, offer id): the hold does not stand
+    /// in its way, and the watch is served in the same transaction.
+    pub through_watch: Option<(i64, i64)>,
 }
 
 /// A window that would fit instead, offered with a conflict and by "find a slot".

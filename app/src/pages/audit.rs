@@ -42,6 +42,7 @@ pub fn audit_action_text(
         AuditAction::IdlePolicy => t_string!(i18n, audit_idle_policy),
         AuditAction::IdleSnooze => t_string!(i18n, audit_idle_snooze),
         AuditAction::IdleReclaim => t_string!(i18n, audit_idle_reclaim),
+        AuditAction::WatchBooked => t_string!(i18n, audit_watch_booked),
     }
 }
 
@@ -57,6 +58,7 @@ fn target_text(i18n: leptos_i18n::I18nContext<Locale>, kind: &str) -> String {
         "reservation" => t_string!(i18n, audit_target_reservation).to_string(),
         "model" => t_string!(i18n, audit_target_model).to_string(),
         "idle_policy" => t_string!(i18n, audit_target_idle_policy).to_string(),
+        "watch" => t_string!(i18n, audit_target_watch).to_string(),
         other => other.to_owned(),
     }
 }

@@ -85,6 +85,7 @@ fn Notice(entry: InboxEntry, zone: ZoneOffsets) -> impl IntoView {
     let InboxEntry { item, title, lines } = entry;
     let unread = !item.read;
     let about_reservation = item.notice.reservation.is_some();
+    let about_watch = item.notice.watch.is_some();
     let lines = lines
         .into_iter()
         .map(|line| view! { <p>{line}</p> })
@@ -106,6 +107,8 @@ fn Notice(entry: InboxEntry, zone: ZoneOffsets) -> impl IntoView {
                             <a href="/reservations">{t!(i18n, inbox_reservations_link)}</a>
                         }
                     })}
+                {about_watch
+                    .then(|| view! { <a href="/watches">{t!(i18n, inbox_watches_link)}</a> })}
                 {unread
                     .then(|| {
                         view! {

@@ -22,3 +22,4 @@ pub mod team;
 pub mod team_rules;
 pub mod teams;
 pub mod wallet;
+pub mod watches;

@@ -278,6 +278,10 @@ fn Summary(totals: Totals, currency: Currency) -> impl IntoView {
                     </small>
                 </dd>
             </div>
+            <div>
+                <dt>{t!(i18n, report_watches_served)}</dt>
+                <dd>{totals.watches_served}</dd>
+            </div>
         </dl>
     }
 }
@@ -303,6 +307,7 @@ fn UsageTable(report: crate::domain::report::UsageReport) -> impl IntoView {
             <td class="num">{per_hour_text(i18n, totals.cost_per_used_hour_minor(), currency)}</td>
             <td class="num">{number(i18n, totals.reclaimed_hours(), 1)}</td>
             <td class="num">{money(totals.reclaim_refund_minor)}</td>
+            <td class="num">{totals.watches_served}</td>
         }
     };
     let rows = report
@@ -333,6 +338,7 @@ fn UsageTable(report: crate::domain::report::UsageReport) -> impl IntoView {
                         <th scope="col" class="num">{t!(i18n, report_cost_per_used_hour)}</th>
                         <th scope="col" class="num">{t!(i18n, report_reclaimed_hours)}</th>
                         <th scope="col" class="num">{t!(i18n, report_reclaim_refunds)}</th>
+                        <th scope="col" class="num">{t!(i18n, report_watches_served)}</th>
                     </tr>
                 </thead>
                 <tbody>{rows}</tbody>

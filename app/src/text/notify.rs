@@ -39,6 +39,7 @@ pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
         EventKind::WorkspaceNotSaved => t_string!(i18n, notice_workspace_not_saved),
         EventKind::BookingMoved => t_string!(i18n, notice_booking_moved),
         EventKind::IdleWarning => t_string!(i18n, notice_idle_warning),
+        EventKind::WatchOffer => t_string!(i18n, notice_watch_offer),
     }
     .to_string()
 }
@@ -189,6 +190,13 @@ pub fn lines(
                     _ => t_string!(i18n, notice_line_idle_warn, threshold, since).to_string(),
                 };
                 lines.push(line);
+            }
+        }
+        EventKind::WatchOffer => {
+            if let Some(offer) = &notice.offer {
+                let (gpus, model) = (offer.gpu_ids.len(), offer.model.clone());
+                lines
+                    .push(t_string!(i18n, notice_line_watch_offer, gpus, model, until).to_string());
             }
         }
         EventKind::NodeSilent => {

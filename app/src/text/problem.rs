@@ -119,6 +119,17 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         Problem::AlreadyStarted { id } => t_string!(i18n, problem_already_started, id).to_string(),
         Problem::NotRunning { id } => t_string!(i18n, problem_not_running, id).to_string(),
         Problem::AlreadySnoozed { id } => t_string!(i18n, problem_already_snoozed, id).to_string(),
+        Problem::WatchSpan => t_string!(i18n, problem_watch_span).to_string(),
+        Problem::TooManyWatches { max } => {
+            t_string!(i18n, problem_too_many_watches, max).to_string()
+        }
+        Problem::WatchClosed { id } => t_string!(i18n, problem_watch_closed, id).to_string(),
+        Problem::NoWindowHeld { id } => t_string!(i18n, problem_no_window_held, id).to_string(),
+        Problem::WindowTaken => t_string!(i18n, problem_window_taken).to_string(),
+        Problem::HeldForWatchers { until } => {
+            let until = crate::domain::time_text::date_minute(until.naive_utc());
+            t_string!(i18n, problem_held_for_watchers, until).to_string()
+        }
         Problem::IdleThreshold => t_string!(i18n, problem_idle_threshold).to_string(),
         Problem::IdleWindow => t_string!(i18n, problem_idle_window).to_string(),
         Problem::IdleWarnings => t_string!(i18n, problem_idle_warnings).to_string(),

@@ -34,5 +34,6 @@ mod sign_in;
 mod teams;
 mod telemetry;
 mod tokens;
+mod watches;
 mod webhooks;
 mod workspaces;

@@ -20,6 +20,7 @@ pub mod sessions;
 pub mod teams;
 pub mod telemetry;
 pub mod users;
+pub mod watches;
 pub mod webhooks;
 pub mod workspaces;
 

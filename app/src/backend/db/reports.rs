@@ -216,9 +216,26 @@ async fn facts_where(
         .into_iter()
         .collect();
 
+    // Bookings made from a window held for a watch.
+    let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+    let mut from_watch: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    for chunk in ids.chunks(1000) {
+        let booked: Vec<Option<i64>> = crate::backend::entity::watch_offer::Entity::find()
+            .select_only()
+            .column(crate::backend::entity::watch_offer::Column::ReservationId)
+            .filter(
+                crate::backend::entity::watch_offer::Column::ReservationId.is_in(chunk.to_vec()),
+            )
+            .into_tuple()
+            .all(db)
+            .await?;
+        from_watch.extend(booked.into_iter().flatten());
+    }
+
     let mut facts: Vec<BookingFact> = rows
         .into_iter()
         .map(|row| BookingFact {
+            from_watch: from_watch.contains(&row.id),
             id: row.id,
             owner_id: row.owner_id,
             owner_name: owners

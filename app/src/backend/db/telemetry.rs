@@ -523,6 +523,34 @@ pub async fn live_gpus(
         .collect()
 }
 
+/// The latest reading time and utilization of each of `gpu_ids` that has one.
+pub async fn live_utilization(
+    db: &impl ConnectionTrait,
+    gpu_ids: &[i64],
+) -> Result<HashMap<i64, (DateTime<Utc>, Option<u8>)>, DbErr> {
+    let mut live = HashMap::new();
+    for chunk in gpu_ids.chunks(1000) {
+        let rows: Vec<(i64, DateTime<Utc>, String)> = gpu_live::Entity::find()
+            .select_only()
+            .columns([
+                gpu_live::Column::GpuId,
+                gpu_live::Column::At,
+                gpu_live::Column::Readings,
+            ])
+            .filter(gpu_live::Column::GpuId.is_in(chunk.to_vec()))
+            .into_tuple()
+            .all(db)
+            .await?;
+        for (gpu_id, at, readings) in rows {
+            let util = serde_json::from_str::<Readings>(&readings)
+                .ok()
+                .and_then(|r| r.gpu_util);
+            live.insert(gpu_id, (at, util));
+        }
+    }
+    Ok(live)
+}
+
 /// The ids of GPUs flagged as vanished.
 pub async fn vanished_gpus(db: &impl ConnectionTrait) -> Result<Vec<i64>, DbErr> {
     gpu::Entity::find()

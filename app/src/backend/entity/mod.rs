@@ -38,6 +38,8 @@ pub mod team_member;
 pub mod team_quota;
 pub mod telemetry_state;
 pub mod user;
+pub mod watch;
+pub mod watch_offer;
 pub mod webhook;
 pub mod workspace_chunk;
 pub mod workspace_snapshot;

@@ -187,13 +187,26 @@ pub async fn calendar(
         .flat_map(|node| node.gpus.iter())
         .map(|gpu| gpu.id)
         .collect();
-    // Two independent reads on two pooled connections at once.
-    let (mut busy, models) =
-        tokio::try_join!(busy_blocks(state, actor, &range, &shown_ids), async {
+    // Independent reads on pooled connections at once.
+    let (mut busy, models, live, policies) = tokio::try_join!(
+        busy_blocks(state, actor, &range, &shown_ids),
+        async {
             db::inventory::list_models(&state.db)
                 .await
                 .map_err(AppError::from)
-        },)?;
+        },
+        async {
+            db::telemetry::live_utilization(&state.db, &shown_ids)
+                .await
+                .map_err(AppError::from)
+        },
+        async {
+            crate::backend::reclaim::policies(&state.db)
+                .await
+                .map_err(AppError::from)
+        },
+    )?;
+    let threshold = policies.platform.threshold_percent;
     let nodes = inventory
         .into_iter()
         .map(|node| CalendarNode {
@@ -206,13 +219,21 @@ pub async fn calendar(
                 .map(|gpu| {
                     let blocks = busy.remove(&gpu.id).unwrap_or_default();
                     let lanes = assign_lanes(&blocks);
+                    let util = crate::domain::calendar::util_now(live.get(&gpu.id).copied(), now);
                     CalendarGpu {
                         gpu,
                         blocks: blocks
                             .into_iter()
                             .zip(lanes)
-                            .map(|(block, lane)| PlacedBlock { block, lane })
+                            .map(|(block, lane)| PlacedBlock {
+                                idle: crate::domain::calendar::idle_now(
+                                    &block, util, threshold, now,
+                                ),
+                                block,
+                                lane,
+                            })
                             .collect(),
+                        util_now: util,
                     }
                 })
                 .collect(),

@@ -206,6 +206,7 @@ pub fn parse_booking(
         priority,
         platform_admin: false,
         profile_version_id: None,
+        through_watch: None,
     })
 }
 

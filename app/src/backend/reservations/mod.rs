@@ -185,6 +185,7 @@ pub async fn cancel(
     .await?;
     txn.commit().await?;
     state.wake.poke();
+    state.freed.poke();
     tracing::info!(reservation.id = id, "reservation cancelled");
     Ok(view)
 }

@@ -5,14 +5,16 @@
 //! 2. [`priority_of`]: the team's default class unless a lower one is asked for.
 //! 3. [`choose_gpus`]: the GPUs asked for, or `count` of a model on one node; when they are taken,
 //!    preemptible lower-priority bookings may give way (else a clash with the nearest window).
+//!    [`respect_holds`]: a window held for watchers is refused to anyone else.
 //! 4. [`lock_displaced`]: the bookings that give way, their GPUs locked in the usual order.
 //! 5. [`team_rules`]: a team booking's budget, quota and approval, under the team's lock.
 //! 6. [`payment_of`] and [`check_funds`]: charged now, before the start, or free; the paying
 //!    wallet's available funds must cover it.
-//! 7. [`record`]: the row, the charge, the GPUs held, offers to those displaced, the answer kept
-//!    for the idempotency key.
+//! 7. [`record`]: the row, the charge, the GPUs held, offers to those displaced, the watch it
+//!    served, the answer kept for the idempotency key.
 //!
-//! Lock order, in every booking: GPUs (in id order), then the team, then the wallet. Money: a
+//! Lock order, in every booking: GPUs (in id order), then a watch and its held window, then the
+//! team, then the wallet. Money: a
 //! booking charged at once or held until the payment job charges it locks the wallet that pays it
 //! and must fit in what the wallet has available, its balance less what its unpaid bookings hold
 //! ([`crate::domain::ledger::Funds`]); two bookings paid by one wallet check it one after the
@@ -25,7 +27,7 @@ use crate::backend::db::reservations::{
     BookableGpu, NewRow, bookable_of_model, gpus_held_by, holders_on, lock_gpus, occupancies,
 };
 use crate::backend::db::{self, begin_write};
-use crate::backend::entity::reservation;
+use crate::backend::entity::{reservation, watch_offer};
 use crate::backend::notify;
 use crate::backend::retry;
 use crate::domain::ledger::Account;
@@ -134,6 +136,7 @@ async fn attempt_once(
     let priority = priority_of(&txn, request).await?;
     let Chosen { gpus, displaced } =
         choose_gpus(&txn, request, priority, terms.latest_start).await?;
+    let held = respect_holds(&txn, request, &gpus, terms.now).await?;
     let victims = lock_displaced(&txn, &displaced).await?;
     let price: i64 = gpus
         .iter()
@@ -192,6 +195,7 @@ async fn attempt_once(
         &new,
         &gpus,
         &displaced,
+        held.as_ref(),
         team.warning,
         terms,
         idempotency,
@@ -415,6 +419,28 @@ async fn choose_of_model(
     Err(clash.into())
 }
 
+/// Step 3b: a window held for watchers is theirs until the hold ends: anyone else's booking of
+/// it is refused; a watcher booking through the window held for their watch claims it (the first
+/// watcher to get here under the GPUs' locks wins; the others then meet a clash).
+async fn respect_holds(
+    txn: &DatabaseTransaction,
+    request: &NewReservation,
+    gpus: &[BookableGpu],
+    now: DateTime<Utc>,
+) -> Result<Option<watch_offer::Model>, Refusal> {
+    if let Some((watch_id, offer_id)) = request.through_watch {
+        let offer =
+            crate::backend::watches::claim(txn, request.owner_id, watch_id, offer_id, now).await?;
+        return Ok(Some(offer));
+    }
+    let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
+    let holds = db::watches::holds_on(txn, &ids, &request.window, now).await?;
+    match holds.iter().map(|hold| hold.hold_until).max() {
+        Some(until) => Err(AppError::Conflict(Problem::HeldForWatchers { until }).into()),
+        None => Ok(None),
+    }
+}
+
 /// Step 4: the displaced bookings, with their other GPUs (same node and model, but maybe not
 /// among those read) locked now, before the team row, as every booking orders its locks: GPUs,
 /// then team. Outside id order they may meet another booking's locks in a cycle; PostgreSQL then
@@ -596,16 +622,24 @@ async fn check_funds(
 /// Step 7: the reservation row, its charge when paid now (a short wallet refuses the booking and
 /// nothing is kept), its GPUs held, offers to those it displaced, and the answer kept for the
 /// idempotency key; then commit.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the steps' results, each named at the one call"
+)]
 async fn record(
     txn: DatabaseTransaction,
     new: &NewRow,
     gpus: &[BookableGpu],
     displaced: &[i64],
+    held: Option<&watch_offer::Model>,
     warning: Option<BudgetCheck>,
     terms: &BookingTerms<'_>,
     idempotency: Option<&IdempotencyKey>,
 ) -> Result<Reservation, Refusal> {
     let row = db::reservations::insert(&txn, new).await?;
+    if let Some(offer) = held {
+        crate::backend::watches::served(&txn, offer, row.id, new.owner_id, terms.now).await?;
+    }
     if new.payment_status == PaymentStatus::Paid {
         match db::ledger::charge(&txn, &row, Some(new.owner_id), terms.now).await {
             Ok(_) => {}

@@ -122,6 +122,7 @@ fn Legend() -> impl IntoView {
             <li><span class="swatch swatch-booked"></span>{t!(i18n, calendar_booked)}</li>
             <li><span class="swatch swatch-partial"></span>{t!(i18n, calendar_partial)}</li>
             <li><span class="swatch swatch-maintenance"></span>{t!(i18n, calendar_maintenance)}</li>
+            <li><span class="swatch swatch-idle"></span>{t!(i18n, calendar_idle_now)}</li>
             <li><span class="swatch swatch-selected"></span>{t!(i18n, calendar_selected)}</li>
         </ul>
     }
@@ -143,6 +144,7 @@ fn GpuRow(
         let mine = t_string!(i18n, calendar_mine).to_string();
         let booked = t_string!(i18n, calendar_booked).to_string();
         let maintenance = t_string!(i18n, calendar_maintenance).to_string();
+        let idle = t_string!(i18n, calendar_idle_now).to_string();
         placed.with_value(|placed| {
             placed
                 .iter()
@@ -166,14 +168,18 @@ fn GpuRow(
                         2 => "½ ",
                         _ => "",
                     };
+                    let partial = if quarters < WHOLE_GPU { " partial" } else { "" };
+                    let idle_class = if placed.idle { " idle" } else { "" };
+                    let idle_note = if placed.idle { format!(" · {idle}") } else { String::new() };
                     view! {
                         <div
-                            class=if quarters < WHOLE_GPU { format!("cal-block kind-{kind} partial") } else { format!("cal-block kind-{kind}") }
+                            class=format!("cal-block kind-{kind}{partial}{idle_class}")
                             style=format!("left:{};width:{};top:{};height:{}", pct(left), pct(width), pct(top), pct(height))
-                            title=format!("{share}{label} · {from}–{to}")
+                            title=format!("{share}{label} · {from}–{to}{idle_note}")
                             data-kind=kind
+                            data-idle=placed.idle.then_some("true")
                         >
-                            <span class="cal-block-label">{format!("{share}{label}")}</span>
+                            <span class="cal-block-label">{format!("{share}{label}{idle_note}")}</span>
                         </div>
                     }
                 })
@@ -195,6 +201,7 @@ fn GpuRow(
     });
     let memory = gpu.gpu.memory;
     let shareable = gpu.gpu.shareable;
+    let util_now = gpu.util_now;
     view! {
         <div class="cal-row" role="row" data-gpu=gpu_id class:unbookable=!bookable>
             <div class="cal-label" role="rowheader">
@@ -203,6 +210,20 @@ fn GpuRow(
                 <span class="cal-gpu-meta">
                     <MemoryText memory />
                     {shareable.then_some(" · ½ ¼")}
+                    {util_now
+                        .map(|util| {
+                            let busy = util >= 50;
+                            view! {
+                                " · "
+                                <span
+                                    class="cal-util"
+                                    class:cal-util-busy=busy
+                                    title=move || t_string!(i18n, calendar_util_title).to_string()
+                                >
+                                    {move || t_string!(i18n, calendar_util_now, util = util).to_string()}
+                                </span>
+                            }
+                        })}
                 </span>
                 {status_note}
             </div>

@@ -100,6 +100,10 @@ pub async fn register(
         state.now(),
     )
     .await?;
+    if outcome.added > 0 || outcome.returned > 0 {
+        // New GPUs may answer someone's watch.
+        state.freed.poke();
+    }
     Ok(Json(Registered {
         node_id,
         added: outcome.added,

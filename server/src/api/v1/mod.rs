@@ -18,6 +18,7 @@ pub mod reservations;
 pub mod teams;
 pub mod telemetry;
 pub mod users;
+pub mod watches;
 pub mod workspace;
 
 use axum::Router;
@@ -99,6 +100,9 @@ pub fn routes() -> Router<AppState> {
         .route("/reservations/{id}/keep-running", put(access::keep_running))
         .route("/reservations/{id}/access", get(access::reservation))
         .route("/reservations/{id}/still-using", post(reclaim::still_using))
+        .route("/watches", get(watches::list).post(watches::create))
+        .route("/watches/{id}", get(watches::show).delete(watches::cancel))
+        .route("/watches/{id}/book", post(watches::book))
         .route(
             "/admin/idle-policy",
             get(reclaim::show).put(reclaim::set).delete(reclaim::clear),

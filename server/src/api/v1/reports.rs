@@ -235,6 +235,7 @@ struct ApiTotals {
     reclaimed_bookings: u32,
     reclaimed_gpu_hours: f64,
     reclaim_refunds: String,
+    watches_served: u32,
 }
 
 fn round2(value: f64) -> f64 {
@@ -262,6 +263,7 @@ fn api_totals(totals: &Totals, currency: &Currency) -> ApiTotals {
         reclaimed_bookings: totals.reclaimed,
         reclaimed_gpu_hours: round2(totals.reclaimed_hours()),
         reclaim_refunds: money(totals.reclaim_refund_minor),
+        watches_served: totals.watches_served,
     }
 }
 

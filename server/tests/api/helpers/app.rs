@@ -147,6 +147,8 @@ pub fn test_settings(db: &TestDatabase) -> RawSettings {
         telemetry_job_seconds: 3600,
         // The idle reclaim tests run the job themselves, on their own clock.
         idle_job_seconds: 3600,
+        // The watch tests run the job themselves, on their own clock.
+        watch_job_seconds: 3600,
         // Each app its own workspace store (user ids repeat across test databases).
         workspace_store: Some(db.dir.path().join("workspaces").display().to_string()),
         ..RawSettings::default()

@@ -24,6 +24,10 @@ test("a booking rings the bell, the inbox tells it, and reading it clears the co
   await drag(page, gpuId, 6 / 24 + 0.001, 8 / 24 - 0.002);
   await page.locator(".calendar-side .panel").first().getByRole("button", { name: "Book", exact: true }).click();
   await expect(page.getByRole("status")).toContainText("Booked: reservation #");
+  // The panel then reloads the calendar with the booking in the address; wait for it, or the
+  // next navigation races it.
+  await page.waitForURL(/booked=\d+/);
+  await page.waitForLoadState("load");
 
   // The worker hands the confirmation out at once; the next page shows it under the bell.
   await expect

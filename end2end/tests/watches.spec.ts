@@ -67,10 +67,12 @@ test("a watch made with the form holds a free window that is booked in one click
     const href = await link.getAttribute("href");
     await snapshot(user, "watches-booked");
 
-    // A bad watch is refused with its reason; a watch can be stopped.
+    // A bad watch (200 hours inside a week's span) is refused with its reason; a watch can be
+    // stopped.
     await form.getByLabel("Model").selectOption(MODEL);
-    await form.getByLabel("For (hours)").fill("0.3");
+    await form.getByLabel("For (hours)").fill("200");
     await form.getByRole("button", { name: "Watch" }).click();
+    await expect(user).toHaveURL(/error=/);
     await expect(user.locator(".error-panel")).toBeVisible();
     const made = await user.request.post("/api/v1/watches", {
       headers,

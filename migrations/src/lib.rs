@@ -34,6 +34,7 @@ mod m20261206_000026_workspaces;
 mod m20261207_000027_booking_moves;
 mod m20261208_000028_idle_reclaim;
 mod m20261209_000029_watches;
+mod m20261210_000030_start_early;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -72,6 +73,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000027_booking_moves::Migration),
             Box::new(m20261208_000028_idle_reclaim::Migration),
             Box::new(m20261209_000029_watches::Migration),
+            Box::new(m20261210_000030_start_early::Migration),
         ]
     }
 }

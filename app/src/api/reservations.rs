@@ -78,6 +78,9 @@ pub async fn book_reservation(
     /// The environment profile to prepare (absent: the default profile).
     #[server(default)]
     profile: Option<i64>,
+    /// A flexible batch booking: batch priority, and it starts early if its GPUs free up.
+    #[server(default)]
+    flexible: bool,
 ) -> Result<i64, AppError> {
     use crate::api::context::signed_in;
     use crate::backend::reservations::{self, BookingForm, ShareInput};
@@ -91,8 +94,9 @@ pub async fn book_reservation(
             end,
             charge,
             team_id,
-            priority: None,
+            priority: flexible.then(|| "batch".to_owned()),
             profile,
+            start_early: flexible,
         };
         let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
         reservations::create(&call.state, &call.actor, &form, call.now, key)
@@ -130,8 +134,11 @@ pub async fn cancel_reservation(id: i64) -> Result<Reservation, AppError> {
 pub async fn list_my_reservations() -> Result<MyReservations, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
-        let (list, refunds_now) =
-            crate::backend::reservations::mine(&call.state, &call.actor, call.now).await?;
+        let crate::backend::reservations::Mine {
+            list,
+            refunds_now,
+            idle_now,
+        } = crate::backend::reservations::mine(&call.state, &call.actor, call.now).await?;
         let from = list
             .iter()
             .map(|r| r.window.start())
@@ -151,6 +158,7 @@ pub async fn list_my_reservations() -> Result<MyReservations, AppError> {
             refunds_now,
             payment_notes,
             list,
+            idle_now,
         })
     })
     .await
@@ -214,6 +222,9 @@ pub struct BookFormFields {
     /// An environment profile's id, or empty for the default profile.
     #[serde(default)]
     pub profile: Option<String>,
+    /// A checked checkbox (`on`): a flexible batch booking that starts early if its GPU frees up.
+    #[serde(default)]
+    pub flexible: Option<String>,
 }
 
 /// The calendar's booking form without JavaScript: `share` of GPU `gpu_id` from `start` to
@@ -237,7 +248,9 @@ pub async fn book_form(#[server(flatten)] form: BookFormFields) -> Result<(), Ap
         team_id,
         priority,
         profile,
+        flexible,
     } = form;
+    let flexible = flexible.is_some_and(|on| !on.is_empty() && on != "false");
     let back = return_to
         .filter(|path| {
             crate::domain::return_to::local_path(path).is_some() && path.starts_with("/calendar")
@@ -253,9 +266,14 @@ pub async fn book_form(#[server(flatten)] form: BookFormFields) -> Result<(), Ap
             start: reservations::local_to_rfc3339(zone.as_deref(), "start", &start)?,
             end: reservations::local_to_rfc3339(zone.as_deref(), "end", &end)?,
             charge,
-            priority,
+            priority: if flexible {
+                Some("batch".to_owned())
+            } else {
+                priority
+            },
             team_id: whole_number("team_id", team_id.as_deref())?,
             profile: whole_number("profile", profile.as_deref())?,
+            start_early: flexible,
         };
         let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
         reservations::create(&call.state, &call.actor, &form, call.now, key).await

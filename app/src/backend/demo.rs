@@ -311,6 +311,7 @@ pub async fn seed_demo_bookings(
                     platform_admin: false,
                     profile_version_id: None,
                     through_watch: None,
+                    start_early: false,
                 };
                 let created_at = (start - TimeDelta::days(2)).min(now);
                 let terms = crate::backend::reservations::place::BookingTerms {

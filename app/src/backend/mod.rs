@@ -2,6 +2,7 @@
 //! function takes its connection or transaction explicitly.
 
 pub mod auth;
+pub mod backfill;
 pub mod calendar_feeds;
 pub mod calendar_file;
 pub mod clock;

@@ -534,6 +534,8 @@ pub async fn reservation_access(
         },
         moved_from: view.as_ref().and_then(|v| v.moved_from),
         moved_to: view.as_ref().and_then(|v| v.moved_to),
+        start_early: row.start_early,
+        early_from: row.early_from,
         idle,
         still_using_at: row.idle_snoozed_at,
         reclaimed_until: row.reclaimed_until,

@@ -310,17 +310,12 @@ pub async fn book(state: &AppState, actor: &Actor, id: i64) -> Result<Reservatio
         )
         .await?,
         through_watch: Some((id, offer.id)),
+        start_early: false,
     };
     let booked = place::place(
         &state.db,
         &request,
-        &place::BookingTerms {
-            latest_start: latest_start(state, now),
-            now,
-            currency: &state.portal.currency,
-            charge: &state.portal.charge,
-            notify: true,
-        },
+        &crate::backend::reservations::terms(state, now),
         None,
     )
     .await;

@@ -114,6 +114,15 @@ pub fn idle_now(
         && util_now.is_some_and(|util| util < threshold)
 }
 
+/// Whether a booking running now is idle now: every one of its GPUs measured now (`utils`) and
+/// below `threshold` percent. A GPU without a reading now is never called idle.
+pub fn all_idle_now(utils: &[Option<u8>], threshold: u8) -> bool {
+    !utils.is_empty()
+        && utils
+            .iter()
+            .all(|util| util.is_some_and(|util| util < threshold))
+}
+
 /// A node with its GPU rows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CalendarNode {
@@ -157,6 +166,61 @@ pub struct CalendarView {
     /// The booking panel's texts in the viewer's language, translated on the server so that the
     /// calendar's WebAssembly carries no translations of its own for them.
     pub texts: PanelTexts,
+    /// The models shown that teams are guaranteed GPUs of.
+    #[serde(default)]
+    pub guarantees: Vec<ModelGuarantees>,
+}
+
+/// A model some teams are guaranteed GPUs of, as the booking panel needs it to tell whether a
+/// booking would borrow guaranteed capacity.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelGuarantees {
+    /// The model.
+    pub model: String,
+    /// GPUs of it nobody is guaranteed: what personal bookings and teams without a guarantee
+    /// share.
+    pub unguaranteed_gpus: u32,
+    /// The teams guaranteed some.
+    pub teams: Vec<i64>,
+}
+
+impl CalendarView {
+    /// Whether a non-preemptible booking of `quarters` of one GPU of `model` during `window`,
+    /// personal or for `team`, would borrow capacity guaranteed to a team: it is on the shared
+    /// part of the fleet (not for a team guaranteed some of the model), and the shared bookings
+    /// shown already take every unguaranteed GPU at some instant of it.
+    pub fn would_borrow(
+        &self,
+        model: &str,
+        team: Option<i64>,
+        window: &Window,
+        quarters: u8,
+    ) -> bool {
+        let Some(rules) = self.guarantees.iter().find(|g| g.model == model) else {
+            return false;
+        };
+        if team.is_some_and(|team| rules.teams.contains(&team)) {
+            return false;
+        }
+        let shared: Vec<crate::domain::schedule::Occupancy> = self
+            .nodes
+            .iter()
+            .flat_map(|node| node.gpus.iter())
+            .filter(|gpu| gpu.gpu.model == model)
+            .flat_map(|gpu| gpu.blocks.iter())
+            .filter(|placed| placed.block.shared)
+            .filter_map(|placed| {
+                Window::new(placed.block.start, placed.block.end)
+                    .ok()
+                    .map(|window| crate::domain::schedule::Occupancy {
+                        window,
+                        quarters: placed.block.quarters,
+                    })
+            })
+            .collect();
+        let room = u32::from(WHOLE_GPU) * rules.unguaranteed_gpus;
+        crate::domain::schedule::peak_load(&shared, window) + u32::from(quarters) > room
+    }
 }
 
 /// A text of the booking panel (its translation key in the comment).
@@ -234,11 +298,17 @@ pub enum PanelText {
     Environment,
     /// `panel_no_profile`.
     NoProfile,
+    /// `panel_flexible`.
+    Flexible,
+    /// `panel_flexible_hint`.
+    FlexibleHint,
+    /// `panel_would_borrow`.
+    WouldBorrow,
 }
 
 impl PanelText {
     /// Every text, in the order [`PanelTexts`] holds them.
-    pub const ALL: [PanelText; 36] = [
+    pub const ALL: [PanelText; 39] = [
         PanelText::Title,
         PanelText::Gpu,
         PanelText::Window,
@@ -275,6 +345,9 @@ impl PanelText {
         PanelText::Personal,
         PanelText::Environment,
         PanelText::NoProfile,
+        PanelText::Flexible,
+        PanelText::FlexibleHint,
+        PanelText::WouldBorrow,
     ];
 }
 
@@ -399,6 +472,8 @@ mod tests {
             kind: BlockKind::Booked,
             reservation_id: None,
             who: None,
+            borrowing: false,
+            shared: false,
         }
     }
 

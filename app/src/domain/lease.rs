@@ -369,6 +369,12 @@ pub struct ReservationAccess {
     /// Its GPU failed and its rest continues as this reservation.
     #[serde(default)]
     pub moved_to: Option<i64>,
+    /// A batch booking that starts early if its GPUs free up (and has not yet).
+    #[serde(default)]
+    pub start_early: bool,
+    /// Brought forward when its GPUs freed up: the start it had before.
+    #[serde(default)]
+    pub early_from: Option<chrono::DateTime<chrono::Utc>>,
     /// Its GPUs sit idle and the holder was warned: what the idle policy will do.
     #[serde(default)]
     pub idle: Option<crate::domain::reclaim::IdleNote>,

@@ -81,11 +81,14 @@ pub enum EventKind {
     IdleWarning,
     /// A window a watch asked for came free and is held for the watcher for a while.
     WatchOffer,
+    /// A batch or burst booking that asked to start early moved to an earlier window, on the
+    /// same GPUs, when they freed up (backfill).
+    StartedEarly,
 }
 
 impl EventKind {
     /// Every kind, in the order a preferences page lists them.
-    pub const ALL: [EventKind; 25] = [
+    pub const ALL: [EventKind; 26] = [
         EventKind::BookingConfirmed,
         EventKind::BookingCancelled,
         EventKind::BookingReleased,
@@ -111,6 +114,7 @@ impl EventKind {
         EventKind::BookingMoved,
         EventKind::IdleWarning,
         EventKind::WatchOffer,
+        EventKind::StartedEarly,
     ];
 
     /// As stored, sent and used in keys.
@@ -141,6 +145,7 @@ impl EventKind {
             EventKind::BookingMoved => "booking_moved",
             EventKind::IdleWarning => "idle_warning",
             EventKind::WatchOffer => "watch_offer",
+            EventKind::StartedEarly => "started_early",
         }
     }
 
@@ -168,6 +173,7 @@ impl EventKind {
                 | EventKind::BookingMoved
                 | EventKind::IdleWarning
                 | EventKind::WatchOffer
+                | EventKind::StartedEarly
         )
     }
 }
@@ -264,6 +270,9 @@ pub struct Notice {
     /// The watch a held window answers (links go to the watches page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<i64>,
+    /// The start a booking had before it moved earlier (backfill).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub was_start: Option<DateTime<Utc>>,
 }
 
 /// An idle booking, as a warning tells it (the deadline is the notice's `until`).
@@ -977,6 +986,26 @@ impl NewEvent {
         }
     }
 
+    /// `reservation` (as it is now) moved earlier from `was_start`, on the same GPUs, when they
+    /// freed up; its reminders follow it.
+    pub fn started_early(
+        reservation: &Reservation,
+        was_start: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Vec<Self> {
+        let mut events = vec![Self::about(
+            EventKind::StartedEarly,
+            reservation,
+            Notice {
+                was_start: Some(was_start),
+                ..Notice::default()
+            },
+            now,
+        )];
+        events.extend(Self::reminders(reservation, now));
+        events
+    }
+
     /// `reservation`'s access on its node was closed (told once).
     pub fn lease_ended(reservation: &Reservation, now: DateTime<Utc>) -> Self {
         Self {
@@ -1093,6 +1122,8 @@ mod tests {
             displaced_offer: None,
             moved_from: None,
             moved_to: None,
+            start_early: false,
+            early_from: None,
             profile: None,
         }
     }

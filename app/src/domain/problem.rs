@@ -383,6 +383,11 @@ pub enum Problem {
         /// The hold's end.
         until: chrono::DateTime<chrono::Utc>,
     },
+    /// Only a preemptible (batch or burst) booking may start early into freed windows.
+    #[error(
+        "only batch and burst bookings may start early when their GPUs free up; book at batch priority, or leave start early off"
+    )]
+    StartEarlyNotPreemptible,
     /// An idle threshold outside 1–100 %.
     #[error("the idle threshold must be between 1 and 100 %")]
     IdleThreshold,

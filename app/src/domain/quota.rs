@@ -253,59 +253,169 @@ pub struct Holder {
     pub displaceable: Option<(i64, VictimRank)>,
 }
 
+/// A booking's hold on one GPU of a model, as the guarantee rule reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelHold {
+    /// The reservation.
+    pub reservation_id: i64,
+    /// The team it is booked for (None: personal).
+    pub team_id: Option<i64>,
+    /// A burst or batch booking.
+    pub preemptible: bool,
+    /// When it was booked.
+    pub created_at: DateTime<Utc>,
+    /// When it holds the GPU.
+    pub window: Window,
+    /// How much of the GPU, in quarters.
+    pub quarters: u8,
+}
+
+/// The GPUs of a model and the guarantees on them, as the guarantee rule reads them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guarantees {
+    /// GPUs of the model in the fleet (not retired).
+    pub fleet_gpus: u32,
+    /// Each team's guaranteed GPUs of the model (teams with none left out).
+    pub teams: Vec<(i64, u32)>,
+}
+
+impl Guarantees {
+    /// GPUs nobody is guaranteed: what personal bookings and teams without a guarantee share.
+    pub fn unguaranteed_gpus(&self) -> u32 {
+        let promised: u32 = self.teams.iter().map(|(_, gpus)| *gpus).sum();
+        self.fleet_gpus.saturating_sub(promised)
+    }
+
+    /// Whether team `team` has a guarantee on the model.
+    pub fn has(&self, team: Option<i64>) -> bool {
+        team.is_some_and(|team| self.teams.iter().any(|(id, gpus)| *id == team && *gpus > 0))
+    }
+}
+
+/// The reservations among `holds` (every hold on the model's GPUs during some range) that
+/// *borrow* guaranteed capacity, and so give way to a team booking within its guarantee: burst and
+/// batch bookings of anyone but `claimant` (the team booking), and, of the bookings on the shared
+/// part of the fleet (non-preemptible, personal or of a team without a guarantee), those beyond
+/// the unguaranteed GPUs at some instant, latest booked first. (No guarantees on the model: none
+/// borrow.)
+pub fn borrowing(
+    holds: &[ModelHold],
+    guarantees: &Guarantees,
+    claimant: Option<i64>,
+) -> std::collections::BTreeSet<i64> {
+    let mut borrowing = std::collections::BTreeSet::new();
+    if guarantees.teams.iter().all(|(_, gpus)| *gpus == 0) {
+        return borrowing;
+    }
+    for hold in holds {
+        if hold.preemptible && (claimant.is_none() || hold.team_id != claimant) {
+            borrowing.insert(hold.reservation_id);
+        }
+    }
+    let shared: Vec<&ModelHold> = holds
+        .iter()
+        .filter(|h| !h.preemptible && !guarantees.has(h.team_id))
+        .collect();
+    let room = u32::from(crate::domain::schedule::WHOLE_GPU) * guarantees.unguaranteed_gpus();
+    let mut instants: Vec<DateTime<Utc>> = shared.iter().map(|h| h.window.start()).collect();
+    instants.sort_unstable();
+    instants.dedup();
+    // The load only rises at a start: checking each start covers every instant.
+    for at in instants {
+        let mut on: Vec<&ModelHold> = shared
+            .iter()
+            .copied()
+            .filter(|h| h.window.contains(at) && !borrowing.contains(&h.reservation_id))
+            .collect();
+        let mut load: u32 = on.iter().map(|h| u32::from(h.quarters)).sum();
+        // The latest booked go first.
+        on.sort_by_key(|h| std::cmp::Reverse((h.created_at, h.reservation_id)));
+        for hold in on {
+            if load <= room {
+                break;
+            }
+            if borrowing.insert(hold.reservation_id) {
+                load -= shared
+                    .iter()
+                    .filter(|h| h.reservation_id == hold.reservation_id && h.window.contains(at))
+                    .map(|h| u32::from(h.quarters))
+                    .sum::<u32>();
+            }
+        }
+    }
+    borrowing
+}
+
 /// Which of `gpus` (with what holds each) a booking of `count` GPUs at `quarters` during
-/// `window` takes, and which displaceable reservations it displaces: as few as it can (free GPUs
-/// first, then those needing fewest displacements, lowest priority and latest booked first).
-/// None when even displacing every displaceable reservation leaves fewer than `count` GPUs.
+/// `window` takes, and which displaceable reservations it displaces: as few as it can. GPUs are
+/// taken one at a time, each time the one that needs the fewest victims besides those already
+/// chosen (a reservation on several GPUs frees all of them), then the one whose most important
+/// victim ranks lowest (lowest priority, latest booked), then by id. None when even displacing
+/// every displaceable reservation leaves fewer than `count` GPUs.
 pub fn plan_displacement(
     gpus: &[(i64, Vec<Holder>)],
     count: usize,
     window: &Window,
     quarters: u8,
 ) -> Option<(Vec<i64>, Vec<i64>)> {
-    // Per GPU: the fewest victims (in rank order) after which the booking fits.
-    let mut options: Vec<(usize, Priority, i64, Vec<i64>)> = Vec::new();
-    for (gpu_id, holders) in gpus {
-        let mut victims: Vec<(i64, VictimRank)> = holders
+    let mut chosen: Vec<i64> = Vec::with_capacity(count);
+    let mut victims: Vec<i64> = Vec::new();
+    while chosen.len() < count {
+        let best = gpus
             .iter()
-            .filter(|h| h.occupancy.window.overlaps(window))
-            .filter_map(|h| h.displaceable)
-            .collect();
-        victims.sort_by_key(|&(id, rank)| (rank, id));
-        victims.dedup_by_key(|v| v.0);
-        let mut taken: Vec<i64> = Vec::new();
-        let remaining = |taken: &[i64]| -> Vec<Occupancy> {
-            holders
-                .iter()
-                .filter(|h| h.displaceable.is_none_or(|(id, _)| !taken.contains(&id)))
-                .map(|h| h.occupancy)
-                .collect()
-        };
-        let mut fit = fits(&remaining(&taken), window, quarters);
-        let mut top = Priority::Batch;
-        for (id, (priority, _)) in &victims {
-            if fit {
-                break;
-            }
-            taken.push(*id);
-            top = top.max(*priority);
-            fit = fits(&remaining(&taken), window, quarters);
-        }
-        if fit {
-            options.push((taken.len(), top, *gpu_id, taken));
-        }
+            .filter(|(gpu_id, _)| !chosen.contains(gpu_id))
+            .filter_map(|(gpu_id, holders)| {
+                let more = victims_for(holders, &victims, window, quarters)?;
+                let top = more.iter().map(|(_, rank)| *rank).max();
+                Some(((more.len(), top, *gpu_id), more))
+            })
+            .min_by_key(|(key, _)| *key)?;
+        let ((_, _, gpu_id), more) = best;
+        chosen.push(gpu_id);
+        victims.extend(more.into_iter().map(|(id, _)| id));
     }
-    if options.len() < count {
-        return None;
-    }
-    options.sort_by_key(|(n, top, gpu_id, _)| (*n, *top, *gpu_id));
-    options.truncate(count);
-    let mut chosen: Vec<i64> = options.iter().map(|o| o.2).collect();
     chosen.sort_unstable();
-    let mut victims: Vec<i64> = options.into_iter().flat_map(|o| o.3).collect();
     victims.sort_unstable();
     victims.dedup();
     Some((chosen, victims))
+}
+
+/// The fewest more victims on one GPU (`holders`), in rank order, after which a booking of
+/// `quarters` during `window` fits there, besides `gone` (already displaced); None if it never
+/// does.
+fn victims_for(
+    holders: &[Holder],
+    gone: &[i64],
+    window: &Window,
+    quarters: u8,
+) -> Option<Vec<(i64, VictimRank)>> {
+    let mut candidates: Vec<(i64, VictimRank)> = holders
+        .iter()
+        .filter(|h| h.occupancy.window.overlaps(window))
+        .filter_map(|h| h.displaceable)
+        .filter(|(id, _)| !gone.contains(id))
+        .collect();
+    candidates.sort_by_key(|&(id, rank)| (rank, id));
+    candidates.dedup_by_key(|v| v.0);
+    let remaining = |taken: &[(i64, VictimRank)]| -> Vec<Occupancy> {
+        holders
+            .iter()
+            .filter(|h| {
+                h.displaceable.is_none_or(|(id, _)| {
+                    !gone.contains(&id) && !taken.iter().any(|(t, _)| *t == id)
+                })
+            })
+            .map(|h| h.occupancy)
+            .collect()
+    };
+    let mut taken: Vec<(i64, VictimRank)> = Vec::new();
+    for candidate in candidates {
+        if fits(&remaining(&taken), window, quarters) {
+            return Some(taken);
+        }
+        taken.push(candidate);
+    }
+    fits(&remaining(&taken), window, quarters).then_some(taken)
 }
 
 /// A team's booking rules besides quotas and budget.
@@ -544,6 +654,86 @@ mod tests {
         }
     }
 
+    fn hold(
+        id: i64,
+        team: Option<i64>,
+        preemptible: bool,
+        booked: i64,
+        from: i64,
+        to: i64,
+    ) -> ModelHold {
+        ModelHold {
+            reservation_id: id,
+            team_id: team,
+            preemptible,
+            created_at: at(booked),
+            window: Window::new(at(from), at(to)).unwrap(),
+            quarters: 4,
+        }
+    }
+
+    #[test]
+    fn burst_bookings_and_shared_bookings_beyond_the_unguaranteed_gpus_borrow() {
+        // 8 GPUs; teams 1 and 2 are guaranteed 3 each: 2 GPUs are shared.
+        let guarantees = Guarantees {
+            fleet_gpus: 8,
+            teams: vec![(1, 3), (2, 3)],
+        };
+        assert_eq!(guarantees.unguaranteed_gpus(), 2);
+        let holds = vec![
+            // Four personal bookings, booked one after another.
+            hold(10, None, false, 0, 10, 12),
+            hold(11, None, false, 1, 10, 12),
+            hold(12, None, false, 2, 10, 12),
+            hold(13, None, false, 3, 10, 12),
+            // A team without a guarantee shares too; booked first.
+            hold(20, Some(3), false, -1, 10, 11),
+            // Team 3's burst booking and team 1's own burst booking.
+            hold(30, Some(3), true, 4, 10, 12),
+            hold(31, Some(1), true, 5, 10, 12),
+            // Team 2's booking within its guarantee never borrows.
+            hold(40, Some(2), false, 6, 10, 12),
+        ];
+        let found = borrowing(&holds, &guarantees, Some(1));
+        // 10..11: five shared (20, 10..13) on 2 shared GPUs: the three latest booked borrow.
+        assert_eq!(found.into_iter().collect::<Vec<_>>(), vec![11, 12, 13, 30]);
+        // Seen by nobody in particular (the calendar): every burst booking borrows.
+        let seen = borrowing(&holds, &guarantees, None);
+        assert!(seen.contains(&31) && seen.contains(&30));
+        // Without guarantees nothing borrows.
+        let none = Guarantees {
+            fleet_gpus: 8,
+            teams: vec![(1, 0)],
+        };
+        assert!(borrowing(&holds, &none, Some(1)).is_empty());
+    }
+
+    #[test]
+    fn shared_bookings_borrow_only_where_they_overlap_beyond_the_room() {
+        let guarantees = Guarantees {
+            fleet_gpus: 2,
+            teams: vec![(1, 1)],
+        };
+        // One shared GPU: two personal bookings one after the other fit; a third overlapping the
+        // second borrows, not the first.
+        let holds = vec![
+            hold(1, None, false, 0, 0, 2),
+            hold(2, None, false, 1, 2, 4),
+            hold(3, None, false, 2, 3, 5),
+        ];
+        let found = borrowing(&holds, &guarantees, Some(1));
+        assert_eq!(found.into_iter().collect::<Vec<_>>(), vec![3]);
+        // Quarter shares add up: four quarters fill the shared GPU, a fifth borrows.
+        let quarters: Vec<ModelHold> = (0..5)
+            .map(|i| ModelHold {
+                quarters: 1,
+                ..hold(i, None, false, i, 0, 2)
+            })
+            .collect();
+        let found = borrowing(&quarters, &guarantees, Some(1));
+        assert_eq!(found.into_iter().collect::<Vec<_>>(), vec![4]);
+    }
+
     #[test]
     fn priorities_order_and_round_trip() {
         assert!(Priority::Production > Priority::Training);
@@ -656,6 +846,33 @@ mod tests {
             },
             displaceable: victim.map(|(id, p)| (id, (p, Reverse(at(0))))),
         }
+    }
+
+    #[test]
+    fn displacement_prefers_one_victim_on_several_gpus_to_several_victims() {
+        let window = Window::new(at(1), at(3)).unwrap();
+        let on = |id: i64, booked: i64| Holder {
+            occupancy: Occupancy {
+                window: Window::new(at(0), at(4)).unwrap(),
+                quarters: 4,
+            },
+            displaceable: Some((id, (Priority::Development, Reverse(at(booked))))),
+        };
+        // Reservation 20 (booked last) holds GPUs 3 and 4; 10 and 11 hold GPUs 1 and 2.
+        let gpus = vec![
+            (1, vec![on(10, 0)]),
+            (2, vec![on(11, 1)]),
+            (3, vec![on(20, 2)]),
+            (4, vec![on(20, 2)]),
+        ];
+        assert_eq!(
+            plan_displacement(&gpus, 2, &window, 4),
+            Some((vec![3, 4], vec![20]))
+        );
+        assert_eq!(
+            plan_displacement(&gpus, 3, &window, 4),
+            Some((vec![2, 3, 4], vec![11, 20]))
+        );
     }
 
     #[test]

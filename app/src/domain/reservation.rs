@@ -209,6 +209,12 @@ pub struct Reservation {
     /// Its GPU failed and its rest continues as this reservation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moved_to: Option<i64>,
+    /// A batch or burst booking that asked to start early when its GPUs free up.
+    #[serde(default)]
+    pub start_early: bool,
+    /// Brought forward when its GPUs freed up: the start it had before.
+    #[serde(default)]
+    pub early_from: Option<DateTime<Utc>>,
 }
 
 /// Which GPUs a booking wants.
@@ -249,6 +255,9 @@ pub struct NewReservation {
     /// Booked through the window held for a watch (watch id, offer id): the hold does not stand
     /// in its way, and the watch is served in the same transaction.
     pub through_watch: Option<(i64, i64)>,
+    /// A preemptible booking asks to start early, on the same GPUs, when they free up before its
+    /// start (backfill).
+    pub start_early: bool,
 }
 
 /// A window that would fit instead, offered with a conflict and by "find a slot".
@@ -317,6 +326,9 @@ pub struct MyReservations {
     /// How a reservation is or will be paid, when that needs saying (the coming charge, a
     /// payment that is due, why Berth released it), by id, in the viewer's language.
     pub payment_notes: Vec<(i64, String)>,
+    /// Running reservations whose GPUs are all below their idle policy's threshold now.
+    #[serde(default)]
+    pub idle_now: Vec<i64>,
 }
 
 /// What a block of time on the calendar is.
@@ -349,6 +361,14 @@ pub struct BusyBlock {
     /// Who booked it and for which team, for a teammate's team booking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub who: Option<String>,
+    /// It borrows capacity guaranteed to a team (a burst or batch booking, or a booking beyond
+    /// the fleet's unguaranteed GPUs): a team booking within its guarantee may displace it.
+    #[serde(default)]
+    pub borrowing: bool,
+    /// A booking on the shared part of the fleet (not preemptible, personal or of a team without
+    /// a guarantee on the model), counted against the GPUs nobody is guaranteed.
+    #[serde(default)]
+    pub shared: bool,
 }
 
 /// The busy blocks of one GPU in a range.

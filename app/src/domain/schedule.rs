@@ -251,6 +251,13 @@ impl Window {
             end: start + self.length(),
         }
     }
+
+    /// The window brought forward to the first grid instant at or after `now`, same length (a
+    /// backfilled booking); None when that is not earlier than its start.
+    pub fn brought_forward(&self, now: DateTime<Utc>) -> Option<Window> {
+        let start = slot_ceil(now);
+        (start < self.start).then(|| self.starting_at(start))
+    }
 }
 
 /// Something that occupies part of a GPU for a while: a booking, or maintenance (a whole GPU).
@@ -377,6 +384,21 @@ pub fn price_minor(hourly_price_minor: i64, quarters: u8, window: &Window) -> i6
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn brought_forward_to_the_next_quarter_hour_keeping_the_length() {
+        use chrono::TimeZone;
+        let at = |h: u32, m: u32, s: u32| Utc.with_ymd_and_hms(2026, 12, 4, h, m, s).unwrap();
+        let window = super::Window::new(at(15, 0, 0), at(17, 30, 0)).unwrap();
+        let moved = window.brought_forward(at(12, 7, 30)).unwrap();
+        assert_eq!((moved.start(), moved.end()), (at(12, 15, 0), at(14, 45, 0)));
+        // On the grid: from that instant.
+        let moved = window.brought_forward(at(12, 0, 0)).unwrap();
+        assert_eq!(moved.start(), at(12, 0, 0));
+        // Nothing earlier to move to.
+        assert_eq!(window.brought_forward(at(14, 50, 0)), None);
+        assert_eq!(window.brought_forward(at(15, 0, 0)), None);
+    }
+
     use super::*;
 
     #[test]

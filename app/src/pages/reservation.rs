@@ -166,6 +166,17 @@ fn AccessBody(
             </p>
         }
     });
+    let early = match access.early_from {
+        Some(was) => {
+            let was = at(&zone, was);
+            Some(view! { <p class="moved-note early-note">{t!(i18n, reservations_started_early, was = was)}</p> }.into_any())
+        }
+        None if access.start_early && state == LeaseState::Upcoming => Some(
+            view! { <p class="hint early-note">{t!(i18n, reservations_may_start_early)}</p> }
+                .into_any(),
+        ),
+        None => None,
+    };
     let idle = access.idle.map(|note| {
         let since = at(&zone, note.since);
         let when = at(&zone, note.acts_at);
@@ -212,6 +223,7 @@ fn AccessBody(
         {still_using}
         {moved_from}
         {moved_to}
+        {early}
         {(!access.enforced).then(|| view! { <p class="hint demo-note">{t!(i18n, reservation_demo_node)}</p> })}
         <h2>{t!(i18n, reservation_connect)}</h2>
         <pre class="connect-line"><code>{access.connect.clone()}</code></pre>

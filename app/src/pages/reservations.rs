@@ -45,8 +45,9 @@ fn ReservationsBoard() -> impl IntoView {
                 {move || {
                     list.get().map(|result| match result {
                         Ok(mine) => {
-                            let MyReservations { list: all, zone, currency, refunds_now, payment_notes } = mine;
+                            let MyReservations { list: all, zone, currency, refunds_now, payment_notes, idle_now } = mine;
                             let payment_notes = StoredValue::new(payment_notes);
+                            let idle_now = StoredValue::new(idle_now);
                             let refunds_now = StoredValue::new(refunds_now);
                             let zone_name = zone.name.clone();
                             let zone = StoredValue::new(zone);
@@ -58,9 +59,9 @@ fn ReservationsBoard() -> impl IntoView {
                             Either::Left(view! {
                                 <p class="hint">{t!(i18n, reservations_zone, zone = move || zone_name.clone())}</p>
                                 <h2>{t!(i18n, reservations_upcoming)}</h2>
-                                <ReservationTable list=upcoming currency=currency.clone() zone cancel refunds_now payment_notes />
+                                <ReservationTable list=upcoming currency=currency.clone() zone cancel refunds_now payment_notes idle_now />
                                 <h2>{t!(i18n, reservations_past)}</h2>
-                                <ReservationTable list=past currency zone cancel refunds_now payment_notes />
+                                <ReservationTable list=past currency zone cancel refunds_now payment_notes idle_now />
                             })
                         }
                         Err(error) => Either::Right(view! { <ErrorPanel error /> }),
@@ -78,6 +79,7 @@ fn ReservationTable(
     cancel: ServerAction<CancelReservation>,
     refunds_now: StoredValue<Vec<(i64, i64)>>,
     payment_notes: StoredValue<Vec<(i64, String)>>,
+    idle_now: StoredValue<Vec<i64>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     if list.is_empty() {
@@ -121,6 +123,11 @@ fn ReservationTable(
                                 )
                             });
                             let id = r.id;
+                            let idle = idle_now.with_value(|ids| ids.contains(&id));
+                            let early_from = r.early_from.map(|was| {
+                                zone.with_value(|zone| crate::domain::time_text::date_minute(zone.local(was)))
+                            });
+                            let may_start_early = r.start_early && early_from.is_none() && status == ReservationStatus::Confirmed;
                             view! {
                                 <tr
                                     data-status=format!("{status:?}").to_lowercase()
@@ -133,9 +140,22 @@ fn ReservationTable(
                                     <td>{format!("{} · {} × {}", r.node_name, r.gpu_ids.len(), r.model)}</td>
                                     <td>
                                         <time datetime=r.window.start().to_rfc3339()>{when}</time>
+                                        {early_from.map(|was| view! {
+                                            <span class="early-note">{t!(i18n, reservations_started_early, was = move || was.clone())}</span>
+                                        })}
+                                        {may_start_early.then(|| view! {
+                                            <span class="early-note">{t!(i18n, reservations_may_start_early)}</span>
+                                        })}
                                     </td>
                                     <td>{share}</td>
-                                    <td>{status_text}</td>
+                                    <td>
+                                        {status_text}
+                                        {idle.then(|| view! {
+                                            <a class="idle-tag" href=format!("/reservations/{id}") title=move || t_string!(i18n, reservations_idle_now_hint).to_string()>
+                                                {t!(i18n, reservations_idle_now)}
+                                            </a>
+                                        })}
+                                    </td>
                                     <td class="num">
                                         <MoneyText amount=crate::domain::money::Money::from_minor(r.price_minor) currency=currency.clone() />
                                         {payment_notes.with_value(|notes| notes.iter().find(|(rid, _)| *rid == id).map(|(_, note)| note.clone())).map(|note| view! { <span class="payment-note">{note}</span> })}

@@ -57,6 +57,9 @@ pub fn panel_texts(lead_minutes: i64) -> crate::domain::calendar::PanelTexts {
             PanelText::Personal => t_string!(i18n, panel_personal).to_string(),
             PanelText::Environment => t_string!(i18n, panel_environment).to_string(),
             PanelText::NoProfile => t_string!(i18n, panel_no_profile).to_string(),
+            PanelText::Flexible => t_string!(i18n, panel_flexible).to_string(),
+            PanelText::FlexibleHint => t_string!(i18n, panel_flexible_hint).to_string(),
+            PanelText::WouldBorrow => t_string!(i18n, panel_would_borrow).to_string(),
         };
         PanelTexts(PanelText::ALL.into_iter().map(text).collect())
     })

@@ -40,6 +40,7 @@ pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
         EventKind::BookingMoved => t_string!(i18n, notice_booking_moved),
         EventKind::IdleWarning => t_string!(i18n, notice_idle_warning),
         EventKind::WatchOffer => t_string!(i18n, notice_watch_offer),
+        EventKind::StartedEarly => t_string!(i18n, notice_started_early),
     }
     .to_string()
 }
@@ -197,6 +198,12 @@ pub fn lines(
                 let (gpus, model) = (offer.gpu_ids.len(), offer.model.clone());
                 lines
                     .push(t_string!(i18n, notice_line_watch_offer, gpus, model, until).to_string());
+            }
+        }
+        EventKind::StartedEarly => {
+            if let (Some(r), Some(was)) = (&notice.reservation, notice.was_start) {
+                let (start, was) = (at(r.window.start()), at(was));
+                lines.push(t_string!(i18n, notice_line_started_early, start, was).to_string());
             }
         }
         EventKind::NodeSilent => {

@@ -130,6 +130,9 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             let until = crate::domain::time_text::date_minute(until.naive_utc());
             t_string!(i18n, problem_held_for_watchers, until).to_string()
         }
+        Problem::StartEarlyNotPreemptible => {
+            t_string!(i18n, problem_start_early_not_preemptible).to_string()
+        }
         Problem::IdleThreshold => t_string!(i18n, problem_idle_threshold).to_string(),
         Problem::IdleWindow => t_string!(i18n, problem_idle_window).to_string(),
         Problem::IdleWarnings => t_string!(i18n, problem_idle_warnings).to_string(),

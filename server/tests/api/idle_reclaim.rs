@@ -6,7 +6,7 @@
 //! as `berth serve` runs it.
 
 use crate::helpers::*;
-use berth_app::backend::{db, reclaim, telemetry};
+use berth_app::backend::{db, reclaim};
 use berth_app::domain::notify::{EventKind, InboxItem};
 use berth_app::domain::user::PlatformRole;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -25,21 +25,7 @@ const SLOT_MINOR: i64 = 50;
 
 /// A node whose agent reported `count` GPUs `GPU-<prefix><i>`; answers its token and GPU ids.
 async fn node(app: &TestApp, prefix: &str, count: usize) -> (String, Vec<i64>) {
-    let (_, token) =
-        telemetry::issue_node_token(&app.db, prefix, Some(true), None, app.state.now())
-            .await
-            .unwrap();
-    let registration = json!({
-        "hostname": format!("{prefix}.example"), "driver_version": "550.54.15", "source": "nvml",
-        "interval_seconds": 5,
-        "gpus": (0..count).map(|i| json!({
-            "uuid": format!("GPU-{prefix}{i}"), "name": MODEL, "pci_bus_id": null,
-            "memory_total_mib": 16384, "device_index": i
-        })).collect::<Vec<_>>()
-    });
-    let (status, body) = post_json(app, &token, "/api/v1/agent/register", &registration).await;
-    assert_eq!(status, 200, "{body}");
-    (token, gpus_of(app, MODEL).await)
+    agent_node(app, prefix, MODEL, count).await
 }
 
 /// Reports one sample a minute for `uuids` over `[from, to)` at `util` %.

@@ -1,6 +1,7 @@
 //! HTTP integration tests: each test starts the real application on port 0 against a fresh
 //! database — an SQLite file and a PostgreSQL database — and talks to it like a browser.
 
+mod backfill;
 mod calendar;
 mod calendar_feeds;
 mod cli;
@@ -9,6 +10,7 @@ mod email;
 mod env_profiles;
 mod events;
 mod failover;
+mod guarantees;
 mod health;
 mod helpers;
 mod idle_reclaim;

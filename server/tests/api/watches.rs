@@ -4,7 +4,7 @@
 //! other people's watches are refused. The job runs as `berth serve` runs it, on the test clock.
 
 use crate::helpers::*;
-use berth_app::backend::{db, telemetry, watches};
+use berth_app::backend::{db, watches};
 use berth_app::domain::notify::{EventKind, InboxItem};
 use berth_app::domain::user::PlatformRole;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -21,21 +21,7 @@ const MODEL: &str = "NVIDIA A2 Watch";
 
 /// A node whose agent reported `count` GPUs of [`MODEL`]; answers their ids.
 async fn node(app: &TestApp, prefix: &str, count: usize) -> Vec<i64> {
-    let (_, token) =
-        telemetry::issue_node_token(&app.db, prefix, Some(true), None, app.state.now())
-            .await
-            .unwrap();
-    let registration = json!({
-        "hostname": format!("{prefix}.example"), "driver_version": "550.54.15", "source": "nvml",
-        "interval_seconds": 5,
-        "gpus": (0..count).map(|i| json!({
-            "uuid": format!("GPU-{prefix}{i}"), "name": MODEL, "pci_bus_id": null,
-            "memory_total_mib": 16384, "device_index": i
-        })).collect::<Vec<_>>()
-    });
-    let (status, body) = post_json(app, &token, "/api/v1/agent/register", &registration).await;
-    assert_eq!(status, 200, "{body}");
-    gpus_of(app, MODEL).await
+    agent_node(app, prefix, MODEL, count).await.1
 }
 
 fn booking(gpus: &[i64], start: DateTime<Utc>, hours: i64) -> Value {

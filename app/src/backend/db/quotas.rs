@@ -120,10 +120,59 @@ pub async fn guaranteed_to_others(
     Ok(rows.into_iter().map(i64::from).sum())
 }
 
+/// Every team's guaranteed GPUs of `model` (teams guaranteed none left out).
+pub async fn guarantees(db: &impl ConnectionTrait, model: &str) -> Result<Vec<(i64, u32)>, DbErr> {
+    let rows: Vec<(i64, i32)> = team_quota::Entity::find()
+        .select_only()
+        .column(team_quota::Column::TeamId)
+        .column(team_quota::Column::GuaranteedGpus)
+        .filter(team_quota::Column::Model.eq(model))
+        .filter(team_quota::Column::GuaranteedGpus.gt(0))
+        .order_by_asc(team_quota::Column::TeamId)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(team, gpus)| (team, u32::try_from(gpus).unwrap_or(0)))
+        .collect())
+}
+
+/// Every model's guarantees: team and guaranteed GPUs, by model (models without any left out).
+pub async fn all_guarantees(
+    db: &impl ConnectionTrait,
+) -> Result<HashMap<String, Vec<(i64, u32)>>, DbErr> {
+    let rows: Vec<(String, i64, i32)> = team_quota::Entity::find()
+        .select_only()
+        .column(team_quota::Column::Model)
+        .column(team_quota::Column::TeamId)
+        .column(team_quota::Column::GuaranteedGpus)
+        .filter(team_quota::Column::GuaranteedGpus.gt(0))
+        .order_by_asc(team_quota::Column::TeamId)
+        .into_tuple()
+        .all(db)
+        .await?;
+    let mut by_model: HashMap<String, Vec<(i64, u32)>> = HashMap::new();
+    for (model, team, gpus) in rows {
+        by_model
+            .entry(model)
+            .or_default()
+            .push((team, u32::try_from(gpus).unwrap_or(0)));
+    }
+    Ok(by_model)
+}
+
 /// How many GPUs of `model` can be booked (not retired), locking their rows until `txn` ends
 /// on PostgreSQL (SQLite's write transaction holds its lock already), so that quota changes of
 /// one model happen one after another.
 pub async fn lock_model(db: &impl ConnectionTrait, model: &str) -> Result<i64, DbErr> {
+    let ids = lock_model_gpus(db, model).await?;
+    Ok(i64::try_from(ids.len()).unwrap_or(i64::MAX))
+}
+
+/// The GPUs of `model` that can be booked (not retired, accepted), in id order, locked as
+/// [`lock_model`] locks them.
+pub async fn lock_model_gpus(db: &impl ConnectionTrait, model: &str) -> Result<Vec<i64>, DbErr> {
     let mut query = gpu::Entity::find()
         .select_only()
         .column(gpu::Column::Id)
@@ -134,8 +183,7 @@ pub async fn lock_model(db: &impl ConnectionTrait, model: &str) -> Result<i64, D
     if db.get_database_backend() == sea_orm::DbBackend::Postgres {
         query = query.lock_exclusive();
     }
-    let ids: Vec<i64> = query.into_tuple().all(db).await?;
-    Ok(i64::try_from(ids.len()).unwrap_or(i64::MAX))
+    query.into_tuple().all(db).await
 }
 
 /// Sets (or with `None` removes) the team's quota for `model`.

@@ -266,13 +266,14 @@ pub fn stored_window(row: &reservation::Model) -> Result<Window, DbErr> {
 }
 
 /// Confirmed reservations and maintenance windows on `gpu_ids` during `window`, per GPU, each
-/// marked displaceable when a booking of `priority` may take its place (preemptible and of
-/// lower priority).
+/// marked displaceable when a booking of `priority` may take its place: preemptible and of
+/// lower priority, or among `borrowers` (they borrow the capacity a team's guarantee claims).
 pub async fn holders_on(
     txn: &DatabaseTransaction,
     gpu_ids: &[i64],
     window: &Window,
     priority: Priority,
+    borrowers: &std::collections::BTreeSet<i64>,
 ) -> Result<Vec<(i64, Vec<Holder>)>, DbErr> {
     let (holds, maintenance) = tokio::try_join!(
         holds_on(txn, gpu_ids, window),
@@ -286,7 +287,9 @@ pub async fn holders_on(
                 window: hold.window,
                 quarters: hold.quarters,
             },
-            displaceable: (hold.preemptible && hold.priority < priority).then_some((
+            displaceable: ((hold.preemptible && hold.priority < priority)
+                || borrowers.contains(&hold.reservation_id))
+            .then_some((
                 hold.reservation_id,
                 (hold.priority, std::cmp::Reverse(hold.created_at)),
             )),
@@ -612,6 +615,8 @@ pub struct NewRow {
     pub created_at: DateTime<Utc>,
     /// The reservation it continues after a GPU failed, and why.
     pub moved_from: Option<(i64, crate::domain::failover::FailureCause)>,
+    /// A preemptible booking that starts early when its GPUs free up.
+    pub start_early: bool,
 }
 
 /// Inserts a confirmed reservation (its GPUs are held with [`hold_gpus`]).
@@ -642,6 +647,8 @@ pub async fn insert(txn: &DatabaseTransaction, new: &NewRow) -> Result<reservati
         moved_from_id: Set(new.moved_from.map(|(id, _)| id)),
         move_cause: Set(new.moved_from.map(|(_, cause)| cause.as_str().to_owned())),
         moved_at: Set(None),
+        start_early: Set(new.start_early),
+        early_from: Set(None),
         charged_minor: Set(0),
         refunded_minor: Set(0),
         ..Default::default()
@@ -666,6 +673,67 @@ pub async fn hold_gpus(
     .exec_without_returning(txn)
     .await?;
     add_slot_load(txn, gpu_ids, &stored_window(row)?, row.quarters).await
+}
+
+/// Confirmed bookings that asked to start early and start after `after`, the earliest booked
+/// first (at most `limit`); those waiting for approval, or whose charge failed, wait.
+pub async fn start_early_ids(
+    db: &impl ConnectionTrait,
+    after: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<i64>, DbErr> {
+    reservation::Entity::find()
+        .select_only()
+        .column(reservation::Column::Id)
+        .filter(reservation::Column::StartEarly.eq(true))
+        .filter(reservation::Column::StartAt.gt(after))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(
+            reservation::Column::PaymentStatus
+                .is_not_in([PaymentStatus::AwaitingApproval, PaymentStatus::Due]),
+        )
+        .order_by_asc(reservation::Column::CreatedAt)
+        .order_by_asc(reservation::Column::Id)
+        .limit(limit)
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+/// Moves confirmed reservation `row`, held on `gpu_ids`, to `window` on the same GPUs: its row
+/// (the first start it had kept in `early_from`), its holds and their slots, in the caller's
+/// write transaction (the slot table's CHECK refuses more than a whole GPU).
+pub async fn bring_forward(
+    txn: &DatabaseTransaction,
+    row: &reservation::Model,
+    gpu_ids: &[i64],
+    window: &Window,
+) -> Result<(), DbErr> {
+    reservation::Entity::update_many()
+        .col_expr(reservation::Column::StartAt, Expr::value(window.start()))
+        .col_expr(reservation::Column::EndAt, Expr::value(window.end()))
+        .col_expr(
+            reservation::Column::EarlyFrom,
+            Expr::value(row.early_from.unwrap_or(row.start_at)),
+        )
+        .col_expr(
+            reservation::Column::CalendarSequence,
+            Expr::col(reservation::Column::CalendarSequence).add(1),
+        )
+        .filter(reservation::Column::Id.eq(row.id))
+        .exec(txn)
+        .await?;
+    reservation_gpu::Entity::update_many()
+        .col_expr(
+            reservation_gpu::Column::StartAt,
+            Expr::value(window.start()),
+        )
+        .col_expr(reservation_gpu::Column::EndAt, Expr::value(window.end()))
+        .filter(reservation_gpu::Column::ReservationId.eq(row.id))
+        .exec(txn)
+        .await?;
+    sub_slot_load(txn, gpu_ids, &stored_window(row)?, row.quarters).await?;
+    add_slot_load(txn, gpu_ids, window, row.quarters).await
 }
 
 /// The GPUs reservations `ids` hold.
@@ -921,6 +989,8 @@ pub async fn views(
                     (id, cause)
                 }),
                 moved_to: moved_to.get(&row.id).copied(),
+                start_early: row.start_early,
+                early_from: row.early_from,
             })
         })
         .collect()

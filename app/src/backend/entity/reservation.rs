@@ -94,6 +94,10 @@ pub struct Model {
     pub reclaimed_until: Option<DateTimeUtc>,
     /// What the reclaim refunded, minor units.
     pub reclaim_refund_minor: i64,
+    /// A preemptible booking that asked to start early when its GPUs free up (backfill).
+    pub start_early: bool,
+    /// Moved to start early: the start it had before.
+    pub early_from: Option<DateTimeUtc>,
 }
 
 /// Relations of `reservations`.

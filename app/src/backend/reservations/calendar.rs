@@ -38,12 +38,12 @@ pub async fn availability(
     let range = Window::new(crate::domain::schedule::slot_floor(from), slot_ceil(to))
         .map_err(window_error)?;
     let inventory = db::inventory::list_matching_gpus(&state.db, model, None).await?;
-    let gpus: Vec<i64> = inventory
-        .iter()
-        .flat_map(|node| node.gpus.iter())
-        .map(|gpu| gpu.id)
-        .collect();
-    let mut busy = busy_blocks(state, actor, &range, &gpus).await?;
+    let Shown {
+        ids: gpus,
+        models,
+        guarantees,
+    } = shown(state, &inventory).await?;
+    let mut busy = busy_blocks(state, actor, &range, &gpus, &models, &guarantees).await?;
     Ok(gpus
         .into_iter()
         .map(|gpu_id| GpuAvailability {
@@ -59,6 +59,8 @@ async fn busy_blocks(
     actor: &Actor,
     range: &Window,
     gpus: &[i64],
+    models: &std::collections::HashMap<i64, String>,
+    guarantees: &[(crate::domain::calendar::ModelGuarantees, Vec<(i64, u32)>)],
 ) -> Result<std::collections::HashMap<i64, Vec<BusyBlock>>, AppError> {
     let mut busy: std::collections::HashMap<i64, Vec<BusyBlock>> =
         gpus.iter().map(|id| (*id, Vec::new())).collect();
@@ -67,6 +69,14 @@ async fn busy_blocks(
         db::reservations::maintenance_overlapping(&state.db, range),
         db::teams::memberships_of(&state.db, actor.user.id),
     )?;
+    let borrowing = borrowing_holds(&holds, models, guarantees);
+    let shared = |hold: &db::reservations::Hold| {
+        let model = models.get(&hold.gpu_id);
+        !hold.preemptible
+            && !guarantees.iter().any(|(g, _)| {
+                Some(&g.model) == model && hold.team_id.is_some_and(|t| g.teams.contains(&t))
+            })
+    };
     // Teammates' bookings for a shared team show who booked them; others stay anonymous.
     let teammate_of = |hold: &db::reservations::Hold| {
         hold.team_id.and_then(|team| {
@@ -102,6 +112,8 @@ async fn busy_blocks(
                     let name = names.get(&hold.owner_id).cloned().unwrap_or_default();
                     format!("{name} · {team}")
                 }),
+                borrowing: borrowing.contains(&hold.reservation_id),
+                shared: shared(&hold),
             });
         }
     }
@@ -114,6 +126,8 @@ async fn busy_blocks(
                 kind: BlockKind::Maintenance,
                 reservation_id: None,
                 who: None,
+                borrowing: false,
+                shared: false,
             });
         }
     }
@@ -121,6 +135,97 @@ async fn busy_blocks(
         blocks.sort_by_key(|b| (b.start, b.end));
     }
     Ok(busy)
+}
+
+/// The GPUs a view shows, and what the guarantee rule needs of them.
+struct Shown {
+    /// Their ids.
+    ids: Vec<i64>,
+    /// The model of each (retired ones left out: the fleet of each model shown).
+    models: std::collections::HashMap<i64, String>,
+    /// The guarantees on those models.
+    guarantees: Vec<(crate::domain::calendar::ModelGuarantees, Vec<(i64, u32)>)>,
+}
+
+async fn shown(
+    state: &AppState,
+    inventory: &[crate::domain::inventory::NodeInventory],
+) -> Result<Shown, AppError> {
+    let gpus = || inventory.iter().flat_map(|node| node.gpus.iter());
+    let models: std::collections::HashMap<i64, String> = gpus()
+        .filter(|gpu| gpu.status != crate::domain::gpu::GpuStatus::Retired)
+        .map(|gpu| (gpu.id, gpu.model.clone()))
+        .collect();
+    let guarantees = shown_guarantees(&models, db::quotas::all_guarantees(&state.db).await?);
+    Ok(Shown {
+        ids: gpus().map(|gpu| gpu.id).collect(),
+        models,
+        guarantees,
+    })
+}
+
+/// The guarantees on the models shown (`models`: the shown GPUs' models, retired ones left out;
+/// the calendar shows every GPU of a model it shows), as the panel reads them and with each
+/// team's guaranteed GPUs.
+fn shown_guarantees(
+    models: &std::collections::HashMap<i64, String>,
+    all: std::collections::HashMap<String, Vec<(i64, u32)>>,
+) -> Vec<(crate::domain::calendar::ModelGuarantees, Vec<(i64, u32)>)> {
+    let mut shown: Vec<_> = all
+        .into_iter()
+        .filter_map(|(model, teams)| {
+            let fleet_gpus = models.values().filter(|m| **m == model).count();
+            let guarantees = crate::domain::quota::Guarantees {
+                fleet_gpus: u32::try_from(fleet_gpus).unwrap_or(u32::MAX),
+                teams: teams.clone(),
+            };
+            (fleet_gpus > 0).then(|| {
+                (
+                    crate::domain::calendar::ModelGuarantees {
+                        model,
+                        unguaranteed_gpus: guarantees.unguaranteed_gpus(),
+                        teams: teams.iter().map(|(team, _)| *team).collect(),
+                    },
+                    teams,
+                )
+            })
+        })
+        .collect();
+    shown.sort_by(|a, b| a.0.model.cmp(&b.0.model));
+    shown
+}
+
+/// The reservations among `holds` that borrow capacity guaranteed to a team, model by model.
+fn borrowing_holds(
+    holds: &[db::reservations::Hold],
+    models: &std::collections::HashMap<i64, String>,
+    guarantees: &[(crate::domain::calendar::ModelGuarantees, Vec<(i64, u32)>)],
+) -> std::collections::BTreeSet<i64> {
+    use crate::domain::quota::{Guarantees, ModelHold, borrowing};
+    let mut found = std::collections::BTreeSet::new();
+    for (shown, teams) in guarantees {
+        let model = &shown.model;
+        let of_model = |gpu: &i64| models.get(gpu).is_some_and(|m| m == model);
+        let fleet_gpus = models.keys().filter(|gpu| of_model(gpu)).count();
+        let model_holds: Vec<ModelHold> = holds
+            .iter()
+            .filter(|hold| of_model(&hold.gpu_id))
+            .map(|hold| ModelHold {
+                reservation_id: hold.reservation_id,
+                team_id: hold.team_id,
+                preemptible: hold.preemptible,
+                created_at: hold.created_at,
+                window: hold.window,
+                quarters: hold.quarters,
+            })
+            .collect();
+        let guarantees = Guarantees {
+            fleet_gpus: u32::try_from(fleet_gpus).unwrap_or(u32::MAX),
+            teams: teams.clone(),
+        };
+        found.extend(borrowing(&model_holds, &guarantees, None));
+    }
+    found
 }
 
 /// What the calendar page asks for.
@@ -182,14 +287,14 @@ pub async fn calendar(
         query.min_memory_gib.map(|gib| i64::from(gib) * 1024),
     )
     .await?;
-    let shown_ids: Vec<i64> = inventory
-        .iter()
-        .flat_map(|node| node.gpus.iter())
-        .map(|gpu| gpu.id)
-        .collect();
+    let Shown {
+        ids: shown_ids,
+        models: shown_models,
+        guarantees,
+    } = shown(state, &inventory).await?;
     // Independent reads on pooled connections at once.
     let (mut busy, models, live, policies) = tokio::try_join!(
-        busy_blocks(state, actor, &range, &shown_ids),
+        busy_blocks(state, actor, &range, &shown_ids, &shown_models, &guarantees),
         async {
             db::inventory::list_models(&state.db)
                 .await
@@ -253,6 +358,7 @@ pub async fn calendar(
         currency: state.portal.currency.clone(),
         payment: booking_payment(state, actor.user.id).await?,
         texts: crate::domain::calendar::PanelTexts::default(),
+        guarantees: guarantees.into_iter().map(|(shown, _)| shown).collect(),
     })
 }
 

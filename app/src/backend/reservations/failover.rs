@@ -234,6 +234,7 @@ async fn move_one(
         gpu_count: held.len(),
         created_at: now,
         moved_from: Some((row.id, cause)),
+        start_early: false,
     };
     let continued = db::reservations::insert(txn, &new).await?;
     db::reservations::hold_gpus(txn, &continued, &target_gpus(&target)).await?;

@@ -74,6 +74,10 @@ pub struct BookingForm {
     /// The environment profile to prepare on the node (default: the booker's default profile).
     #[serde(default)]
     pub profile: Option<i64>,
+    /// A batch or burst booking asks to start early, on the same GPUs, when they free up before
+    /// its start.
+    #[serde(default)]
+    pub start_early: bool,
 }
 
 pub(super) fn invalid(field: &str, problem: Problem) -> AppError {
@@ -207,6 +211,7 @@ pub fn parse_booking(
         platform_admin: false,
         profile_version_id: None,
         through_watch: None,
+        start_early: form.start_early,
     })
 }
 

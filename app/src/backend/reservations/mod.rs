@@ -56,22 +56,22 @@ pub async fn create(
     let key = idempotency_key
         .map(|key| db::idempotency::IdempotencyKey::new(actor.user.id, key, "book", form))
         .transpose()?;
-    let reservation = place::place(
-        &state.db,
-        &request,
-        &place::BookingTerms {
-            latest_start: latest_start(state, now),
-            now,
-            currency: &state.portal.currency,
-            charge: &state.portal.charge,
-            notify: true,
-        },
-        key.as_ref(),
-    )
-    .await?;
+    let reservation = place::place(&state.db, &request, &terms(state, now), key.as_ref()).await?;
     state.wake.poke();
     tracing::info!(reservation.id = reservation.id, "reservation booked");
     Ok(reservation)
+}
+
+/// The terms a booking made through the portal at `now` is made under (its settings; the holder
+/// and whoever it displaces are told).
+pub fn terms(state: &AppState, now: DateTime<Utc>) -> place::BookingTerms<'_> {
+    place::BookingTerms {
+        latest_start: latest_start(state, now),
+        now,
+        currency: &state.portal.currency,
+        charge: &state.portal.charge,
+        notify: true,
+    }
 }
 
 /// What the viewer should hear right after booking reservation `id` for a team.
@@ -190,15 +190,47 @@ pub async fn cancel(
     Ok(view)
 }
 
-/// The viewer's reservations, latest first, and what cancelling each paid, not yet started one
-/// would refund now.
-pub async fn mine(
-    state: &AppState,
-    actor: &Actor,
-    now: DateTime<Utc>,
-) -> Result<(Vec<Reservation>, Vec<(i64, i64)>), AppError> {
+/// The viewer's reservations, latest first.
+#[derive(Debug, Clone)]
+pub struct Mine {
+    /// The reservations.
+    pub list: Vec<Reservation>,
+    /// What cancelling each paid, not yet started one would refund now (id, minor units).
+    pub refunds_now: Vec<(i64, i64)>,
+    /// The running ones idle now (every GPU below its idle policy's threshold).
+    pub idle_now: Vec<i64>,
+}
+
+/// The viewer's reservations, latest first, what cancelling each paid, not yet started one would
+/// refund now, and which running ones are idle now.
+pub async fn mine(state: &AppState, actor: &Actor, now: DateTime<Utc>) -> Result<Mine, AppError> {
     use crate::domain::reservation::{PaymentStatus, ReservationStatus};
     let list = db::reservations::list_for_owner(&state.db, actor.user.id, now).await?;
+    let running: Vec<&Reservation> = list
+        .iter()
+        .filter(|r| r.status == ReservationStatus::Active)
+        .collect();
+    let mut idle_now = Vec::new();
+    if !running.is_empty() {
+        let gpu_ids: Vec<i64> = running.iter().flat_map(|r| r.gpu_ids.clone()).collect();
+        let (live, policies) = tokio::try_join!(
+            db::telemetry::live_utilization(&state.db, &gpu_ids),
+            crate::backend::reclaim::policies(&state.db),
+        )?;
+        for r in running {
+            let utils: Vec<Option<u8>> = r
+                .gpu_ids
+                .iter()
+                .map(|id| crate::domain::calendar::util_now(live.get(id).copied(), now))
+                .collect();
+            let threshold = policies
+                .for_team(r.team.as_ref().map(|(id, _)| *id))
+                .threshold_percent;
+            if crate::domain::calendar::all_idle_now(&utils, threshold) {
+                idle_now.push(r.id);
+            }
+        }
+    }
     let refunds_now = list
         .iter()
         .filter(|r| {
@@ -216,7 +248,11 @@ pub async fn mine(
             )
         })
         .collect();
-    Ok((list, refunds_now))
+    Ok(Mine {
+        list,
+        refunds_now,
+        idle_now,
+    })
 }
 
 /// Reservation `id` for its owner or a platform admin; others get `NotFound` (they cannot tell

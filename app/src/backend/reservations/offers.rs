@@ -84,9 +84,10 @@ pub async fn displace_on_nodes(
     window: &Window,
     quarters: u8,
     priority: Priority,
+    borrowers: &std::collections::BTreeSet<i64>,
 ) -> Result<Option<(Vec<BookableGpu>, Vec<i64>)>, DbErr> {
     let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
-    let holders = holders_on(txn, &ids, window, priority).await?;
+    let holders = holders_on(txn, &ids, window, priority, borrowers).await?;
     let mut best: Option<(Vec<BookableGpu>, Vec<i64>)> = None;
     for (_, node_gpus) in by_node(candidates) {
         let on_node: Vec<(i64, Vec<Holder>)> = holders

@@ -36,17 +36,18 @@ use crate::domain::notify::NewEvent;
 use crate::domain::payment::{ChargeMode, ChargePlan, ChargePolicy};
 use crate::domain::problem::Problem;
 use crate::domain::quota::{
-    Priority, QuotaCheck, TeamSpan, booking_priority, check_quota, gpu_hours_text, gpus_text,
-    plan_displacement,
+    Guarantees, ModelHold, Priority, QuotaCheck, TeamSpan, booking_priority, borrowing,
+    check_quota, gpu_hours_text, gpus_text, plan_displacement,
 };
 use crate::domain::reservation::{
     Clash, NewReservation, PaymentStatus, ReleaseReason, Reservation, Target,
 };
-use crate::domain::schedule::{Share, first_overflow, fits, price_minor};
+use crate::domain::schedule::{Share, Window, first_overflow, fits, price_minor};
 use crate::domain::team::BudgetCheck;
 use crate::error::AppError;
 use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr};
+use std::collections::BTreeSet;
 
 /// What a booking is made under besides the request itself.
 #[derive(Debug, Clone, Copy)]
@@ -134,8 +135,11 @@ async fn attempt_once(
         return Ok(first);
     }
     let priority = priority_of(&txn, request).await?;
-    let Chosen { gpus, displaced } =
-        choose_gpus(&txn, request, priority, terms.latest_start).await?;
+    let Chosen {
+        gpus,
+        displaced,
+        claimed,
+    } = choose_gpus(&txn, request, priority, terms.latest_start).await?;
     let held = respect_holds(&txn, request, &gpus, terms.now).await?;
     let victims = lock_displaced(&txn, &displaced).await?;
     let price: i64 = gpus
@@ -149,8 +153,13 @@ async fn attempt_once(
         })
         .sum();
     let team = team_rules(&txn, request, &gpus, &victims, price, priority, terms).await?;
-    // A booking that waits for approval takes nobody's place: it might never be approved.
-    if team.approval_until.is_some() && !displaced.is_empty() {
+    if request.start_early && !team.preemptible {
+        return Err(invalid("start_early", Problem::StartEarlyNotPreemptible));
+    }
+    // A booking that waits for approval takes nobody's place: it might never be approved; nor
+    // does one that turned out beyond its team's guarantee (a change of quota meanwhile) take
+    // the place of bookings that only borrow guaranteed capacity.
+    if (team.approval_until.is_some() || (claimed && team.preemptible)) && !displaced.is_empty() {
         let model = &gpus[0].model;
         let candidates = bookable_of_model(&txn, model, request.share).await?;
         let window = &request.window;
@@ -189,6 +198,7 @@ async fn attempt_once(
         gpu_count: gpus.len(),
         created_at: terms.now,
         moved_from: None,
+        start_early: request.start_early,
     };
     record(
         txn,
@@ -241,6 +251,8 @@ async fn priority_of(
 struct Chosen {
     gpus: Vec<BookableGpu>,
     displaced: Vec<i64>,
+    /// Some of `displaced` give way only because they borrow the team's guaranteed capacity.
+    claimed: bool,
 }
 
 /// Step 3: the GPUs for `request`, locked.
@@ -307,6 +319,7 @@ async fn choose_listed(
         return Ok(Chosen {
             gpus,
             displaced: Vec::new(),
+            claimed: false,
         });
     };
     let candidates = bookable_of_model(txn, &first.model, request.share).await?;
@@ -323,16 +336,22 @@ async fn choose_listed(
     .await?
     .into_iter()
     .next();
-    let plan = match elsewhere {
-        Some(_) => None,
+    let (plan, borrowers) = match elsewhere {
+        Some(_) => (None, BTreeSet::new()),
         None => {
-            let holders = holders_on(txn, &ids, &window, priority).await?;
-            plan_displacement(&holders, gpus.len(), &window, quarters)
+            let borrowers =
+                borrowers_for(txn, request, priority, &first.model, gpus.len(), &window).await?;
+            let holders = holders_on(txn, &ids, &window, priority, &borrowers).await?;
+            (
+                plan_displacement(&holders, gpus.len(), &window, quarters),
+                borrowers,
+            )
         }
     };
     match plan {
         Some((_, victims)) => Ok(Chosen {
             gpus,
+            claimed: victims.iter().any(|id| borrowers.contains(id)),
             displaced: victims,
         }),
         None => {
@@ -398,13 +417,27 @@ async fn choose_of_model(
             return Ok(Chosen {
                 gpus: fitting,
                 displaced: Vec::new(),
+                claimed: false,
             });
         }
     }
-    if let Some((gpus, displaced)) =
-        displace_on_nodes(txn, &candidates, count, &window, quarters, priority).await?
+    let borrowers = borrowers_for(txn, request, priority, model, count, &window).await?;
+    if let Some((gpus, displaced)) = displace_on_nodes(
+        txn,
+        &candidates,
+        count,
+        &window,
+        quarters,
+        priority,
+        &borrowers,
+    )
+    .await?
     {
-        return Ok(Chosen { gpus, displaced });
+        return Ok(Chosen {
+            gpus,
+            claimed: displaced.iter().any(|id| borrowers.contains(id)),
+            displaced,
+        });
     }
     let clash = model_clash(
         txn,
@@ -417,6 +450,87 @@ async fn choose_of_model(
     )
     .await?;
     Err(clash.into())
+}
+
+/// For a team booking of `count` GPUs of `model` within the team's guarantee (not a batch
+/// booking: that one is preemptible itself): the reservations
+/// that borrow guaranteed capacity of the model during `window` ([`borrowing`]), which give way
+/// to it; empty for any other booking. Which shared bookings borrow depends on the whole fleet
+/// of the model, so every GPU of it is locked first (in id order), and two such bookings of
+/// one model decide one after the other.
+async fn borrowers_for(
+    txn: &DatabaseTransaction,
+    request: &NewReservation,
+    priority: Priority,
+    model: &str,
+    count: usize,
+    window: &Window,
+) -> Result<BTreeSet<i64>, DbErr> {
+    let none = BTreeSet::new();
+    let Some(team_id) = request.team_id.filter(|_| priority != Priority::Batch) else {
+        return Ok(none);
+    };
+    let Some(quota) = db::quotas::quota(txn, team_id, model)
+        .await?
+        .filter(|q| q.guaranteed_gpus > 0)
+    else {
+        return Ok(none);
+    };
+    let span = TeamSpan {
+        window: *window,
+        quarters: i64::from(request.share.quarters()) * i64::try_from(count).unwrap_or(i64::MAX),
+    };
+    if !matches!(
+        quota_check(txn, team_id, model, &quota, &span).await?,
+        QuotaCheck::Within
+    ) {
+        return Ok(none);
+    }
+    let ids = db::quotas::lock_model_gpus(txn, model).await?;
+    let guarantees = Guarantees {
+        fleet_gpus: u32::try_from(ids.len()).unwrap_or(u32::MAX),
+        teams: db::quotas::guarantees(txn, model).await?,
+    };
+    let holds: Vec<ModelHold> = db::reservations::holds_on(txn, &ids, window)
+        .await?
+        .into_iter()
+        .map(|hold| ModelHold {
+            reservation_id: hold.reservation_id,
+            team_id: hold.team_id,
+            preemptible: hold.preemptible,
+            created_at: hold.created_at,
+            window: hold.window,
+            quarters: hold.quarters,
+        })
+        .collect();
+    Ok(borrowing(&holds, &guarantees, Some(team_id)))
+}
+
+/// How `span` of team `team_id`'s bookings of `model` stands against the team's `quota`, next to
+/// its other non-preemptible bookings of the model.
+async fn quota_check(
+    txn: &DatabaseTransaction,
+    team_id: i64,
+    model: &str,
+    quota: &crate::domain::quota::Quota,
+    span: &TeamSpan,
+) -> Result<QuotaCheck, DbErr> {
+    let window = span.window;
+    let weeks_from = crate::domain::team::utc_week_of(window.start()).0;
+    let weeks_to = crate::domain::team::utc_week_of(window.end() - TimeDelta::minutes(1)).1;
+    let existing: Vec<TeamSpan> = db::quotas::team_spans(
+        txn,
+        team_id,
+        Some(model),
+        Ord::min(weeks_from, window.start()),
+        Ord::max(weeks_to, window.end()),
+        true,
+    )
+    .await?
+    .into_iter()
+    .map(|(_, span, _)| span)
+    .collect();
+    Ok(check_quota(quota, &existing, span))
 }
 
 /// Step 3b: a window held for watchers is theirs until the hold ends: anyone else's booking of
@@ -539,21 +653,7 @@ async fn team_rules(
     if !verdict.preemptible
         && let Some(quota) = db::quotas::quota(txn, team_id, model).await?
     {
-        let weeks_from = crate::domain::team::utc_week_of(window.start()).0;
-        let weeks_to = crate::domain::team::utc_week_of(window.end() - TimeDelta::minutes(1)).1;
-        let existing: Vec<TeamSpan> = db::quotas::team_spans(
-            txn,
-            team_id,
-            Some(model),
-            Ord::min(weeks_from, window.start()),
-            Ord::max(weeks_to, window.end()),
-            true,
-        )
-        .await?
-        .into_iter()
-        .map(|(_, span, _)| span)
-        .collect();
-        match check_quota(&quota, &existing, &span) {
+        match quota_check(txn, team_id, model, &quota, &span).await? {
             QuotaCheck::Within => {}
             _ if policy.allow_burst => verdict.preemptible = true,
             over => return Err(AppError::Conflict(over_quota(model, &over)).into()),

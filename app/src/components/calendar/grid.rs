@@ -123,6 +123,7 @@ fn Legend() -> impl IntoView {
             <li><span class="swatch swatch-partial"></span>{t!(i18n, calendar_partial)}</li>
             <li><span class="swatch swatch-maintenance"></span>{t!(i18n, calendar_maintenance)}</li>
             <li><span class="swatch swatch-idle"></span>{t!(i18n, calendar_idle_now)}</li>
+            <li title=move || t_string!(i18n, calendar_borrowing_hint).to_string()><span class="swatch swatch-borrowing"></span>{t!(i18n, calendar_borrowing)}</li>
             <li><span class="swatch swatch-selected"></span>{t!(i18n, calendar_selected)}</li>
         </ul>
     }
@@ -145,6 +146,7 @@ fn GpuRow(
         let booked = t_string!(i18n, calendar_booked).to_string();
         let maintenance = t_string!(i18n, calendar_maintenance).to_string();
         let idle = t_string!(i18n, calendar_idle_now).to_string();
+        let borrowing = t_string!(i18n, calendar_borrowing).to_string();
         placed.with_value(|placed| {
             placed
                 .iter()
@@ -170,14 +172,19 @@ fn GpuRow(
                     };
                     let partial = if quarters < WHOLE_GPU { " partial" } else { "" };
                     let idle_class = if placed.idle { " idle" } else { "" };
-                    let idle_note = if placed.idle { format!(" · {idle}") } else { String::new() };
+                    let mut idle_note = if placed.idle { format!(" · {idle}") } else { String::new() };
+                    let borrowing_class = if block.borrowing { " borrowing" } else { "" };
+                    if block.borrowing {
+                        idle_note.push_str(&format!(" · {borrowing}"));
+                    }
                     view! {
                         <div
-                            class=format!("cal-block kind-{kind}{partial}{idle_class}")
+                            class=format!("cal-block kind-{kind}{partial}{idle_class}{borrowing_class}")
                             style=format!("left:{};width:{};top:{};height:{}", pct(left), pct(width), pct(top), pct(height))
                             title=format!("{share}{label} · {from}–{to}{idle_note}")
                             data-kind=kind
                             data-idle=placed.idle.then_some("true")
+                            data-borrowing=block.borrowing.then_some("true")
                         >
                             <span class="cal-block-label">{format!("{share}{label}{idle_note}")}</span>
                         </div>

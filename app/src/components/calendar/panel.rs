@@ -67,6 +67,8 @@ pub fn BookingPanel(
         view.with_value(|v| v.payment.default_profile),
     ));
     provide_context(profile);
+    let flexible = Flexible(RwSignal::new(false));
+    provide_context(flexible);
     let key = move || form_key(view);
     let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
     let gpu_of = move |gpu_id: i64| {
@@ -105,6 +107,7 @@ pub fn BookingPanel(
                 idempotency_key: Some(key()),
                 team_id: payer.0.get_untracked(),
                 profile: Some(profile.0.get_untracked().unwrap_or(0)),
+                flexible: flexible.0.get_untracked(),
             });
         }
     };
@@ -121,6 +124,7 @@ pub fn BookingPanel(
                 .unwrap_or(0);
             let currency = currency.get_value();
             let shareable = gpu.shareable;
+            let gpu_model = gpu.model.clone();
             view! {
                 <dl class="panel-facts">
                     <dt>{text(view, PanelText::Gpu)}</dt>
@@ -151,6 +155,15 @@ pub fn BookingPanel(
                     <ChargeChoice view charge />
                     <BalanceAfter view payer price=Money::from_minor(price) currency />
                 </dl>
+                <FlexibleChoice view flexible />
+                {move || {
+                    let window = Window::new(start, end).ok()?;
+                    let borrow = !flexible.0.get()
+                        && view.with_value(|v| v.would_borrow(&gpu_model, payer.0.get(), &window, quarters));
+                    borrow.then(|| view! {
+                        <p class="panel-borrow" role="note">{text(view, PanelText::WouldBorrow)}</p>
+                    })
+                }}
             }
         })
     };
@@ -192,18 +205,21 @@ pub fn BookingPanel(
                     <input type="hidden" name="return_to" value=return_to />
                     <input type="hidden" name="idempotency_key" value=key />
                     {move || match chosen() {
-                        Some((_, _, gpu, start, end)) => Either::Left(view! {
+                        // Type-erased: the server renders these deep views with boxed futures
+                        // rather than one nested future on the stack.
+                        Some((_, _, gpu, start, end)) => view! {
                             <input type="hidden" name="gpu_id" value=gpu.id />
                             <input type="hidden" name="start" value=local_input(start) />
                             <input type="hidden" name="end" value=local_input(end) />
                             {summary}
-                        }),
-                        None => Either::Right(view! {
+                        }.into_any(),
+                        None => view! {
                             <NoJsFields view />
                             <PayerChoice view payer as_field=true />
                             <ProfileChoice view profile as_field=true />
                             <ChargeChoice view charge as_field=true />
-                        }),
+                            <FlexibleChoice view flexible />
+                        }.into_any(),
                     }}
                     <button type="submit" class="button-primary" disabled=move || book.pending().get()>
                         {text(view, PanelText::Book)}
@@ -289,6 +305,26 @@ fn ProfileChoice(
             <dd class="panel-profile">{select}</dd>
         })
     })
+}
+
+/// A flexible batch booking: batch priority (a higher-priority booking may displace it, refunded
+/// in full), and it starts early, on the same GPU, if that frees up before its start.
+#[derive(Clone, Copy)]
+struct Flexible(RwSignal<bool>);
+
+#[component]
+fn FlexibleChoice(view: StoredValue<CalendarView>, flexible: Flexible) -> impl IntoView {
+    let on = flexible.0;
+    view! {
+        <label class="check panel-flexible">
+            <input type="checkbox" name="flexible" value="on" prop:checked=move || on.get()
+                on:change=move |ev| on.set(event_target_checked(&ev)) />
+            <span>
+                <strong>{text(view, PanelText::Flexible)}</strong>
+                <small class="hint">{text(view, PanelText::FlexibleHint)}</small>
+            </span>
+        </label>
+    }
 }
 
 /// How the booking is paid: a choice when the portal offers both modes. (Its texts, like the
@@ -480,6 +516,7 @@ fn OfferRow(
                 idempotency_key: Some(form_key(view)),
                 team_id: payer.and_then(|payer| payer.0.get_untracked()),
                 profile: use_context::<ProfilePick>().map(|p| p.0.get_untracked().unwrap_or(0)),
+                flexible: use_context::<Flexible>().is_some_and(|f| f.0.get_untracked()),
             });
         }
     };

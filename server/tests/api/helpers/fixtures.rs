@@ -161,6 +161,8 @@ pub(crate) async fn insert_past_booking(
         idle_snoozed_at: NotSet,
         reclaimed_until: NotSet,
         reclaim_refund_minor: NotSet,
+        start_early: NotSet,
+        early_from: NotSet,
     };
     let id = reservation::Entity::insert(row)
         .exec(db)
@@ -186,4 +188,34 @@ pub(crate) async fn reservation_row(app: &TestApp, id: i64) -> reservation::Mode
         .await
         .unwrap()
         .unwrap()
+}
+
+/// A node whose agent (token issued now) reported `count` GPUs `GPU-<prefix><i>` of `model`;
+/// answers the agent's token and the ids of every GPU of `model`.
+pub(crate) async fn agent_node(
+    app: &TestApp,
+    prefix: &str,
+    model: &str,
+    count: usize,
+) -> (String, Vec<i64>) {
+    let (_, token) = berth_app::backend::telemetry::issue_node_token(
+        &app.db,
+        prefix,
+        Some(true),
+        None,
+        app.state.now(),
+    )
+    .await
+    .unwrap();
+    let registration = json!({
+        "hostname": format!("{prefix}.example"), "driver_version": "550.54.15", "source": "nvml",
+        "interval_seconds": 5,
+        "gpus": (0..count).map(|i| json!({
+            "uuid": format!("GPU-{prefix}{i}"), "name": model, "pci_bus_id": null,
+            "memory_total_mib": 16384, "device_index": i
+        })).collect::<Vec<_>>()
+    });
+    let (status, body) = post_json(app, &token, "/api/v1/agent/register", &registration).await;
+    assert_eq!(status, 200, "{body}");
+    (token, gpus_of(app, model).await)
 }

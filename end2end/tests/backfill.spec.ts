@@ -1,18 +1,6 @@
-import { type Page } from "@playwright/test";
-import { expect, test, signIn, snapshot } from "./helpers";
+import { drag, expect, test, signIn, snapshot } from "./helpers";
 
 test.use({ locale: "en-US", viewport: { width: 1440, height: 900 }, timezoneId: "America/Sao_Paulo" });
-
-async function drag(page: Page, gpuId: string, fromFraction: number, toFraction: number) {
-  const track = page.locator(`.cal-track[data-gpu="${gpuId}"]`);
-  const box = (await track.boundingBox())!;
-  const y = box.y + box.height / 2;
-  await page.mouse.move(box.x + box.width * fromFraction, y);
-  await page.mouse.down();
-  await page.mouse.move(box.x + box.width * ((fromFraction + toFraction) / 2), y, { steps: 4 });
-  await page.mouse.move(box.x + box.width * toFraction, y, { steps: 4 });
-  await page.mouse.up();
-}
 
 test("a flexible batch booking from the panel may start early, as My reservations says", async ({ page, baseURL }) => {
   // The demo team admin (the specs that read the demo user's wallet see nothing of it); day

@@ -1,5 +1,5 @@
 import { type Page } from "@playwright/test";
-import { expect, test, signIn, snapshot } from "./helpers";
+import { drag, expect, test, signIn, snapshot } from "./helpers";
 
 test.use({ locale: "en-US", viewport: { width: 1600, height: 1000 }, timezoneId: "America/Sao_Paulo" });
 
@@ -7,18 +7,6 @@ async function waitForHydration(page: Page) {
   // The page reloads once the browser has reported its time zone.
   await expect(page.locator(".calendar-toolbar .lede")).toContainText("America/Sao_Paulo");
   await expect(page.locator(".calendar-layout")).toHaveAttribute("data-hydrated", "true");
-}
-
-/** Drags on the row of GPU `gpuId` from `fromFraction` to `toFraction` of the track's width. */
-async function drag(page: Page, gpuId: string, fromFraction: number, toFraction: number) {
-  const track = page.locator(`.cal-track[data-gpu="${gpuId}"]`);
-  const box = (await track.boundingBox())!;
-  const y = box.y + box.height / 2;
-  await page.mouse.move(box.x + box.width * fromFraction, y);
-  await page.mouse.down();
-  await page.mouse.move(box.x + box.width * ((fromFraction + toFraction) / 2), y, { steps: 4 });
-  await page.mouse.move(box.x + box.width * toFraction, y, { steps: 4 });
-  await page.mouse.up();
 }
 
 test("the week calendar shows every GPU, bookings and the now-line", async ({ page }) => {

@@ -69,3 +69,15 @@ export async function signIn(
   await page.getByRole("button", { name: `Sign in as ${account}` }).click();
   await expect(page).not.toHaveURL(/\/signin/);
 }
+
+/** Drags on the calendar row of GPU `gpuId` from `fromFraction` to `toFraction` of its width. */
+export async function drag(page: Page, gpuId: string, fromFraction: number, toFraction: number) {
+  const track = page.locator(`.cal-track[data-gpu="${gpuId}"]`);
+  const box = (await track.boundingBox())!;
+  const y = box.y + box.height / 2;
+  await page.mouse.move(box.x + box.width * fromFraction, y);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * ((fromFraction + toFraction) / 2), y, { steps: 4 });
+  await page.mouse.move(box.x + box.width * toFraction, y, { steps: 4 });
+  await page.mouse.up();
+}

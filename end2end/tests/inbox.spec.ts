@@ -1,18 +1,6 @@
-import { type Page } from "@playwright/test";
-import { expect, test, signIn, snapshot } from "./helpers";
+import { drag, expect, test, signIn, snapshot } from "./helpers";
 
 test.use({ locale: "en-US", viewport: { width: 1440, height: 900 }, timezoneId: "America/Sao_Paulo" });
-
-async function drag(page: Page, gpuId: string, fromFraction: number, toFraction: number) {
-  const track = page.locator(`.cal-track[data-gpu="${gpuId}"]`);
-  const box = (await track.boundingBox())!;
-  const y = box.y + box.height / 2;
-  await page.mouse.move(box.x + box.width * fromFraction, y);
-  await page.mouse.down();
-  await page.mouse.move(box.x + box.width * ((fromFraction + toFraction) / 2), y, { steps: 4 });
-  await page.mouse.move(box.x + box.width * toFraction, y, { steps: 4 });
-  await page.mouse.up();
-}
 
 test("a booking rings the bell, the inbox tells it, and reading it clears the count", async ({ page }) => {
   // Day view four days ahead, the last L40S row, 06:00 to 08:00 local time.

@@ -7,8 +7,8 @@ use crate::backend::db;
 use crate::backend::state::AppState;
 use crate::domain::lease::{
     self, HORIZON_HOURS, IntruderPolicy, Lease, LeaseEnvironment, LeaseGpu, LeaseGpuView,
-    LeaseState, LeaseWorkspace, NodeAccess, NodeAdmin, NodePolicy, NodeSchedule, ReservationAccess,
-    SshKeyInfo,
+    LeaseNotice, LeaseState, LeaseWorkspace, NodeAccess, NodeAdmin, NodePolicy, NodeSchedule,
+    ReservationAccess, SshKeyInfo,
 };
 use crate::domain::problem::Problem;
 use crate::domain::telemetry::{AccessKind, GpuAccessEvent};
@@ -314,6 +314,12 @@ pub async fn schedule(
         .map(|r| (r.reservation.id, r.reservation.owner_id))
         .collect();
     let tokens = crate::backend::workspaces::tokens_for(state, &holders).await?;
+    let mut notices = terminal_notices(
+        state,
+        rows.iter().map(|row| &row.reservation).collect(),
+        now,
+    )
+    .await?;
     let leases = rows
         .into_iter()
         .filter_map(|row| {
@@ -347,6 +353,7 @@ pub async fn schedule(
                     dir: state.portal.workspace.dir.clone(),
                     token: token.clone(),
                 }),
+                notice: notices.remove(&r.id),
             })
         })
         .collect();
@@ -369,6 +376,59 @@ pub async fn schedule(
     };
     schedule.version = version_of(&schedule);
     Ok(schedule)
+}
+
+/// What the agent writes to the terminals of the holders of `reservations` running at `now`:
+/// the idle policy's latest warning about the streak they are in, in each holder's language and
+/// zone, with a link to the reservation's page (where "I'm still using it" is).
+async fn terminal_notices(
+    state: &AppState,
+    reservations: Vec<&crate::backend::entity::reservation::Model>,
+    now: DateTime<Utc>,
+) -> Result<HashMap<i64, LeaseNotice>, AppError> {
+    use crate::domain::notify::EventKind;
+    let warned: Vec<&crate::backend::entity::reservation::Model> = reservations
+        .into_iter()
+        .filter(|r| r.idle_warnings > 0 && r.start_at <= now && now < r.end_at)
+        .collect();
+    let mut notices = HashMap::new();
+    if warned.is_empty() {
+        return Ok(notices);
+    }
+    let ids: Vec<i64> = warned.iter().map(|r| r.id).collect();
+    let latest = db::notify::latest_about(&state.db, &ids, EventKind::IdleWarning).await?;
+    let base = state.portal.public_url.clone().unwrap_or_default();
+    for r in warned {
+        let Some((key, notice)) = latest.get(&r.id) else {
+            continue;
+        };
+        // Only a warning about the streak the booking is in now.
+        if notice.idle.as_ref().map(|idle| idle.since) != r.idle_since {
+            continue;
+        }
+        let Some(holder) = db::users::row(&state.db, r.owner_id).await? else {
+            continue;
+        };
+        let from = notice.idle.as_ref().map_or(now, |idle| idle.since).min(now);
+        let until = notice.until.unwrap_or(r.end_at).max(now);
+        let zone = crate::backend::viewer::zone_named(holder.time_zone.as_deref(), from, until);
+        let text = state.words.terminal(
+            holder.locale.as_deref(),
+            EventKind::IdleWarning,
+            notice,
+            &zone,
+            &state.portal.currency,
+            &format!("{base}/reservations/{}", r.id),
+        );
+        notices.insert(
+            r.id,
+            LeaseNotice {
+                key: key.clone(),
+                text,
+            },
+        );
+    }
+    Ok(notices)
 }
 
 /// A digest of everything in a schedule but its version.

@@ -50,6 +50,18 @@ pub trait NoticeWords: Send + Sync {
         currency: &Currency,
     ) -> String;
 
+    /// A notice as a message for the holder's terminals on a node, with `link` to the
+    /// reservation's page.
+    fn terminal(
+        &self,
+        language: Option<&str>,
+        kind: EventKind,
+        notice: &Notice,
+        zone: &ZoneOffsets,
+        currency: &Currency,
+        link: &str,
+    ) -> String;
+
     /// What a calendar entry for a reservation is called ("2× H100 on gpu-node-1").
     fn calendar_summary(
         &self,

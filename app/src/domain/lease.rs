@@ -53,6 +53,19 @@ pub struct Lease {
     /// (none: the workspace is on a shared filesystem, nothing to move).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<LeaseWorkspace>,
+    /// A message for the holder's terminals on the node (an idle warning), written once per key
+    /// while the lease is open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<LeaseNotice>,
+}
+
+/// A message the agent writes to every terminal the holder has open on the node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeaseNotice {
+    /// Written once per key (a new warning has a new key).
+    pub key: String,
+    /// What it says, in the holder's language.
+    pub text: String,
 }
 
 /// What a node needs to move a holder's workspace.
@@ -567,6 +580,7 @@ mod tests {
             keep_running: false,
             environment: None,
             workspace: None,
+            notice: None,
         }
     }
 

@@ -110,6 +110,22 @@ impl NoticeWords for Words {
         })
     }
 
+    fn terminal(
+        &self,
+        language: Option<&str>,
+        kind: EventKind,
+        notice: &Notice,
+        zone: &ZoneOffsets,
+        currency: &Currency,
+        link: &str,
+    ) -> String {
+        let line = self.line(language, kind, notice, zone, currency);
+        in_locale(Self::locale(language), |i18n| {
+            let url = link.to_owned();
+            format!("Berth — {line}\n{}", t_string!(i18n, terminal_open, url))
+        })
+    }
+
     fn calendar_summary(
         &self,
         language: Option<&str>,

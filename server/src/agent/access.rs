@@ -14,6 +14,9 @@
 //!   terminated under the `terminate` policy). Root and the configured service accounts are never
 //!   touched.
 //!
+//! - **Notices.** A lease's notice (the idle policy's warning) is written once to every
+//!   terminal the holder has open on the node (`/dev/pts`), as soon as there is one.
+//!
 //! Everything done is an [`AccessEvent`] sent to the portal with the next report.
 
 use berth_app::backend::clock::Clock;
@@ -170,6 +173,35 @@ pub trait Processes: Send {
     fn uid_of(&self, login: &str) -> Option<u32>;
     /// The user name of a UID on this host.
     fn name_of(&self, uid: u32) -> Option<String>;
+    /// Writes `text` to every terminal UID `uid` has open; answers how many.
+    fn tell(&self, uid: u32, text: &str) -> usize;
+}
+
+/// Where the terminals of logged-in users are.
+pub const TERMINALS: &str = "/dev/pts";
+
+/// Writes `text` to every terminal in `dir` owned by `uid` (without waiting on a terminal that
+/// does not take it, and without making it anyone's controlling terminal); answers how many took
+/// it.
+pub fn tell_terminals(dir: &Path, uid: u32, text: &str) -> usize {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let message = format!("\r\n{}\r\n", text.replace('\n', "\r\n"));
+    entries
+        .filter_map(Result::ok)
+        .filter(|entry| entry.metadata().is_ok_and(|m| m.uid() == uid))
+        .filter(|entry| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+                .open(entry.path())
+                .and_then(|mut terminal| terminal.write_all(message.as_bytes()))
+                .is_ok()
+        })
+        .count()
 }
 
 /// The host's processes and users (`/proc`, `kill(2)`, the password database).
@@ -206,6 +238,10 @@ impl Processes for HostProcesses {
             .ok()
             .flatten()
             .map(|user| user.name)
+    }
+
+    fn tell(&self, uid: u32, text: &str) -> usize {
+        tell_terminals(Path::new(TERMINALS), uid, text)
     }
 }
 
@@ -256,6 +292,8 @@ pub struct Keeper {
     /// moved to another GPU of this node): their workspace stays as it is, neither saved nor
     /// restored.
     handed_over: BTreeSet<String>,
+    /// Notices written to their holder's terminals, by key.
+    told: HashSet<String>,
 }
 
 impl std::fmt::Debug for Keeper {
@@ -292,6 +330,7 @@ impl Keeper {
             pending_saves: Vec::new(),
             waiting: BTreeSet::new(),
             handed_over: BTreeSet::new(),
+            told: HashSet::new(),
         }
     }
 
@@ -353,7 +392,33 @@ impl Keeper {
         self.signal_leaving(now, &mut events);
         self.start_saves();
         self.write_waiting(&open);
+        self.tell_holders(&open);
         events
+    }
+
+    /// Writes each open lease's notice to its holder's terminals, once, as soon as the holder
+    /// has one open.
+    fn tell_holders(&mut self, open: &BTreeMap<i64, Lease>) {
+        for lease in open.values() {
+            let Some(notice) = &lease.notice else {
+                continue;
+            };
+            if self.told.contains(&notice.key) {
+                continue;
+            }
+            let Some(uid) = self.processes.uid_of(&lease.login) else {
+                continue;
+            };
+            let terminals = self.processes.tell(uid, &notice.text);
+            if terminals > 0 {
+                tracing::info!(
+                    reservation.id = lease.reservation_id,
+                    terminals,
+                    "notice written to the holder's terminals"
+                );
+                self.told.insert(notice.key.clone());
+            }
+        }
     }
 
     /// Keeps the list of leases waiting for their workspace where `authorized-keys` reads it.
@@ -906,6 +971,9 @@ mod tests {
         ignore_term: HashSet<u32>,
         users: HashMap<String, u32>,
         signals: Vec<(u32, &'static str)>,
+        /// Terminals open per UID, and what was written to them.
+        terminals: HashMap<u32, usize>,
+        told: Vec<(u32, String)>,
     }
 
     #[derive(Clone, Default)]
@@ -933,6 +1001,14 @@ mod tests {
                 .find(|(_, u)| **u == uid)
                 .map(|(n, _)| n.clone())
         }
+        fn tell(&self, uid: u32, text: &str) -> usize {
+            let mut host = self.0.lock().unwrap();
+            let open = host.terminals.get(&uid).copied().unwrap_or(0);
+            if open > 0 {
+                host.told.push((uid, text.to_owned()));
+            }
+            open
+        }
     }
 
     fn at(h: u32, m: u32) -> DateTime<Utc> {
@@ -954,6 +1030,7 @@ mod tests {
             keep_running: keep,
             environment: None,
             workspace: None,
+            notice: None,
         }
     }
 
@@ -1043,6 +1120,65 @@ mod tests {
     }
 
     use AccessKind::{Granted, Killed, OverShare, Revoked, Terminated, Unauthorized};
+
+    #[test]
+    fn a_notice_reaches_the_holders_terminals_once_when_she_has_one() {
+        let mut warned = lease(1, "alice", 4, 1, 5, false);
+        warned.notice = Some(berth_app::domain::lease::LeaseNotice {
+            key: "idle_warning:1:0:1".into(),
+            text: "Berth — your GPUs sit idle".into(),
+        });
+        let mut setup = Setup::new(vec![warned.clone()], IntruderPolicy::Report);
+        let told = |setup: &Setup| setup.host.0.lock().unwrap().told.clone();
+        // Not open yet: nothing.
+        setup.tick(at(0, 30), &[]);
+        assert!(told(&setup).is_empty());
+        // Open, but no terminal of hers: nothing yet, and it waits.
+        setup.tick(at(2, 0), &[]);
+        assert!(told(&setup).is_empty());
+        setup.host.0.lock().unwrap().terminals.insert(1001, 2);
+        setup.tick(at(2, 1), &[]);
+        assert_eq!(
+            told(&setup),
+            vec![(1001, "Berth — your GPUs sit idle".to_owned())]
+        );
+        // Once per key.
+        setup.tick(at(2, 2), &[]);
+        assert_eq!(told(&setup).len(), 1);
+        // The next warning has a new key.
+        warned.notice = Some(berth_app::domain::lease::LeaseNotice {
+            key: "idle_warning:1:0:2".into(),
+            text: "Berth — released at 03:00".into(),
+        });
+        setup.keeper.set_schedule(
+            NodeSchedule {
+                version: "2".into(),
+                leases: vec![warned],
+                ..NodeSchedule::default()
+            },
+            at(2, 3),
+        );
+        setup.tick(at(2, 3), &[]);
+        assert_eq!(told(&setup).len(), 2);
+    }
+
+    #[test]
+    fn terminals_are_written_only_when_they_are_the_holders() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = dir.path().join("3");
+        std::fs::write(&mine, "").unwrap();
+        let uid = std::fs::metadata(&mine).unwrap().uid();
+        assert_eq!(tell_terminals(dir.path(), uid, "idle\nsince 12:00"), 1);
+        assert_eq!(
+            std::fs::read_to_string(&mine).unwrap(),
+            "\r\nidle\r\nsince 12:00\r\n"
+        );
+        assert_eq!(tell_terminals(dir.path(), uid + 1, "not yours"), 0);
+        assert_eq!(
+            tell_terminals(&dir.path().join("none"), uid, "no such dir"),
+            0
+        );
+    }
 
     #[test]
     fn nothing_opens_before_the_gpus_are_known() {

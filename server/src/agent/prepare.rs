@@ -590,6 +590,7 @@ mod tests {
                 spec,
             }),
             workspace: None,
+            notice: None,
         }
     }
 

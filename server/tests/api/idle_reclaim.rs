@@ -119,6 +119,22 @@ async fn an_idle_booking_is_warned_twice_then_released_with_half_the_rest_refund
         Some(minute(130)),
         "released at 120 idle minutes"
     );
+    // The node's agent gets the warning for the holder's terminals, with the page to answer it.
+    let (status, schedule) = get(&app, &token, "/api/v1/agent/leases").await;
+    assert_eq!(status, 200, "{schedule}");
+    let lease = schedule["leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|lease| lease["reservation_id"] == id)
+        .cloned()
+        .expect("the lease");
+    let key = lease["notice"]["key"].as_str().unwrap();
+    assert!(key.starts_with(&format!("idle_warning:{id}:")), "{lease}");
+    let text = lease["notice"]["text"].as_str().unwrap();
+    assert!(text.starts_with("Berth — "), "{text}");
+    assert!(text.contains(&format!("/reservations/{id}")), "{text}");
+    assert!(text.contains("I'm still using it"), "{text}");
 
     clock.set(minute(115) + TimeDelta::seconds(30));
     report(&app, &token, &uuids, (minute(71), minute(116)), 2).await;

@@ -355,6 +355,32 @@ pub async fn event(
     notification_event::Entity::find_by_id(id).one(db).await
 }
 
+/// The latest event of `kind` about each of reservations `ids`: its key and notice.
+pub async fn latest_about(
+    db: &impl ConnectionTrait,
+    ids: &[i64],
+    kind: EventKind,
+) -> Result<std::collections::HashMap<i64, (String, crate::domain::notify::Notice)>, DbErr> {
+    let mut latest = std::collections::HashMap::new();
+    if ids.is_empty() {
+        return Ok(latest);
+    }
+    let rows = notification_event::Entity::find()
+        .filter(notification_event::Column::ReservationId.is_in(ids.to_vec()))
+        .filter(notification_event::Column::Kind.eq(kind))
+        .order_by_asc(notification_event::Column::OccurredAt)
+        .order_by_asc(notification_event::Column::Id)
+        .all(db)
+        .await?;
+    for row in rows {
+        let (Some(id), Ok(notice)) = (row.reservation_id, serde_json::from_str(&row.notice)) else {
+            continue;
+        };
+        latest.insert(id, (row.event_key, notice));
+    }
+    Ok(latest)
+}
+
 /// The latest `limit` deliveries with `status` (any when `None`), newest first, as the admins'
 /// view shows them.
 pub async fn delivery_rows(

@@ -146,6 +146,20 @@ pub struct Hold {
     pub created_at: DateTime<Utc>,
 }
 
+impl Hold {
+    /// The hold as the guarantee rule reads it.
+    pub fn model_hold(&self) -> crate::domain::quota::ModelHold {
+        crate::domain::quota::ModelHold {
+            reservation_id: self.reservation_id,
+            team_id: self.team_id,
+            preemptible: self.preemptible,
+            created_at: self.created_at,
+            window: self.window,
+            quarters: self.quarters,
+        }
+    }
+}
+
 /// What a hold's reservation adds to the index row: owner, quarters, team, priority,
 /// preemptible, booked at.
 type HoldTerms = (i64, i16, Option<i64>, Priority, bool, DateTime<Utc>);

@@ -210,14 +210,7 @@ fn borrowing_holds(
         let model_holds: Vec<ModelHold> = holds
             .iter()
             .filter(|hold| of_model(&hold.gpu_id))
-            .map(|hold| ModelHold {
-                reservation_id: hold.reservation_id,
-                team_id: hold.team_id,
-                preemptible: hold.preemptible,
-                created_at: hold.created_at,
-                window: hold.window,
-                quarters: hold.quarters,
-            })
+            .map(db::reservations::Hold::model_hold)
             .collect();
         let guarantees = Guarantees {
             fleet_gpus: u32::try_from(fleet_gpus).unwrap_or(u32::MAX),

@@ -493,15 +493,8 @@ async fn borrowers_for(
     };
     let holds: Vec<ModelHold> = db::reservations::holds_on(txn, &ids, window)
         .await?
-        .into_iter()
-        .map(|hold| ModelHold {
-            reservation_id: hold.reservation_id,
-            team_id: hold.team_id,
-            preemptible: hold.preemptible,
-            created_at: hold.created_at,
-            window: hold.window,
-            quarters: hold.quarters,
-        })
+        .iter()
+        .map(db::reservations::Hold::model_hold)
         .collect();
     Ok(borrowing(&holds, &guarantees, Some(team_id)))
 }

@@ -674,3 +674,98 @@ fn the_agent_unit_is_valid_and_sets_only_what_the_agent_reads() {
         );
     }
 }
+
+/// The agent's writer reaches a real terminal: a holder logged in with `ssh -tt` (Debian's
+/// OpenSSH server allocating the pseudo-terminal, keys answered from a cached schedule) sees a
+/// notice written to the terminals she owns, and nobody else's terminal is written to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_reaches_the_holders_ssh_terminal() {
+    use berth_app::domain::lease::{Lease, NodeSchedule};
+    use berth_server::agent::access::{CachedSchedule, tell_terminals};
+    use std::io::Read;
+    if !is_root() {
+        eprintln!("skipped: needs root (users, sshd)");
+        return;
+    }
+    let user = UnixUser::create("btt");
+    let dir = tempfile::tempdir().unwrap();
+    let (key, public) = ssh_key_pair(dir.path(), "holder");
+    let key_line = public
+        .split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let now = Utc::now();
+    let state = dir.path().join("state");
+    CachedSchedule {
+        schedule: NodeSchedule {
+            version: "1".into(),
+            leases: vec![Lease {
+                reservation_id: 1,
+                login: user.name.clone(),
+                keys: vec![key_line],
+                gpus: vec![],
+                quarters: 4,
+                start: now - Duration::hours(1),
+                end: now + Duration::hours(1),
+                keep_running: false,
+                environment: None,
+                workspace: None,
+                notice: None,
+            }],
+            ..NodeSchedule::default()
+        },
+        early_access_seconds: 0,
+        received_at: Some(now),
+    }
+    .save(&state)
+    .unwrap();
+    let sshd = Sshd::start(&state);
+    let mut session = sshd.terminal(&user.name, &key, "sleep 20");
+    let terminals = Path::new("/dev/pts");
+    let owned = || {
+        std::fs::read_dir(terminals)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|entry| {
+                        use std::os::unix::fs::MetadataExt;
+                        entry.metadata().is_ok_and(|m| m.uid() == user.uid)
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    for _ in 0..100 {
+        if owned() > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        owned(),
+        1,
+        "no terminal for the holder; sshd: {}",
+        sshd.log()
+    );
+    assert_eq!(tell_terminals(terminals, user.uid + 1, "not hers"), 0);
+    let text = "Berth — your GPUs sit idle\nDetails: /reservations/1";
+    assert_eq!(tell_terminals(terminals, user.uid, text), 1);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let _ = session.kill();
+    let mut shown = String::new();
+    session
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut shown)
+        .unwrap();
+    let _ = session.wait();
+    // Line by line (a terminal in its usual mode turns "\n" into "\r\n" itself).
+    assert!(
+        shown
+            .replace('\r', "")
+            .contains("Berth — your GPUs sit idle\nDetails: /reservations/1"),
+        "{shown:?}"
+    );
+}

@@ -302,8 +302,27 @@ impl Sshd {
     }
 
     fn ssh(&self, user: &str, key: &Path, command: &str) -> std::process::Output {
-        Command::new("ssh")
-            .args(["-F", "/dev/null", "-p", &self.port.to_string(), "-i"])
+        self.ssh_command(user, key, command, false)
+            .output()
+            .expect("ssh")
+    }
+
+    /// Logs in as `user` with a terminal (`ssh -tt`) and runs `command` there; what the
+    /// terminal shows comes out on the child's stdout.
+    pub fn terminal(&self, user: &str, key: &Path, command: &str) -> Child {
+        let mut ssh = self.ssh_command(user, key, command, true);
+        ssh.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        ssh.spawn().expect("ssh -tt")
+    }
+
+    fn ssh_command(&self, user: &str, key: &Path, command: &str, tty: bool) -> Command {
+        let mut ssh = Command::new("ssh");
+        if tty {
+            ssh.arg("-tt");
+        }
+        ssh.args(["-F", "/dev/null", "-p", &self.port.to_string(), "-i"])
             .arg(key)
             .args([
                 "-o",
@@ -318,9 +337,8 @@ impl Sshd {
                 "LogLevel=ERROR",
                 &format!("{user}@127.0.0.1"),
                 command,
-            ])
-            .output()
-            .expect("ssh")
+            ]);
+        ssh
     }
 
     /// What sshd logged.

@@ -182,13 +182,40 @@ pub struct ModelGuarantees {
     pub unguaranteed_gpus: u32,
     /// The teams guaranteed some.
     pub teams: Vec<i64>,
+    /// The bookings on the shared part of the fleet of the model in the range (the panel has no
+    /// blocks).
+    #[serde(default)]
+    pub shared: Vec<crate::domain::schedule::Occupancy>,
 }
 
 impl CalendarView {
+    /// Gathers each guaranteed model's shared bookings from the blocks, for the booking panel
+    /// (which gets the view without them).
+    pub fn gather_shared(&mut self) {
+        for rules in &mut self.guarantees {
+            rules.shared = self
+                .nodes
+                .iter()
+                .flat_map(|node| node.gpus.iter())
+                .filter(|gpu| gpu.gpu.model == rules.model)
+                .flat_map(|gpu| gpu.blocks.iter())
+                .filter(|placed| placed.block.shared)
+                .filter_map(|placed| {
+                    Window::new(placed.block.start, placed.block.end)
+                        .ok()
+                        .map(|window| crate::domain::schedule::Occupancy {
+                            window,
+                            quarters: placed.block.quarters,
+                        })
+                })
+                .collect();
+        }
+    }
+
     /// Whether a non-preemptible booking of `quarters` of one GPU of `model` during `window`,
     /// personal or for `team`, would borrow capacity guaranteed to a team: it is on the shared
     /// part of the fleet (not for a team guaranteed some of the model), and the shared bookings
-    /// shown already take every unguaranteed GPU at some instant of it.
+    /// ([`Self::gather_shared`]) already take every unguaranteed GPU at some instant of it.
     pub fn would_borrow(
         &self,
         model: &str,
@@ -202,24 +229,8 @@ impl CalendarView {
         if team.is_some_and(|team| rules.teams.contains(&team)) {
             return false;
         }
-        let shared: Vec<crate::domain::schedule::Occupancy> = self
-            .nodes
-            .iter()
-            .flat_map(|node| node.gpus.iter())
-            .filter(|gpu| gpu.gpu.model == model)
-            .flat_map(|gpu| gpu.blocks.iter())
-            .filter(|placed| placed.block.shared)
-            .filter_map(|placed| {
-                Window::new(placed.block.start, placed.block.end)
-                    .ok()
-                    .map(|window| crate::domain::schedule::Occupancy {
-                        window,
-                        quarters: placed.block.quarters,
-                    })
-            })
-            .collect();
         let room = u32::from(WHOLE_GPU) * rules.unguaranteed_gpus;
-        crate::domain::schedule::peak_load(&shared, window) + u32::from(quarters) > room
+        crate::domain::schedule::peak_load(&rules.shared, window) + u32::from(quarters) > room
     }
 }
 

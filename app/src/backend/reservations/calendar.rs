@@ -185,6 +185,7 @@ fn shown_guarantees(
                         model,
                         unguaranteed_gpus: guarantees.unguaranteed_gpus(),
                         teams: teams.iter().map(|(team, _)| *team).collect(),
+                        shared: Vec::new(),
                     },
                     teams,
                 )
@@ -337,7 +338,7 @@ pub async fn calendar(
                 .collect(),
         })
         .collect();
-    Ok(CalendarView {
+    let mut view = CalendarView {
         span: query.span,
         zone: viewer::zone_offsets(zone, range.start(), range.end()),
         previous: first - TimeDelta::days(query.span.days()),
@@ -352,7 +353,9 @@ pub async fn calendar(
         payment: booking_payment(state, actor.user.id).await?,
         texts: crate::domain::calendar::PanelTexts::default(),
         guarantees: guarantees.into_iter().map(|(shown, _)| shown).collect(),
-    })
+    };
+    view.gather_shared();
+    Ok(view)
 }
 
 /// The viewer's balance, what unpaid reservations hold, and the charge modes.

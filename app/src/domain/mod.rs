@@ -7,6 +7,7 @@ pub mod bars;
 pub mod calendar;
 pub mod chart;
 pub mod date_range;
+pub mod diagnosis;
 pub mod failover;
 pub mod gpu;
 pub mod inventory;

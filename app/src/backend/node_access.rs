@@ -396,7 +396,11 @@ async fn terminal_notices(
         return Ok(notices);
     }
     let ids: Vec<i64> = warned.iter().map(|r| r.id).collect();
-    let latest = db::notify::latest_about(&state.db, &ids, EventKind::IdleWarning).await?;
+    let owners: Vec<i64> = warned.iter().map(|r| r.owner_id).collect();
+    let (latest, holders) = tokio::try_join!(
+        db::notify::latest_about(&state.db, &ids, EventKind::IdleWarning),
+        db::users::rows_of(&state.db, &owners),
+    )?;
     let base = state.portal.public_url.clone().unwrap_or_default();
     for r in warned {
         let Some((key, notice)) = latest.get(&r.id) else {
@@ -406,7 +410,7 @@ async fn terminal_notices(
         if notice.idle.as_ref().map(|idle| idle.since) != r.idle_since {
             continue;
         }
-        let Some(holder) = db::users::row(&state.db, r.owner_id).await? else {
+        let Some(holder) = holders.get(&r.owner_id) else {
             continue;
         };
         let from = notice.idle.as_ref().map_or(now, |idle| idle.since).min(now);

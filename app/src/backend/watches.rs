@@ -157,9 +157,14 @@ pub async fn create(state: &AppState, actor: &Actor, form: &WatchForm) -> Result
     .await?;
     txn.commit().await?;
     tracing::info!(watch.id = id, model = %request.model, "watch made");
-    // A window that is free already is offered at once.
-    run(&state.db, now, latest_start(state, now)).await?;
-    state.wake.poke();
+    // A window that is free already is offered at once. The watch is made either way: a failed
+    // search is logged, and the job runs again soon.
+    match run(&state.db, now, latest_start(state, now)).await {
+        Ok(_) => state.wake.poke(),
+        Err(err) => {
+            tracing::warn!(watch.id = id, error = %err, "watch made; its first search failed")
+        }
+    }
     one(state, actor, id).await
 }
 

@@ -38,7 +38,7 @@ pub fn xid_class(code: i64) -> XidClass {
         13 | 31 | 43 | 45 | 94 => XidClass::Application,
         46 | 62 | 64 | 95 | 109 | 119 | 120 => XidClass::ResetGpu,
         48 => XidClass::DoubleBitEcc,
-        79 => XidClass::FellOffBus,
+        crate::domain::failover::XID_FELL_OFF_BUS => XidClass::FellOffBus,
         74 => XidClass::NvLink,
         154 => XidClass::RecoveryAction,
         _ => XidClass::Other,

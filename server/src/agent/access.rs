@@ -399,6 +399,11 @@ impl Keeper {
     /// Writes each open lease's notice to its holder's terminals, once, as soon as the holder
     /// has one open.
     fn tell_holders(&mut self, open: &BTreeMap<i64, Lease>) {
+        // Keys of leases no longer open are forgotten.
+        self.told.retain(|key| {
+            open.values()
+                .any(|lease| lease.notice.as_ref().is_some_and(|n| &n.key == key))
+        });
         for lease in open.values() {
             let Some(notice) = &lease.notice else {
                 continue;

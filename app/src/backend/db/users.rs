@@ -127,6 +127,23 @@ pub async fn row(db: &impl ConnectionTrait, id: i64) -> Result<Option<user::Mode
     user::Entity::find_by_id(id).one(db).await
 }
 
+/// The rows of users `ids`, by id.
+pub async fn rows_of(
+    db: &impl ConnectionTrait,
+    ids: &[i64],
+) -> Result<std::collections::HashMap<i64, user::Model>, DbErr> {
+    if ids.is_empty() {
+        return Ok(std::collections::HashMap::new());
+    }
+    Ok(user::Entity::find()
+        .filter(user::Column::Id.is_in(ids.to_vec()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|row| (row.id, row))
+        .collect())
+}
+
 /// The names of the users `ids`.
 pub async fn names_of(
     db: &impl ConnectionTrait,

@@ -139,7 +139,7 @@ async fn attempt_once(
         gpus,
         displaced,
         claimed,
-    } = choose_gpus(&txn, request, priority, terms.latest_start).await?;
+    } = choose_gpus(&txn, request, priority, terms.latest_start, terms.now).await?;
     let held = respect_holds(&txn, request, &gpus, terms.now).await?;
     let victims = lock_displaced(&txn, &displaced).await?;
     let price: i64 = gpus
@@ -261,12 +261,13 @@ async fn choose_gpus(
     request: &NewReservation,
     priority: Priority,
     latest_start: DateTime<Utc>,
+    now: DateTime<Utc>,
 ) -> Result<Chosen, Refusal> {
     match &request.target {
         Target::Gpus(ids) => choose_listed(txn, request, ids, priority, latest_start).await,
         Target::Model { model, count } => {
             let count = usize::try_from(*count).unwrap_or(usize::MAX);
-            choose_of_model(txn, request, model, count, priority, latest_start).await
+            choose_of_model(txn, request, model, count, priority, latest_start, now).await
         }
     }
 }
@@ -377,6 +378,7 @@ async fn choose_of_model(
     count: usize,
     priority: Priority,
     latest_start: DateTime<Utc>,
+    now: DateTime<Utc>,
 ) -> Result<Chosen, Refusal> {
     let window = request.window;
     let quarters = request.share.quarters();
@@ -400,7 +402,24 @@ async fn choose_of_model(
         .filter(|g| locked.contains(&g.id))
         .collect();
     let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
-    let busy = occupancies(txn, &ids, &window).await?;
+    let mut busy = occupancies(txn, &ids, &window).await?;
+    // Windows held for watchers count as taken here, so that another GPU free then is chosen
+    // (step 3b refuses a held one to anyone but a watcher).
+    if request.through_watch.is_none() {
+        for hold in db::watches::holds_on(txn, &ids, &window, now).await? {
+            let Ok(held) = crate::domain::schedule::Window::new(hold.start_at, hold.end_at) else {
+                continue;
+            };
+            for gpu in db::watches::gpu_ids_of(&hold) {
+                busy.entry(gpu)
+                    .or_default()
+                    .push(crate::domain::schedule::Occupancy {
+                        window: held,
+                        quarters: u8::try_from(hold.quarters).unwrap_or(4),
+                    });
+            }
+        }
+    }
     for (_, node_gpus) in super::offers::by_node(&candidates) {
         let fitting: Vec<BookableGpu> = node_gpus
             .into_iter()

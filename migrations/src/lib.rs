@@ -35,6 +35,7 @@ mod m20261207_000027_booking_moves;
 mod m20261208_000028_idle_reclaim;
 mod m20261209_000029_watches;
 mod m20261210_000030_start_early;
+mod m20261211_000031_incidents;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -74,6 +75,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261208_000028_idle_reclaim::Migration),
             Box::new(m20261209_000029_watches::Migration),
             Box::new(m20261210_000030_start_early::Migration),
+            Box::new(m20261211_000031_incidents::Migration),
         ]
     }
 }

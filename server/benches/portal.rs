@@ -751,6 +751,7 @@ async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 idle_snoozed_at: Set(None),
                 reclaimed_until: Set(None),
                 reclaim_refund_minor: Set(0),
+                sla_credit_minor: Set(0),
                 start_early: Set(false),
                 early_from: Set(None),
             });

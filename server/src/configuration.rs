@@ -90,8 +90,26 @@ pub struct RawSettings {
     /// Seconds between runs of the notification worker (it also runs at once after a change
     /// that recorded events).
     pub notify_job_seconds: u32,
-    /// Seconds between runs of the idle reclaim job.
+    /// Seconds between runs of the idle reclaim job (it also pays incidents' SLA credits).
     pub idle_job_seconds: u32,
+    /// Minutes within which a platform admin answers an incident (the first-response target).
+    pub incident_first_response_minutes: u32,
+    /// Percent of the lost minutes' price an SLA credit pays (100: their price; 200: twice it;
+    /// 0: no credits).
+    pub sla_credit_percent: u32,
+    /// A GPU that fell off the bus counts as unavailable.
+    pub sla_fell_off_bus: bool,
+    /// A GPU gone from its node counts as unavailable.
+    pub sla_gpu_gone: bool,
+    /// A silent node agent counts as unavailable.
+    pub sla_node_silent: bool,
+    /// Maintenance set after the booking was made counts as unavailable.
+    pub sla_maintenance: bool,
+    /// Thermal or power throttling below `sla_throttle_clock_percent` of the GPU's highest SM
+    /// clock counts as unavailable.
+    pub sla_throttled: bool,
+    /// See `sla_throttled`.
+    pub sla_throttle_clock_percent: u8,
     /// Seconds between runs of the watch job (it also runs at once when capacity comes free).
     pub watch_job_seconds: u32,
     /// Hours raw GPU samples are kept.
@@ -267,6 +285,14 @@ impl Default for RawSettings {
             payment_job_seconds: 60,
             notify_job_seconds: 15,
             idle_job_seconds: 60,
+            incident_first_response_minutes: 240,
+            sla_credit_percent: 100,
+            sla_fell_off_bus: true,
+            sla_gpu_gone: true,
+            sla_node_silent: true,
+            sla_maintenance: true,
+            sla_throttled: true,
+            sla_throttle_clock_percent: 50,
             watch_job_seconds: 60,
             raw_samples_hours: 24,
             rollup_days: 30,
@@ -491,6 +517,12 @@ pub enum ConfigError {
     /// The currency cannot be represented.
     #[error("currency (BERTH_CURRENCY): {0}")]
     Currency(#[from] CurrencyError),
+    /// An incident or SLA setting out of range.
+    #[error(
+        "incident_first_response_minutes must be 1-10080, sla_credit_percent 0-1000 and \
+         sla_throttle_clock_percent 1-100"
+    )]
+    Incidents,
 }
 
 impl Config {
@@ -575,6 +607,7 @@ impl Config {
             ));
         }
         let charge = charge_policy(&raw)?;
+        let incidents = incident_settings(&raw)?;
         if !(1..=24 * 30).contains(&raw.raw_samples_hours)
             || !(1..=3660).contains(&raw.rollup_days)
             || !(1..=100).contains(&raw.idle_util_percent)
@@ -648,6 +681,7 @@ impl Config {
                     new_gpu_price_minor: raw.new_gpu_price_minor,
                     idle_util_percent: f64::from(raw.idle_util_percent),
                     offer_horizon: chrono::TimeDelta::weeks(i64::from(raw.booking_horizon_weeks)),
+                    incident_first_response: incidents.first_response,
                 },
                 public_url: raw
                     .public_url
@@ -656,6 +690,7 @@ impl Config {
                     .filter(|url| !url.is_empty()),
                 prepare_ahead: chrono::TimeDelta::minutes(i64::from(raw.prepare_ahead_minutes)),
                 workspace,
+                incidents,
             },
             site_root: raw.site_root,
             sessions: SessionSettings {
@@ -684,6 +719,32 @@ impl Config {
             clock: std::sync::Arc::new(berth_app::backend::clock::SystemClock),
         })
     }
+}
+
+/// The incident settings, checked.
+fn incident_settings(
+    raw: &RawSettings,
+) -> Result<berth_app::backend::incidents::IncidentSettings, ConfigError> {
+    if !(1..=10_080).contains(&raw.incident_first_response_minutes)
+        || raw.sla_credit_percent > 1000
+        || !(1..=100).contains(&raw.sla_throttle_clock_percent)
+    {
+        return Err(ConfigError::Incidents);
+    }
+    Ok(berth_app::backend::incidents::IncidentSettings {
+        first_response: chrono::TimeDelta::minutes(i64::from(raw.incident_first_response_minutes)),
+        sla: berth_app::domain::incident::SlaPolicy {
+            percent: raw.sla_credit_percent,
+            fell_off_bus: raw.sla_fell_off_bus,
+            gpu_gone: raw.sla_gpu_gone,
+            node_silent: raw.sla_node_silent,
+            maintenance: raw.sla_maintenance,
+            throttled: raw.sla_throttled,
+            throttle_clock_percent: raw.sla_throttle_clock_percent,
+            ..berth_app::domain::incident::SlaPolicy::default()
+        },
+        thresholds: berth_app::domain::diagnosis::Thresholds::default(),
+    })
 }
 
 /// Where saved workspaces are kept.

@@ -1,6 +1,7 @@
-//! Runs the idle reclaim job (`berth_app::backend::reclaim`) in the background of `berth serve`.
-//! Every replica runs it: each warning and release re-reads its reservation under lock and skips
-//! one another run already handled, so replicas never warn or release twice.
+//! Runs the idle reclaim job (`berth_app::backend::reclaim`) in the background of `berth serve`,
+//! and after it the SLA credit job (`berth_app::backend::incidents::run_credits`). Every replica
+//! runs them: each warning, release and credit re-reads its row under lock and skips one another
+//! run already handled, so replicas never warn, release or credit twice.
 
 use berth_app::backend::reclaim;
 use berth_app::backend::state::AppState;
@@ -30,6 +31,18 @@ pub fn spawn_job(state: AppState, every: std::time::Duration) -> tokio::task::Jo
                     tracing::info!(?outcome, "idle reclaim job");
                 }
                 Err(err) => tracing::warn!(error = %err, "idle reclaim job failed"),
+            }
+            let started = std::time::Instant::now();
+            let credits = berth_app::backend::incidents::run_credits(&state, state.now()).await;
+            state.metrics.job_run(
+                "sla_credits",
+                credits.is_ok(),
+                started.elapsed().as_secs_f64(),
+            );
+            match credits {
+                Ok(0) => {}
+                Ok(credited) => tracing::info!(incidents = credited, "SLA credits paid"),
+                Err(err) => tracing::warn!(error = %err, "SLA credit job failed"),
             }
         }
     })

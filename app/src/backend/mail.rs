@@ -147,10 +147,14 @@ impl MailChannel {
         let (from, to) = times.fold((now, now), |(from, to), at| (from.min(at), to.max(at)));
         let zone = crate::backend::viewer::zone_named(recipient.time_zone.as_deref(), from, to);
         let open = match (&notice.reservation, event.kind) {
-            (_, EventKind::CreditsAdded) => "/wallet",
-            (_, EventKind::WatchOffer) => "/watches",
-            (Some(_), _) => "/reservations",
-            (None, _) => "/inbox",
+            (_, EventKind::Incident) => notice.incident.as_ref().map_or_else(
+                || "/incidents".to_owned(),
+                |i| format!("/incidents/{}", i.id),
+            ),
+            (_, EventKind::CreditsAdded) => "/wallet".to_owned(),
+            (_, EventKind::WatchOffer) => "/watches".to_owned(),
+            (Some(_), _) => "/reservations".to_owned(),
+            (None, _) => "/inbox".to_owned(),
         };
         let links = EmailLinks {
             open: format!("{}{open}", self.public_url),

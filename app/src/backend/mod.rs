@@ -11,6 +11,7 @@ pub mod demo;
 pub mod entity;
 pub mod env_profiles;
 pub mod fleet;
+pub mod incidents;
 pub mod input;
 pub mod inventory;
 pub mod ledger;

@@ -37,6 +37,8 @@ pub struct PortalConfig {
     pub prepare_ahead: chrono::TimeDelta,
     /// The workspace that follows users from node to node.
     pub workspace: crate::backend::workspaces::WorkspaceSettings,
+    /// How incidents are answered and what the SLA credits.
+    pub incidents: crate::backend::incidents::IncidentSettings,
 }
 
 /// How long telemetry is kept, and what GPUs found by an agent start with.
@@ -54,6 +56,9 @@ pub struct TelemetrySettings {
     /// How far ahead a booking moved off a failed GPU may be offered a window (the booking
     /// horizon).
     pub offer_horizon: chrono::TimeDelta,
+    /// The first-response target of the incidents Berth opens from agents' reports (the
+    /// incidents' setting).
+    pub incident_first_response: chrono::TimeDelta,
 }
 
 impl Default for TelemetrySettings {
@@ -64,6 +69,7 @@ impl Default for TelemetrySettings {
             rollup_keep: chrono::TimeDelta::days(30),
             new_gpu_price_minor: 200,
             idle_util_percent: crate::domain::quota::IDLE_UTIL_PERCENT,
+            incident_first_response: chrono::TimeDelta::hours(4),
         }
     }
 }

@@ -137,7 +137,8 @@ pub async fn revoke_node_tokens(
 }
 
 /// The UUIDs in a request mapped to their GPUs, all of which must belong to `node_id`: a GPU
-/// of another node is `Forbidden`; with `require_known`, an unknown UUID is a validation error.
+/// of another node is a conflict (409, naming it); with `require_known`, an unknown UUID is a
+/// validation error.
 async fn own_gpus<'a>(
     db: &impl sea_orm::ConnectionTrait,
     node_id: i64,
@@ -154,7 +155,11 @@ async fn own_gpus<'a>(
             Some(&(gpu_id, owner)) if owner == node_id => {
                 own.insert(uuid.to_owned(), gpu_id);
             }
-            Some(_) => return Err(AppError::Forbidden),
+            Some(_) => {
+                return Err(AppError::Conflict(Problem::GpuOfAnotherNode {
+                    uuid: uuid.to_owned(),
+                }));
+            }
             None if require_known => {
                 return Err(AppError::invalid(
                     "uuid",
@@ -200,6 +205,15 @@ pub async fn register(
     for (gpu_id, uuid) in &outcome.vanished_gpus {
         let problem = GpuProblem::Missing { gpu: uuid.clone() };
         tell_holders(&txn, *gpu_id, problem, now, now).await?;
+        crate::backend::incidents::open_for_gpu(
+            &txn,
+            settings.incident_first_response,
+            crate::domain::incident::Trigger::GpuGone,
+            *gpu_id,
+            now,
+            now,
+        )
+        .await?;
         let failure = Failure {
             gpus: vec![*gpu_id],
             at: now,
@@ -279,6 +293,16 @@ pub async fn report(
             };
             tell_holders(&txn, *gpu_id, problem, event.at, now).await?;
             if code == XID_FELL_OFF_BUS {
+                // The incident first: it records the booking's GPUs before the move.
+                crate::backend::incidents::open_for_gpu(
+                    &txn,
+                    settings.incident_first_response,
+                    crate::domain::incident::Trigger::Xid79,
+                    *gpu_id,
+                    event.at,
+                    now,
+                )
+                .await?;
                 fell_off_bus(&txn, *gpu_id, event.at, now, settings.offer_horizon).await?;
             }
         }
@@ -444,6 +468,7 @@ async fn tell_holders(
 /// [`NODE_SILENT_AFTER`] (once per silence: a report ends it), in one transaction.
 pub async fn tell_silent_nodes(
     db: &DatabaseConnection,
+    first_response: Duration,
     now: DateTime<Utc>,
 ) -> Result<u32, AppError> {
     let txn = begin_write(db).await?;
@@ -459,6 +484,15 @@ pub async fn tell_silent_nodes(
             .map(|admin| NewEvent::node_silent(*admin, *node_id, name, *last_seen, now))
             .collect();
         crate::backend::notify::record(&txn, &events).await?;
+        // The bookings running there lost their GPUs: each gets an incident.
+        crate::backend::incidents::open_for_silent_node(
+            &txn,
+            first_response,
+            *node_id,
+            *last_seen,
+            now,
+        )
+        .await?;
         store::mark_silence_told(&txn, *node_id, now).await?;
     }
     txn.commit().await?;

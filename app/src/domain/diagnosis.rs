@@ -8,9 +8,43 @@
 //! GPU reset, 48 is a double-bit ECC error, 79 means the GPU fell off the bus (reboot the host),
 //! 74 is an NVLink error, and 154 carries its own recovery action.
 
-use crate::domain::schedule::Window;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
+
+/// A stretch of time, not tied to the booking grid: an incident's window, a share, a
+/// maintenance window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+}
+
+impl Span {
+    /// From `start` to `end`; `None` unless `end` is after `start`.
+    pub fn new(start: DateTime<Utc>, end: DateTime<Utc>) -> Option<Self> {
+        (end > start).then_some(Self { start, end })
+    }
+
+    /// Start (inclusive).
+    pub fn start(&self) -> DateTime<Utc> {
+        self.start
+    }
+
+    /// End (exclusive).
+    pub fn end(&self) -> DateTime<Utc> {
+        self.end
+    }
+
+    /// Whether the two share an instant.
+    pub fn overlaps(&self, other: &Span) -> bool {
+        self.start < other.end && other.start < self.end
+    }
+
+    /// Whether `at` lies inside.
+    pub fn contains(&self, at: DateTime<Utc>) -> bool {
+        self.start <= at && at < self.end
+    }
+}
 
 /// What NVIDIA's catalogue says an XID calls for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -47,8 +81,13 @@ pub fn xid_class(code: i64) -> XidClass {
 
 /// NVML throttle bits that mean heat.
 const THERMAL: u64 = 0x20 | 0x40;
-/// NVML throttle bits that mean power.
-const POWER: u64 = 0x4 | 0x80;
+/// NVML throttle bits that mean power trouble: the hardware slowdown and the power brake. Not
+/// the software power cap (0x4): a GPU under full load sits at its power limit and holds its clock
+/// there by design (an H200 running bf16 matrix products in this project's check on a real GPU:
+/// 691 W of 700 W, SM clock 1455 of 1980 MHz, reason 0x4 only, for the whole load).
+const POWER: u64 = 0x8 | 0x80;
+/// NVML throttle bits that mean heat or power.
+pub const HEAT_OR_POWER: u64 = THERMAL | POWER;
 
 /// One sample of one GPU, as the rules read it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,7 +122,7 @@ pub struct GpuEvidence {
     /// When it went missing from its node, if it did.
     pub gone_at: Option<DateTime<Utc>>,
     /// Other tenants' shares of it during the window (a fractional booking's neighbours).
-    pub others: Vec<(Window, u8)>,
+    pub others: Vec<(Span, u8)>,
 }
 
 /// An admin's change in the window (maintenance, a price, a retirement, a quota).
@@ -101,7 +140,7 @@ pub struct AdminChange {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
     /// The incident's window.
-    pub window: Window,
+    pub window: Span,
     /// The booking's GPUs.
     pub gpus: Vec<GpuEvidence>,
     /// The node agent's report interval, seconds.
@@ -226,6 +265,53 @@ pub enum Cause {
     AdminChange,
     /// An XID the rule set does not classify.
     UnknownXid,
+}
+
+impl Cause {
+    /// Every cause, most severe first.
+    pub const ALL: [Cause; 15] = [
+        Cause::FellOffBus,
+        Cause::GpuGone,
+        Cause::DoubleBitEcc,
+        Cause::NeedsReset,
+        Cause::NvLink,
+        Cause::DriverRecovery,
+        Cause::AgentSilent,
+        Cause::Thermal,
+        Cause::Power,
+        Cause::EccRising,
+        Cause::MemoryExhausted,
+        Cause::SharedGpu,
+        Cause::Application,
+        Cause::AdminChange,
+        Cause::UnknownXid,
+    ];
+
+    /// As stored and sent (`fell_off_bus`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::FellOffBus => "fell_off_bus",
+            Cause::GpuGone => "gpu_gone",
+            Cause::DoubleBitEcc => "double_bit_ecc",
+            Cause::NeedsReset => "needs_reset",
+            Cause::NvLink => "nv_link",
+            Cause::DriverRecovery => "driver_recovery",
+            Cause::AgentSilent => "agent_silent",
+            Cause::Thermal => "thermal",
+            Cause::Power => "power",
+            Cause::EccRising => "ecc_rising",
+            Cause::MemoryExhausted => "memory_exhausted",
+            Cause::SharedGpu => "shared_gpu",
+            Cause::Application => "application",
+            Cause::AdminChange => "admin_change",
+            Cause::UnknownXid => "unknown_xid",
+        }
+    }
+
+    /// From the stored text.
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|c| c.as_str() == raw)
+    }
 }
 
 /// What to do about it.
@@ -508,8 +594,8 @@ fn memory_full(gpu: &GpuEvidence, thresholds: &Thresholds) -> Option<Fact> {
 }
 
 /// Other tenants on `gpu` during `window`: their largest share, and for how long.
-fn shared(gpu: &GpuEvidence, window: &Window) -> Option<Fact> {
-    let overlapping: Vec<&(Window, u8)> = gpu
+fn shared(gpu: &GpuEvidence, window: &Span) -> Option<Fact> {
+    let overlapping: Vec<&(Span, u8)> = gpu
         .others
         .iter()
         .filter(|(w, q)| *q > 0 && w.overlaps(window))
@@ -556,6 +642,14 @@ fn silences(evidence: &Evidence, thresholds: &Thresholds) -> Vec<(DateTime<Utc>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cause_names_are_the_serialised_ones() {
+        for cause in Cause::ALL {
+            assert_eq!(serde_json::to_value(cause).unwrap(), cause.as_str());
+            assert_eq!(Cause::parse(cause.as_str()), Some(cause));
+        }
+    }
     use chrono::TimeZone;
 
     fn at(minute: i64) -> DateTime<Utc> {
@@ -577,7 +671,7 @@ mod tests {
     /// One GPU sampled every minute for an hour, nothing wrong.
     fn clean() -> Evidence {
         Evidence {
-            window: Window::new(at(0), at(60)).unwrap(),
+            window: Span::new(at(0), at(60)).unwrap(),
             gpus: vec![GpuEvidence {
                 gpu: "node-1 #0".into(),
                 memory_total_mib: 81_920,
@@ -684,7 +778,7 @@ mod tests {
         // Under a minute is not worth a hypothesis.
         let mut brief = clean();
         brief.gpus[0].samples.push(Sample {
-            throttle_reasons: Some(0x4),
+            throttle_reasons: Some(0x80),
             ..sample(59)
         });
         brief.gpus[0].samples.remove(59);
@@ -696,13 +790,31 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_at_its_power_cap_under_full_load_is_not_a_fault() {
+        // What a real H200 reported under a bf16 matrix-product load: SW power cap only.
+        let mut evidence = clean();
+        for s in &mut evidence.gpus[0].samples[10..40] {
+            s.throttle_reasons = Some(0x4);
+            s.sm_clock_mhz = Some(1455);
+            s.temperature_c = Some(56);
+        }
+        assert!(diagnose(&evidence, &Thresholds::default()).no_fault_found());
+        // The power brake is.
+        for s in &mut evidence.gpus[0].samples[10..40] {
+            s.throttle_reasons = Some(0x80);
+        }
+        let diagnosis = diagnose(&evidence, &Thresholds::default());
+        assert_eq!(diagnosis.hypotheses[0].cause, Cause::Power);
+    }
+
+    #[test]
     fn ecc_memory_neighbours_and_an_admin_change_before_the_symptom() {
         let mut evidence = clean();
         let gpu = &mut evidence.gpus[0];
         gpu.samples[40].ecc_corrected = Some(3);
         gpu.samples[59].ecc_corrected = Some(25);
         gpu.samples[50].memory_used_mib = Some(81_000);
-        gpu.others.push((Window::new(at(-30), at(45)).unwrap(), 2));
+        gpu.others.push((Span::new(at(-30), at(45)).unwrap(), 2));
         evidence.admin_changes = vec![
             AdminChange {
                 at: at(-10),

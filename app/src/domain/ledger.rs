@@ -73,6 +73,9 @@ pub enum TransactionKind {
     Charge,
     /// Money returned to a wallet for a cancelled reservation.
     Refund,
+    /// An SLA credit: the price of minutes a reserved GPU was unavailable through no fault of
+    /// its holder, paid into the wallet that paid the booking (one per incident).
+    SlaCredit,
 }
 
 impl TransactionKind {
@@ -83,6 +86,7 @@ impl TransactionKind {
             TransactionKind::Deduct => "deduct",
             TransactionKind::Charge => "charge",
             TransactionKind::Refund => "refund",
+            TransactionKind::SlaCredit => "sla_credit",
         }
     }
 
@@ -93,6 +97,7 @@ impl TransactionKind {
             "deduct" => Some(TransactionKind::Deduct),
             "charge" => Some(TransactionKind::Charge),
             "refund" => Some(TransactionKind::Refund),
+            "sla_credit" => Some(TransactionKind::SlaCredit),
             _ => None,
         }
     }

@@ -84,11 +84,14 @@ pub enum EventKind {
     /// A batch or burst booking that asked to start early moved to an earlier window, on the
     /// same GPUs, when they freed up (backfill).
     StartedEarly,
+    /// An incident was opened, changed, answered or paid an SLA credit (to its reporter and to
+    /// platform admins).
+    Incident,
 }
 
 impl EventKind {
     /// Every kind, in the order a preferences page lists them.
-    pub const ALL: [EventKind; 26] = [
+    pub const ALL: [EventKind; 27] = [
         EventKind::BookingConfirmed,
         EventKind::BookingCancelled,
         EventKind::BookingReleased,
@@ -115,6 +118,7 @@ impl EventKind {
         EventKind::IdleWarning,
         EventKind::WatchOffer,
         EventKind::StartedEarly,
+        EventKind::Incident,
     ];
 
     /// As stored, sent and used in keys.
@@ -146,6 +150,7 @@ impl EventKind {
             EventKind::IdleWarning => "idle_warning",
             EventKind::WatchOffer => "watch_offer",
             EventKind::StartedEarly => "started_early",
+            EventKind::Incident => "incident",
         }
     }
 
@@ -174,6 +179,7 @@ impl EventKind {
                 | EventKind::IdleWarning
                 | EventKind::WatchOffer
                 | EventKind::StartedEarly
+                | EventKind::Incident
         )
     }
 }
@@ -273,6 +279,38 @@ pub struct Notice {
     /// The start a booking had before it moved earlier (backfill).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub was_start: Option<DateTime<Utc>>,
+    /// The incident it is about (links go to its page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incident: Option<IncidentBrief>,
+}
+
+/// What happened to an incident, as a notice tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IncidentChange {
+    /// It was opened.
+    Opened,
+    /// Its state changed (to the brief's state).
+    Moved,
+    /// Someone replied.
+    Reply,
+    /// It paid an SLA credit (the notice's amount).
+    Credited,
+}
+
+/// An incident, as a notice tells it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IncidentBrief {
+    /// Its id.
+    pub id: i64,
+    /// What happened.
+    pub change: IncidentChange,
+    /// Where it stands now.
+    pub state: crate::domain::incident::IncidentState,
+    /// What opened it by itself.
+    pub trigger: Option<crate::domain::incident::Trigger>,
+    /// The booking it is about.
+    pub reservation_id: Option<i64>,
 }
 
 /// An idle booking, as a warning tells it (the deadline is the notice's `until`).
@@ -1006,6 +1044,33 @@ impl NewEvent {
         events
     }
 
+    /// Incident `brief` changed (`stamp` tells this change from others), told to `user`.
+    pub fn incident(
+        user: i64,
+        brief: IncidentBrief,
+        stamp: &str,
+        amount_minor: Option<i64>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            kind: EventKind::Incident,
+            key: format!(
+                "{}:{}:{stamp}:{user}",
+                EventKind::Incident.as_str(),
+                brief.id
+            ),
+            audience: Audience::User(user),
+            reservation_id: None,
+            notice: Notice {
+                amount_minor,
+                incident: Some(brief),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+
     /// `reservation`'s access on its node was closed (told once).
     pub fn lease_ended(reservation: &Reservation, now: DateTime<Utc>) -> Self {
         Self {
@@ -1124,6 +1189,7 @@ mod tests {
             moved_to: None,
             start_early: false,
             early_from: None,
+            sla_credit_minor: 0,
             profile: None,
         }
     }

@@ -441,6 +441,53 @@ pub enum Problem {
         /// The UUID sent.
         uuid: String,
     },
+    /// An incident step its state does not allow.
+    #[error("an incident that is {state} cannot take the step `{step}`")]
+    IncidentStep {
+        /// Where it stands.
+        state: String,
+        /// The step asked for.
+        step: String,
+    },
+    /// A diagnosed cause that is not among the diagnosis' hypotheses.
+    #[error("choose a cause from the diagnosis, or write one")]
+    NotInDiagnosis,
+    /// An incident reopened before.
+    #[error("an incident can be reopened only once")]
+    AlreadyReopened,
+    /// Text that is empty or too long.
+    #[error("write 1 to {max} characters")]
+    TextLength {
+        /// The limit.
+        max: usize,
+    },
+    /// Text that is too long.
+    #[error("at most {max} characters")]
+    TooLongText {
+        /// The limit.
+        max: usize,
+    },
+    /// Control characters in text.
+    #[error("control characters are not allowed")]
+    ControlCharacters,
+    /// A GPU another node registered (two agents on one host, or a host moved without
+    /// retiring its node).
+    #[error(
+        "GPU {uuid} is registered to another node: run one agent per host, or retire the old node"
+    )]
+    GpuOfAnotherNode {
+        /// The UUID sent.
+        uuid: String,
+    },
+    /// An incident needs a reservation or a GPU.
+    #[error("name the reservation or the GPU the incident is about")]
+    IncidentTarget,
+    /// A user opening an incident on a GPU they had no booking on.
+    #[error("you had no booking on this GPU in that window")]
+    NoBookingOnGpu,
+    /// A time after now where only the past makes sense.
+    #[error("this time is in the future")]
+    InTheFuture,
     /// A time range that is too long.
     #[error("the range may span at most {days} days")]
     RangeTooLong {

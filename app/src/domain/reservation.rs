@@ -215,6 +215,9 @@ pub struct Reservation {
     /// Brought forward when its GPUs freed up: the start it had before.
     #[serde(default)]
     pub early_from: Option<DateTime<Utc>>,
+    /// SLA credits its incidents paid, minor units.
+    #[serde(default)]
+    pub sla_credit_minor: i64,
 }
 
 /// Which GPUs a booking wants.

@@ -144,6 +144,7 @@ fn EntryTable(entries: Vec<WalletEntry>, currency: Currency, zone: ZoneOffsets) 
                                 TransactionKind::Deduct => t_string!(i18n, wallet_kind_deduct),
                                 TransactionKind::Charge => t_string!(i18n, wallet_kind_charge),
                                 TransactionKind::Refund => t_string!(i18n, wallet_kind_refund),
+                                TransactionKind::SlaCredit => t_string!(i18n, wallet_kind_sla_credit),
                             };
                             let direction = if entry.amount.minor() < 0 { "out" } else { "in" };
                             view! {

@@ -8,6 +8,7 @@ pub mod booking;
 pub mod email;
 pub mod failover;
 pub mod format;
+pub mod incident;
 #[cfg(feature = "ssr")]
 pub mod language;
 #[cfg(feature = "ssr")]

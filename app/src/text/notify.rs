@@ -41,6 +41,7 @@ pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
         EventKind::IdleWarning => t_string!(i18n, notice_idle_warning),
         EventKind::WatchOffer => t_string!(i18n, notice_watch_offer),
         EventKind::StartedEarly => t_string!(i18n, notice_started_early),
+        EventKind::Incident => t_string!(i18n, notice_incident),
     }
     .to_string()
 }
@@ -204,6 +205,36 @@ pub fn lines(
             if let (Some(r), Some(was)) = (&notice.reservation, notice.was_start) {
                 let (start, was) = (at(r.window.start()), at(was));
                 lines.push(t_string!(i18n, notice_line_started_early, start, was).to_string());
+            }
+        }
+        EventKind::Incident => {
+            if let Some(incident) = &notice.incident {
+                let id = incident.id;
+                let state = crate::text::incident::state_name(i18n, incident.state);
+                let line = match incident.change {
+                    crate::domain::notify::IncidentChange::Opened => match incident.trigger {
+                        Some(trigger) => {
+                            let why = crate::text::incident::trigger_name(i18n, trigger);
+                            t_string!(i18n, notice_line_incident_opened_by_berth, id, why)
+                                .to_string()
+                        }
+                        None => t_string!(i18n, notice_line_incident_opened, id).to_string(),
+                    },
+                    crate::domain::notify::IncidentChange::Moved => {
+                        t_string!(i18n, notice_line_incident_moved, id, state).to_string()
+                    }
+                    crate::domain::notify::IncidentChange::Reply => {
+                        t_string!(i18n, notice_line_incident_reply, id).to_string()
+                    }
+                    crate::domain::notify::IncidentChange::Credited => t_string!(
+                        i18n,
+                        notice_line_incident_credited,
+                        id,
+                        amount = money.clone()
+                    )
+                    .to_string(),
+                };
+                lines.push(line);
             }
         }
         EventKind::NodeSilent => {

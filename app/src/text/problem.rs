@@ -95,6 +95,20 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         Problem::BadLength { days } => t_string!(i18n, problem_bad_length, days).to_string(),
         Problem::ToNotAfterFrom => t_string!(i18n, problem_to_not_after_from).to_string(),
         Problem::Reason { max } => t_string!(i18n, problem_reason, max).to_string(),
+        Problem::IncidentStep { state, .. } => {
+            t_string!(i18n, problem_incident_step, state = state.clone()).to_string()
+        }
+        Problem::NotInDiagnosis => t_string!(i18n, problem_not_in_diagnosis).to_string(),
+        Problem::AlreadyReopened => t_string!(i18n, problem_already_reopened).to_string(),
+        Problem::TextLength { max } => t_string!(i18n, problem_text_length, max).to_string(),
+        Problem::TooLongText { max } => t_string!(i18n, problem_too_long_text, max).to_string(),
+        Problem::ControlCharacters => t_string!(i18n, problem_control_characters).to_string(),
+        Problem::InTheFuture => t_string!(i18n, problem_in_the_future).to_string(),
+        Problem::GpuOfAnotherNode { uuid } => {
+            t_string!(i18n, problem_gpu_of_another_node, uuid).to_string()
+        }
+        Problem::IncidentTarget => t_string!(i18n, problem_incident_target).to_string(),
+        Problem::NoBookingOnGpu => t_string!(i18n, problem_no_booking_on_gpu).to_string(),
         Problem::Name { max } => t_string!(i18n, problem_name, max).to_string(),
         Problem::NoTarget => t_string!(i18n, problem_no_target).to_string(),
         Problem::UnknownAccount { raw } => {

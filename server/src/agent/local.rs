@@ -125,7 +125,9 @@ pub fn spawn_job(
                 Err(err) => tracing::warn!(error = %err, "telemetry rollup failed"),
             }
             // Platform admins hear about agents gone silent.
-            match telemetry::tell_silent_nodes(&db, clock.now()).await {
+            match telemetry::tell_silent_nodes(&db, settings.incident_first_response, clock.now())
+                .await
+            {
                 Ok(0) => {}
                 Ok(told) => tracing::warn!(nodes = told, "node agents went silent"),
                 Err(err) => tracing::warn!(error = %err, "checking for silent agents failed"),

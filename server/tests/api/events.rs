@@ -216,14 +216,14 @@ async fn platform_admins_hear_once_when_a_node_agent_goes_silent(backend: Backen
     // Still within the grace period: nothing.
     clock.advance(NODE_SILENT_AFTER - TimeDelta::seconds(30));
     assert_eq!(
-        telemetry::tell_silent_nodes(&app.db, clock.now())
+        telemetry::tell_silent_nodes(&app.db, chrono::TimeDelta::hours(4), clock.now())
             .await
             .unwrap(),
         0
     );
     clock.advance(TimeDelta::minutes(1));
     assert_eq!(
-        telemetry::tell_silent_nodes(&app.db, clock.now())
+        telemetry::tell_silent_nodes(&app.db, chrono::TimeDelta::hours(4), clock.now())
             .await
             .unwrap(),
         1
@@ -231,7 +231,7 @@ async fn platform_admins_hear_once_when_a_node_agent_goes_silent(backend: Backen
     // Once per silence.
     clock.advance(TimeDelta::minutes(10));
     assert_eq!(
-        telemetry::tell_silent_nodes(&app.db, clock.now())
+        telemetry::tell_silent_nodes(&app.db, chrono::TimeDelta::hours(4), clock.now())
             .await
             .unwrap(),
         0
@@ -246,7 +246,7 @@ async fn platform_admins_hear_once_when_a_node_agent_goes_silent(backend: Backen
     assert_eq!(status, 200);
     clock.advance(NODE_SILENT_AFTER + TimeDelta::minutes(1));
     assert_eq!(
-        telemetry::tell_silent_nodes(&app.db, clock.now())
+        telemetry::tell_silent_nodes(&app.db, chrono::TimeDelta::hours(4), clock.now())
             .await
             .unwrap(),
         1

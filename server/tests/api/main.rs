@@ -14,6 +14,7 @@ mod guarantees;
 mod health;
 mod helpers;
 mod idle_reclaim;
+mod incidents;
 mod input_ranges;
 mod inventory;
 mod ledger;

@@ -281,14 +281,20 @@ async fn node_tokens_and_payloads_are_checked(backend: Backend) {
     assert_eq!(post_json(&app, &user, report, &ok).await.0, 401);
     assert_eq!(sample_count(&app).await, 0);
 
-    // Another node's GPU → 403, and nothing of the report is stored.
+    // Another node's GPU → 409 naming it, and nothing of the report is stored.
     let mixed = json!({"samples": [sample("GPU-a1", now, 5), sample("GPU-b1", now, 5)]});
-    assert_eq!(post_json(&app, &a, report, &mixed).await.0, 403);
+    let (status, body) = post_json(&app, &a, report, &mixed).await;
+    assert_eq!(status, 409);
+    assert_eq!(body["code"], "gpu_of_another_node", "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("GPU-b1"),
+        "{body}"
+    );
     assert_eq!(
         post_json(&app, &a, register, &registration(&["GPU-a1", "GPU-b1"]))
             .await
             .0,
-        403
+        409
     );
     assert_eq!(sample_count(&app).await, 0);
 

@@ -178,6 +178,7 @@ async fn add_to_booking_totals(
     let (column, amount) = match kind {
         TransactionKind::Charge => (reservation::Column::ChargedMinor, -wallet_side),
         TransactionKind::Refund => (reservation::Column::RefundedMinor, wallet_side),
+        TransactionKind::SlaCredit => (reservation::Column::SlaCreditMinor, wallet_side),
         TransactionKind::Grant | TransactionKind::Deduct => return Ok(()),
     };
     if amount != 0 {
@@ -579,15 +580,17 @@ pub async fn audit(db: &impl ConnectionTrait) -> Result<Audit, DbErr> {
     let drifted_bookings = IdRow::find_by_statement(ids("SELECT r.id AS id FROM reservations r \
          LEFT JOIN (SELECT t.reservation_id AS rid, \
          SUM(CASE WHEN t.kind = 'charge' THEN -e.amount_minor ELSE 0 END) AS charged, \
-         SUM(CASE WHEN t.kind = 'refund' THEN e.amount_minor ELSE 0 END) AS refunded \
+         SUM(CASE WHEN t.kind = 'refund' THEN e.amount_minor ELSE 0 END) AS refunded, \
+         SUM(CASE WHEN t.kind = 'sla_credit' THEN e.amount_minor ELSE 0 END) AS credited \
          FROM ledger_transactions t \
          JOIN ledger_entries e ON e.transaction_id = t.id \
          JOIN ledger_accounts a ON a.id = e.account_id \
-         WHERE t.reservation_id IS NOT NULL AND t.kind IN ('charge', 'refund') \
+         WHERE t.reservation_id IS NOT NULL AND t.kind IN ('charge', 'refund', 'sla_credit') \
          AND a.kind IN ('wallet', 'team_wallet') \
          GROUP BY t.reservation_id) m ON m.rid = r.id \
          WHERE r.charged_minor <> COALESCE(m.charged, 0) \
-         OR r.refunded_minor <> COALESCE(m.refunded, 0)"))
+         OR r.refunded_minor <> COALESCE(m.refunded, 0) \
+         OR r.sla_credit_minor <> COALESCE(m.credited, 0)"))
     .all(db)
     .await?;
     Ok(Audit {

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod calendar_feeds;
 pub mod env_profiles;
 pub mod idempotency;
+pub mod incidents;
 pub mod inventory;
 pub mod ledger;
 pub mod maintenance;

@@ -1005,6 +1005,7 @@ pub async fn views(
                 moved_to: moved_to.get(&row.id).copied(),
                 start_early: row.start_early,
                 early_from: row.early_from,
+                sla_credit_minor: row.sla_credit_minor,
             })
         })
         .collect()

@@ -195,6 +195,14 @@ pub async fn note_agent(
         .filter(node::Column::Id.eq(node_id))
         .exec(db)
         .await?;
+    super::incidents::note_driver(
+        db,
+        node_id,
+        registration.driver_version.as_deref(),
+        registration.source.as_str(),
+        now,
+    )
+    .await?;
     Ok(())
 }
 

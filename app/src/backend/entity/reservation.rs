@@ -94,6 +94,8 @@ pub struct Model {
     pub reclaimed_until: Option<DateTimeUtc>,
     /// What the reclaim refunded, minor units.
     pub reclaim_refund_minor: i64,
+    /// SLA credits its incidents paid, minor units.
+    pub sla_credit_minor: i64,
     /// A preemptible booking that asked to start early when its GPUs free up (backfill).
     pub start_early: bool,
     /// Moved to start early: the start it had before.

@@ -8,6 +8,7 @@ pub mod access;
 pub mod agent;
 pub mod csv_export;
 pub mod fleet;
+pub mod incidents;
 pub mod ledger;
 pub mod maintenance;
 pub mod profiles;
@@ -100,6 +101,11 @@ pub fn routes() -> Router<AppState> {
         .route("/reservations/{id}/keep-running", put(access::keep_running))
         .route("/reservations/{id}/access", get(access::reservation))
         .route("/reservations/{id}/still-using", post(reclaim::still_using))
+        .route("/incidents", get(incidents::list).post(incidents::open))
+        .route("/incidents/{id}", get(incidents::show))
+        .route("/incidents/{id}/export.json", get(incidents::export_json))
+        .route("/incidents/{id}/steps", post(incidents::step))
+        .route("/incidents/{id}/replies", post(incidents::reply))
         .route("/watches", get(watches::list).post(watches::create))
         .route("/watches/{id}", get(watches::show).delete(watches::cancel))
         .route("/watches/{id}/book", post(watches::book))

@@ -161,6 +161,7 @@ pub(crate) async fn insert_past_booking(
         idle_snoozed_at: NotSet,
         reclaimed_until: NotSet,
         reclaim_refund_minor: NotSet,
+        sla_credit_minor: NotSet,
         start_early: NotSet,
         early_from: NotSet,
     };

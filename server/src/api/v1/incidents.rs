@@ -1,0 +1,159 @@
+//! Incidents: open one on a booking or a GPU, read it with its evidence and diagnosis (also as a
+//! JSON export for machines and a single HTML file for people), move it through its workflow,
+//! reply.
+
+use crate::api::v1::{body_error, query_error};
+use axum::Json;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::incidents::{self, OpenRequest, StepRequest};
+use berth_app::backend::state::AppState;
+use berth_app::domain::evidence::{EvidenceReport, IncidentView, MessageView};
+use berth_app::error::AppError;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+/// `?reservation=` / `?gpu=` of the list.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    reservation: Option<i64>,
+    gpu: Option<i64>,
+}
+
+/// `GET /api/v1/incidents[?reservation=ID|gpu=ID]`: the incidents the caller may see, newest
+/// first (platform admins: every one).
+pub async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Json<Vec<IncidentView>>, AppError> {
+    let Query(query) = query.map_err(query_error)?;
+    Ok(Json(
+        incidents::list(&state, &actor, query.reservation, query.gpu).await?,
+    ))
+}
+
+/// What opening an incident takes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenBody {
+    reservation_id: Option<i64>,
+    gpu_id: Option<i64>,
+    #[serde(default)]
+    report: String,
+    from: Option<DateTime<Utc>>,
+    to: Option<DateTime<Utc>>,
+}
+
+/// `POST /api/v1/incidents`: 201 with the incident, its evidence and diagnosis; 404 for a
+/// booking that is not the caller's; 422 naming the field for bad input.
+pub async fn open(
+    State(state): State<AppState>,
+    actor: Actor,
+    body: Result<Json<OpenBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<EvidenceReport>), AppError> {
+    let Json(body) = body.map_err(body_error)?;
+    let id = incidents::open(
+        &state,
+        &actor,
+        OpenRequest {
+            reservation_id: body.reservation_id,
+            gpu_id: body.gpu_id,
+            report: body.report,
+            from: body.from,
+            to: body.to,
+        },
+    )
+    .await?;
+    let report = incidents::report(&state, &actor, id).await?;
+    Ok((StatusCode::CREATED, Json(report)))
+}
+
+/// `GET /api/v1/incidents/{id}`: the incident with its messages, evidence, diagnosis and SLA
+/// reading (the JSON export; `docs/incident-evidence.schema.json` describes it). Anyone but
+/// its holder, its opener and platform admins: 404.
+pub async fn show(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<Json<EvidenceReport>, AppError> {
+    Ok(Json(incidents::report(&state, &actor, id).await?))
+}
+
+/// `GET /api/v1/incidents/{id}/export.json`: the same, as a file to download.
+pub async fn export_json(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<impl IntoResponse, AppError> {
+    let report = incidents::report(&state, &actor, id).await?;
+    let body = serde_json::to_vec_pretty(&report).map_err(AppError::internal)?;
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/json".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"berth-incident-{id}.json\""),
+            ),
+        ],
+        body,
+    ))
+}
+
+/// A step.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepBody {
+    step: String,
+    cause: Option<String>,
+    #[serde(default)]
+    note: String,
+}
+
+/// `POST /api/v1/incidents/{id}/steps`: `acknowledge`, `diagnose`, `resolve`, `reject`
+/// (platform admins; the last three need a `cause` from the diagnosis or a `note` stating one)
+/// or `reopen` (its reporter, once, with a `note` giving the new evidence). 403 for a step the
+/// caller may not take, 409 for one its state does not allow.
+pub async fn step(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+    body: Result<Json<StepBody>, JsonRejection>,
+) -> Result<Json<IncidentView>, AppError> {
+    let Json(body) = body.map_err(body_error)?;
+    let view = incidents::take_step(
+        &state,
+        &actor,
+        id,
+        StepRequest {
+            step: body.step,
+            cause: body.cause,
+            note: body.note,
+        },
+    )
+    .await?;
+    Ok(Json(view))
+}
+
+/// A reply.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplyBody {
+    body: String,
+}
+
+/// `POST /api/v1/incidents/{id}/replies`: 201 with the reply.
+pub async fn reply(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+    body: Result<Json<ReplyBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<MessageView>), AppError> {
+    let Json(body) = body.map_err(body_error)?;
+    let message = incidents::reply(&state, &actor, id, &body.body).await?;
+    Ok((StatusCode::CREATED, Json(message)))
+}

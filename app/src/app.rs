@@ -11,6 +11,7 @@ use crate::pages::{
     fleet::FleetPage,
     gpu::GpuDetailPage,
     inbox::InboxPage,
+    incident::{IncidentDetailPage, IncidentsPage},
     inventory::InventoryPage,
     maintenance::MaintenancePage,
     nodes::NodesAdminPage,
@@ -91,6 +92,12 @@ pub fn App() -> impl IntoView {
                         <Route
                             path=(StaticSegment("reservations"), ParamSegment("id"))
                             view=ReservationPage
+                            ssr=SsrMode::Async
+                        />
+                        <Route path=StaticSegment("incidents") view=IncidentsPage ssr=SsrMode::Async />
+                        <Route
+                            path=(StaticSegment("incidents"), ParamSegment("id"))
+                            view=IncidentDetailPage
                             ssr=SsrMode::Async
                         />
                         <Route path=StaticSegment("wallet") view=WalletPage ssr=SsrMode::Async />

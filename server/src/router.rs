@@ -62,6 +62,10 @@ pub fn router(
         .merge(ops_routes(metrics_token))
         .merge(auth_routes())
         .nest("/api/v1", crate::api::v1::routes())
+        .route(
+            "/incidents/{id}/export.html",
+            get(crate::api::v1::incidents::export_html),
+        )
         .merge(extra)
         // Also registers the server functions, with `AppState` in their context.
         .leptos_routes(&state, routes, move || shell(shell_options.clone()))

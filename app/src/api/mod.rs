@@ -7,6 +7,7 @@ pub mod context;
 pub mod env_profiles;
 pub mod fleet;
 pub mod forms;
+pub mod incidents;
 pub mod inventory;
 pub mod ledger;
 pub mod maintenance;

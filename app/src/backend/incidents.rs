@@ -770,6 +770,7 @@ async fn view(
         source: Source::parse(&row.source).unwrap_or(Source::User),
         trigger: row.trigger.as_deref().and_then(Trigger::parse),
         opened_by,
+        opened_by_id: row.opened_by,
         opened_at: row.created_at,
         report: row.report.clone(),
         reservation: booking,

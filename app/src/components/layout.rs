@@ -33,6 +33,7 @@ pub fn Header() -> impl IntoView {
                 <a href="/calendar" aria-current=move || current("/calendar")>{t!(i18n, nav_calendar)}</a>
                 <a href="/reservations" aria-current=move || current("/reservations")>{t!(i18n, nav_reservations)}</a>
                 <a href="/watches" aria-current=move || current("/watches")>{t!(i18n, nav_watches)}</a>
+                <a href="/incidents" aria-current=move || current("/incidents")>{t!(i18n, nav_incidents)}</a>
                 <a href="/wallet" aria-current=move || current("/wallet")>{t!(i18n, nav_wallet)}</a>
                 <a href="/teams" aria-current=move || current("/teams")>{t!(i18n, nav_teams)}</a>
                 <a href="/reports" aria-current=move || current("/reports")>{t!(i18n, nav_reports)}</a>

@@ -26,6 +26,8 @@ pub struct IncidentView {
     pub trigger: Option<Trigger>,
     /// Who opened it, by name (none: Berth).
     pub opened_by: Option<String>,
+    /// … and their user id.
+    pub opened_by_id: Option<i64>,
     /// When.
     pub opened_at: DateTime<Utc>,
     /// What the reporter saw.

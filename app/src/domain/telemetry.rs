@@ -737,6 +737,8 @@ pub enum Metric {
     Temperature,
     /// Power draw, W.
     Power,
+    /// SM clock, MHz (raw samples only: rollups do not keep it).
+    SmClock,
 }
 
 impl Series {
@@ -752,6 +754,7 @@ impl Series {
                         Metric::MemoryUsed => r.memory_used_mib.map(|v| v as f64),
                         Metric::Temperature => r.temperature_c.map(f64::from),
                         Metric::Power => r.power_mw.map(|mw| f64::from(mw) / 1000.0),
+                        Metric::SmClock => r.sm_clock_mhz.map(f64::from),
                     }?;
                     Some(ChartPoint {
                         at: p.at,
@@ -771,6 +774,7 @@ impl Series {
                         Metric::MemoryUsed => r.memory_used_mib,
                         Metric::Temperature => r.temperature_c,
                         Metric::Power => r.power_w,
+                        Metric::SmClock => None,
                     }?;
                     Some(ChartPoint {
                         at: r.minute,

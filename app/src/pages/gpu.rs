@@ -191,6 +191,7 @@ fn GpuView(page: GpuPage) -> impl IntoView {
             </dl>
         </header>
         {vanished.then(|| view! { <p class="notice notice-warn" role="note">{t!(i18n, gpu_vanished_note)}</p> })}
+        <crate::pages::incident::ReportProblem gpu_id=gpu.id back=format!("/gpus/{}", gpu.id) />
         {stale.then(|| view! { <p class="notice notice-warn" role="note">{t!(i18n, stale_hint)}</p> })}
 
         <section class="gpu-section" class:stale=stale aria-labelledby="current-heading">
@@ -254,11 +255,11 @@ fn HistorySection(
     let (from, to) = (history.from, history.to);
     let heading_id = match window {
         ChartRange::Hour => "history-hour",
-        ChartRange::Day => "history-day",
+        ChartRange::Day | ChartRange::Incident => "history-day",
     };
     let heading = move || match window {
         ChartRange::Hour => t_string!(i18n, history_hour).to_string(),
-        ChartRange::Day => t_string!(i18n, history_day).to_string(),
+        ChartRange::Day | ChartRange::Incident => t_string!(i18n, history_day).to_string(),
     };
     let gib = |points: Vec<ChartPoint>| -> Vec<ChartPoint> {
         points

@@ -8,6 +8,7 @@ pub mod env_profiles;
 pub mod fleet;
 pub mod gpu;
 pub mod inbox;
+pub mod incident;
 pub mod inventory;
 pub mod maintenance;
 pub mod nodes;

@@ -16,7 +16,7 @@ use crate::i18n::*;
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
 /// The reservation page.
 #[component]
@@ -34,7 +34,15 @@ pub fn ReservationPage() -> impl IntoView {
         <Title text=t_string!(i18n, reservation_page_title).to_string() />
         <section class="reservation-page">
             <p class="back"><a href="/reservations">{t!(i18n, reservation_back)}</a></p>
+            {move || {
+                let error = use_query_map().with_untracked(|q| q.get("error"));
+                crate::components::error::form_outcome(None, error)
+            }}
             <ReservationAccessView id=id() />
+            <crate::pages::incident::ReportProblem
+                reservation_id=id()
+                back=format!("/reservations/{}", id())
+            />
         </section>
     }
 }

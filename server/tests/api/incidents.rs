@@ -117,6 +117,67 @@ async fn incident(app: &TestApp, token: &str, id: i64) -> Value {
     body
 }
 
+/// Checks `export` against `docs/incident-evidence.schema.json` with Python's `jsonschema`
+/// (installed by scripts/test.sh).
+fn assert_valid_export(export: &Value) {
+    let schema = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/incident-evidence.schema.json"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("export.json");
+    std::fs::write(&file, serde_json::to_vec(export).unwrap()).unwrap();
+    let check = "import json, sys, jsonschema\n\
+        schema = json.load(open(sys.argv[1])); doc = json.load(open(sys.argv[2]))\n\
+        jsonschema.Draft202012Validator.check_schema(schema)\n\
+        errors = [e.message + ' at ' + '/'.join(map(str, e.absolute_path)) for e in \
+          jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).iter_errors(doc)]\n\
+        print('\\n'.join(errors[:10])); sys.exit(1 if errors else 0)";
+    let out = std::process::Command::new(python())
+        .args(["-c", check, schema, file.to_str().unwrap()])
+        .output()
+        .expect("python with jsonschema");
+    assert!(
+        out.status.success(),
+        "the export does not match the schema:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // And the schema is strict: a field it does not know is refused.
+    let mut drifted = export.clone();
+    drifted["incident"]["surprise"] = json!(1);
+    std::fs::write(&file, serde_json::to_vec(&drifted).unwrap()).unwrap();
+    let out = std::process::Command::new(python())
+        .args(["-c", check, schema, file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "the schema accepted an unknown field"
+    );
+}
+
+/// The HTML export loads nothing from anywhere: no script, no stylesheet or image link, no
+/// remote URL.
+fn assert_self_contained(html: &str) {
+    assert!(
+        html.starts_with("<!DOCTYPE html>"),
+        "{}",
+        &html[..80.min(html.len())]
+    );
+    for forbidden in [
+        "<script",
+        "<link",
+        "src=\"http",
+        "url(http",
+        "@import",
+        "<form",
+    ] {
+        assert!(!html.contains(forbidden), "the export holds `{forbidden}`");
+    }
+    assert!(html.contains("<style>"), "styles inlined");
+}
+
 fn causes(report: &Value) -> Vec<String> {
     report["diagnosis"]["hypotheses"]
         .as_array()
@@ -266,6 +327,33 @@ async fn issue_27_an_xid_79_during_a_lease_opens_an_incident_with_the_diagnosis_
     assert!(
         wallet_page.to_string().contains("sla_credit"),
         "{wallet_page}"
+    );
+
+    // The export: JSON that validates against the schema in the repository, and one HTML file
+    // with nothing outside it.
+    let (status, export) = get(&app, &ana, &format!("/api/v1/incidents/{id}/export.json")).await;
+    assert_eq!(status, 200);
+    assert_valid_export(&export);
+    let html = crate::helpers::client()
+        .get(app.url(&format!("/incidents/{id}/export.html")))
+        .bearer_auth(&ana)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(html.status(), 200);
+    assert!(
+        html.headers()["content-disposition"]
+            .to_str()
+            .unwrap()
+            .contains(&format!("berth-incident-{id}.html"))
+    );
+    let html = html.text().await.unwrap();
+    assert_self_contained(&html);
+    assert!(html.contains("XID 79"), "the diagnosis is in the file");
+    assert_eq!(
+        html.matches("class=\"chart-svg\"").count(),
+        5,
+        "five charts of the one GPU"
     );
 
     // Ana was told: opened by Berth, and the credit.

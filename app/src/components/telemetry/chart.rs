@@ -17,6 +17,8 @@ pub enum ChartRange {
     Hour,
     /// The last day, one-minute rollups.
     Day,
+    /// An incident's window.
+    Incident,
 }
 
 /// A chart of one metric over `[from, to]`. `points` are in the unit the chart shows (memory in
@@ -39,10 +41,12 @@ pub fn TelemetryChart(
         Metric::MemoryUsed => t_string!(i18n, chart_memory).to_string(),
         Metric::Temperature => t_string!(i18n, chart_temperature).to_string(),
         Metric::Power => t_string!(i18n, chart_power).to_string(),
+        Metric::SmClock => t_string!(i18n, chart_sm_clock).to_string(),
     };
     let range_name = move || match window {
         ChartRange::Hour => t_string!(i18n, history_hour).to_string(),
         ChartRange::Day => t_string!(i18n, history_day).to_string(),
+        ChartRange::Incident => t_string!(i18n, incident_window_title).to_string(),
     };
     let label = move || {
         t_string!(
@@ -58,6 +62,7 @@ pub fn TelemetryChart(
         Metric::MemoryUsed => "memory_used",
         Metric::Temperature => "temperature",
         Metric::Power => "power",
+        Metric::SmClock => "sm_clock",
     };
     // Memory keeps a decimal; the others are whole numbers.
     let value_decimals = if metric == Metric::MemoryUsed { 1 } else { 0 };
@@ -126,6 +131,7 @@ pub fn TelemetryChart(
                             Metric::MemoryUsed => t_string!(i18n, value_gib, value = value),
                             Metric::Temperature => t_string!(i18n, value_celsius, value = value),
                             Metric::Power => t_string!(i18n, value_watts, value = value),
+                            Metric::SmClock => t_string!(i18n, value_mhz, value = value),
                         }
                         .to_string();
                         t_string!(i18n, chart_latest, value = value).to_string()

@@ -104,6 +104,51 @@ pub async fn export_json(
     ))
 }
 
+/// `GET /incidents/{id}/export.html`: the incident as one self-contained HTML file (styles
+/// inlined, charts as SVG, no script), in the reader's language and time zone, to download.
+pub async fn export_html(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+    request: axum::extract::Request,
+) -> Result<impl IntoResponse, AppError> {
+    let report = incidents::report(&state, &actor, id).await?;
+    let (parts, _) = request.into_parts();
+    let zone_name = actor
+        .user
+        .time_zone
+        .clone()
+        .or_else(|| berth_app::backend::viewer::zone_from_headers(&parts.headers));
+    let from = report.incident.from - chrono::TimeDelta::hours(2);
+    let to = report.incident.to.max(state.now()) + chrono::TimeDelta::hours(1);
+    let zone = berth_app::backend::viewer::zone_named(zone_name.as_deref(), from, to);
+    let page = berth_app::api::incidents::IncidentPage {
+        admin: false,
+        reporter: false,
+        currency: state.portal.currency.clone(),
+        zone,
+        report,
+    };
+    let options = &state.leptos_options;
+    let css_path = std::path::Path::new(options.site_root.as_ref())
+        .join(options.site_pkg_dir.as_ref())
+        .join(format!("{}.css", options.output_name));
+    let css = tokio::fs::read_to_string(&css_path)
+        .await
+        .unwrap_or_default();
+    let html = berth_app::pages::incident::export_html(page, &css, parts);
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"berth-incident-{id}.html\""),
+            ),
+        ],
+        html,
+    ))
+}
+
 /// A step.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

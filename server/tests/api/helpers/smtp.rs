@@ -23,7 +23,7 @@ pub struct SmtpSink {
     child: Child,
 }
 
-fn python() -> String {
+pub(crate) fn python() -> String {
     if let Ok(python) = std::env::var("BERTH_TEST_PYTHON") {
         return python;
     }

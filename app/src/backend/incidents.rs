@@ -840,6 +840,7 @@ pub async fn build(
     let node_gpus = db::incidents::gpus_of_nodes(db, &node_ids).await?;
     let drivers = db::incidents::driver_versions(db, &node_ids, from, to).await?;
     let mut reports: HashMap<i64, Vec<DateTime<Utc>>> = HashMap::new();
+    let mut reported_before: Option<DateTime<Utc>> = None;
     let mut nodes = Vec::with_capacity(node_rows.len());
     for node in &node_rows {
         let ids: Vec<i64> = node_gpus
@@ -847,14 +848,16 @@ pub async fn build(
             .filter(|(_, n)| *n == node.id)
             .map(|(g, _)| *g)
             .collect();
-        let times = db::incidents::report_times(db, &ids, from, to, raw).await?;
+        let before = db::incidents::last_report_before(db, &ids, observed_from).await?;
+        let times = db::incidents::report_times(db, &ids, observed_from, to, raw).await?;
         let interval = TimeDelta::seconds(i64::from(node.report_interval_s.unwrap_or(5).max(1)));
         let longest = if raw {
             interval * 3
         } else {
             (interval * 3).max(TimeDelta::minutes(2))
         };
-        let mut marks = vec![observed_from];
+        // Nothing before a node's first report is a gap: it was not there yet.
+        let mut marks: Vec<DateTime<Utc>> = before.map(|_| observed_from).into_iter().collect();
         marks.extend(times.iter().copied());
         marks.push(to.min(now));
         let gaps = marks
@@ -865,7 +868,8 @@ pub async fn build(
                 to: pair[1],
             })
             .collect();
-        reports.insert(node.id, times);
+        reported_before = reported_before.max(before);
+        reports.insert(node.id, before.into_iter().chain(times).collect());
         nodes.push(NodeHealth {
             id: node.id,
             name: node.name.clone(),
@@ -1115,6 +1119,7 @@ pub async fn build(
                 target: a.target.clone(),
             })
             .collect(),
+        reported_before,
     };
     let diagnosis: Diagnosis = diagnosis::diagnose(&evidence, &settings.thresholds);
 

@@ -147,6 +147,10 @@ pub struct Evidence {
     pub report_interval_seconds: u32,
     /// Admin changes in the window (and the hour before it).
     pub admin_changes: Vec<AdminChange>,
+    /// The node last reported before the window, if ever: a silence from the window's start
+    /// counts from then; with no report before, the node was not there yet (a new node, a
+    /// portal that just started) and nothing before its first report is a silence.
+    pub reported_before: Option<DateTime<Utc>>,
 }
 
 /// When the rules speak up.
@@ -629,7 +633,11 @@ fn silences(evidence: &Evidence, thresholds: &Thresholds) -> Vec<(DateTime<Utc>,
         .collect();
     times.sort_unstable();
     times.dedup();
-    let mut marks = vec![evidence.window.start()];
+    let mut marks: Vec<DateTime<Utc>> = evidence
+        .reported_before
+        .map(|_| evidence.window.start())
+        .into_iter()
+        .collect();
     marks.extend(times);
     marks.push(evidence.window.end());
     marks
@@ -682,6 +690,7 @@ mod tests {
             }],
             report_interval_seconds: 60,
             admin_changes: vec![],
+            reported_before: Some(at(-1)),
         }
     }
 

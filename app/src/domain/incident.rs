@@ -439,7 +439,17 @@ pub fn lost_spans(
         }
         if policy.node_silent {
             let longest = interval * i32::try_from(policy.silent_intervals.max(1)).unwrap_or(3);
-            let mut marks = vec![held.start()];
+            // From the node's last report before the booking's stretch, if it had one: with
+            // none, the node was not there yet (new, or the portal just started).
+            let mut marks: Vec<DateTime<Utc>> = gpu
+                .node_reports
+                .iter()
+                .copied()
+                .filter(|at| *at < held.start())
+                .max()
+                .map(|_| held.start())
+                .into_iter()
+                .collect();
             marks.extend(
                 gpu.node_reports
                     .iter()
@@ -571,7 +581,9 @@ mod tests {
         GpuAvailability {
             gpu: "node-a #0".into(),
             held: Span::new(at(10, 0), at(12, 0)).unwrap(),
-            node_reports: samples.iter().map(|s| s.at).collect(),
+            node_reports: std::iter::once(at(9, 59))
+                .chain(samples.iter().map(|s| s.at))
+                .collect(),
             samples,
             fell_off_bus_at: None,
             gone_at: None,
@@ -841,6 +853,17 @@ mod tests {
         let spans = lost_spans(&[g], 60, &SlaPolicy::default());
         assert!(spans.iter().any(|s| s.cause == LossCause::NodeSilent));
         assert_eq!(lost_gpu_minutes(&spans), 31);
+    }
+
+    #[test]
+    fn nothing_before_a_new_nodes_first_report_is_a_silence() {
+        let mut g = gpu(every_minute(at(10, 20), at(12, 0)));
+        g.node_reports = g.samples.iter().map(|s| s.at).collect();
+        assert!(lost_spans(std::slice::from_ref(&g), 60, &SlaPolicy::default()).is_empty());
+        // A node that reported before the booking and then went quiet is silent from its start.
+        g.node_reports.insert(0, at(9, 0));
+        let spans = lost_spans(&[g], 60, &SlaPolicy::default());
+        assert_eq!(lost_gpu_minutes(&spans), 20);
     }
 
     #[test]

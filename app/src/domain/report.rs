@@ -311,6 +311,9 @@ pub struct BookingFact {
     /// What that reclaim refunded, minor units (part of `refunded_minor`).
     #[serde(default)]
     pub reclaim_refund_minor: i64,
+    /// SLA credits its incidents paid, minor units.
+    #[serde(default)]
+    pub sla_credit_minor: i64,
     /// Booked from a window held for a watch.
     #[serde(default)]
     pub from_watch: bool,
@@ -406,6 +409,9 @@ pub struct Totals {
     /// Refunded for them, minor units.
     #[serde(default)]
     pub reclaim_refund_minor: i64,
+    /// SLA credits paid for incidents, minor units.
+    #[serde(default)]
+    pub sla_credit_minor: i64,
     /// Bookings made from a window held for a watch (watches served).
     #[serde(default)]
     pub watches_served: u32,
@@ -433,6 +439,7 @@ impl Totals {
         }
         self.charged_minor += fact.charged_minor;
         self.refunded_minor += fact.refunded_minor;
+        self.sla_credit_minor += fact.sla_credit_minor;
         self.measured_share_minutes += fact.usage.measured_minutes * share;
         self.idle_share_minutes += fact.usage.idle_minutes * share;
         #[expect(
@@ -453,7 +460,7 @@ impl Totals {
 
     /// Charged less refunded.
     pub fn net_minor(&self) -> i64 {
-        self.charged_minor - self.refunded_minor
+        self.charged_minor - self.refunded_minor - self.sla_credit_minor
     }
 
     /// GPU-hours reserved.
@@ -1004,6 +1011,7 @@ mod tests {
             refunded_minor: 0,
             reclaimed_until: None,
             reclaim_refund_minor: 0,
+            sla_credit_minor: 0,
             from_watch: false,
             usage: Usage::default(),
         }

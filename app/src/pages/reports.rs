@@ -279,6 +279,10 @@ fn Summary(totals: Totals, currency: Currency) -> impl IntoView {
                 </dd>
             </div>
             <div>
+                <dt>{t!(i18n, report_sla_credits)}</dt>
+                <dd data-sla-credits=totals.sla_credit_minor>{money_string(i18n, Money::from_minor(totals.sla_credit_minor), &currency)}</dd>
+            </div>
+            <div>
                 <dt>{t!(i18n, report_watches_served)}</dt>
                 <dd>{totals.watches_served}</dd>
             </div>

@@ -323,6 +323,27 @@ async fn issue_27_an_xid_79_during_a_lease_opens_an_incident_with_the_diagnosis_
     assert_eq!(was["sla_credit_minor"], credit, "{was}");
     let audit = assert_books_balance(&app).await;
     assert!(audit.is_clean(), "{audit:?}");
+    // The cost report shows it, and the net spend is less by it.
+    let day = |at: DateTime<Utc>| at.date_naive().to_string();
+    let query = format!(
+        "from={}&to={}&tz=UTC",
+        day(start),
+        day(start + TimeDelta::days(1))
+    );
+    let (status, usage) = get(
+        &app,
+        &ana,
+        &format!("/api/v1/reports/usage?{query}&group_by=user"),
+    )
+    .await;
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(usage["totals"]["sla_credits_minor"], credit, "{usage}");
+    assert_eq!(
+        usage["totals"]["net_spend_minor"].as_i64().unwrap(),
+        usage["totals"]["charged_minor"].as_i64().unwrap()
+            - usage["totals"]["refunds_minor"].as_i64().unwrap()
+            - credit
+    );
     let (_, wallet_page) = get(&app, &ana, "/api/v1/wallet").await;
     assert!(
         wallet_page.to_string().contains("sla_credit"),

@@ -632,3 +632,32 @@ pub async fn report_times(
     };
     Ok(times.into_iter().map(from_ms).collect())
 }
+
+/// When any of `gpu_ids` last reported before `before` (raw samples, else rollups), if ever.
+pub async fn last_report_before(
+    db: &impl ConnectionTrait,
+    gpu_ids: &[i64],
+    before: DateTime<Utc>,
+) -> Result<Option<DateTime<Utc>>, DbErr> {
+    use crate::backend::db::telemetry::{from_ms, to_ms};
+    use crate::backend::entity::{gpu_rollup, gpu_sample};
+    let raw: Option<i64> = gpu_sample::Entity::find()
+        .select_only()
+        .column(gpu_sample::Column::AtMs)
+        .filter(gpu_sample::Column::GpuId.is_in(gpu_ids.to_vec()))
+        .filter(gpu_sample::Column::AtMs.lt(to_ms(before)))
+        .order_by_desc(gpu_sample::Column::AtMs)
+        .into_tuple()
+        .one(db)
+        .await?;
+    let rolled: Option<i64> = gpu_rollup::Entity::find()
+        .select_only()
+        .column(gpu_rollup::Column::MinuteMs)
+        .filter(gpu_rollup::Column::GpuId.is_in(gpu_ids.to_vec()))
+        .filter(gpu_rollup::Column::MinuteMs.lt(to_ms(before)))
+        .order_by_desc(gpu_rollup::Column::MinuteMs)
+        .into_tuple()
+        .one(db)
+        .await?;
+    Ok(Ord::max(raw, rolled).map(from_ms))
+}

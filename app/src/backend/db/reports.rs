@@ -123,6 +123,7 @@ struct BookingRow {
     refunded_minor: i64,
     reclaimed_until: Option<DateTime<Utc>>,
     reclaim_refund_minor: i64,
+    sla_credit_minor: i64,
 }
 
 /// The facts of the bookings that meet `condition` (on `reservations`), oldest first.
@@ -147,6 +148,7 @@ async fn facts_where(
             reservation::Column::RefundedMinor,
             reservation::Column::ReclaimedUntil,
             reservation::Column::ReclaimRefundMinor,
+            reservation::Column::SlaCreditMinor,
         ])
         .filter(condition.clone())
         .into_model::<BookingRow>()
@@ -259,6 +261,7 @@ async fn facts_where(
             refunded_minor: row.refunded_minor,
             reclaimed_until: row.reclaimed_until,
             reclaim_refund_minor: row.reclaim_refund_minor,
+            sla_credit_minor: row.sla_credit_minor,
             usage: usage.get(&row.id).copied().unwrap_or_default(),
         })
         .collect();

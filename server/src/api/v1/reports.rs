@@ -235,6 +235,8 @@ struct ApiTotals {
     reclaimed_bookings: u32,
     reclaimed_gpu_hours: f64,
     reclaim_refunds: String,
+    sla_credits: String,
+    sla_credits_minor: i64,
     watches_served: u32,
 }
 
@@ -263,6 +265,8 @@ fn api_totals(totals: &Totals, currency: &Currency) -> ApiTotals {
         reclaimed_bookings: totals.reclaimed,
         reclaimed_gpu_hours: round2(totals.reclaimed_hours()),
         reclaim_refunds: money(totals.reclaim_refund_minor),
+        sla_credits: money(totals.sla_credit_minor),
+        sla_credits_minor: totals.sla_credit_minor,
         watches_served: totals.watches_served,
     }
 }

@@ -28,26 +28,7 @@ const HOUR_MINOR: i64 = 200;
 
 /// A node `name` reporting every minute, with `count` GPUs `GPU-<name><i>`: its token and GPU ids.
 async fn node(app: &TestApp, name: &str, count: usize) -> (String, Vec<i64>) {
-    let (_, token) = berth_app::backend::telemetry::issue_node_token(
-        &app.db,
-        name,
-        Some(true),
-        None,
-        app.state.now(),
-    )
-    .await
-    .unwrap();
-    let registration = json!({
-        "hostname": format!("{name}.example"), "driver_version": "550.54.15", "source": "nvml",
-        "interval_seconds": 60,
-        "gpus": (0..count).map(|i| json!({
-            "uuid": format!("GPU-{name}{i}"), "name": MODEL, "pci_bus_id": null,
-            "memory_total_mib": 16384, "device_index": i
-        })).collect::<Vec<_>>()
-    });
-    let (status, body) = post_json(app, &token, "/api/v1/agent/register", &registration).await;
-    assert_eq!(status, 200, "{body}");
-    (token, gpus_of(app, MODEL).await)
+    agent_node_every(app, name, MODEL, count, 60).await
 }
 
 /// One sample a minute for `uuids` over `[from, to)`, each made by `values(uuid, at)`.

@@ -199,6 +199,17 @@ pub(crate) async fn agent_node(
     model: &str,
     count: usize,
 ) -> (String, Vec<i64>) {
+    agent_node_every(app, prefix, model, count, 5).await
+}
+
+/// [`agent_node`] with an agent that reports every `interval_seconds`.
+pub(crate) async fn agent_node_every(
+    app: &TestApp,
+    prefix: &str,
+    model: &str,
+    count: usize,
+    interval_seconds: u32,
+) -> (String, Vec<i64>) {
     let (_, token) = berth_app::backend::telemetry::issue_node_token(
         &app.db,
         prefix,
@@ -210,7 +221,7 @@ pub(crate) async fn agent_node(
     .unwrap();
     let registration = json!({
         "hostname": format!("{prefix}.example"), "driver_version": "550.54.15", "source": "nvml",
-        "interval_seconds": 5,
+        "interval_seconds": interval_seconds,
         "gpus": (0..count).map(|i| json!({
             "uuid": format!("GPU-{prefix}{i}"), "name": model, "pci_bus_id": null,
             "memory_total_mib": 16384, "device_index": i

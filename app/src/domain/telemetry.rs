@@ -799,6 +799,21 @@ impl Series {
     }
 }
 
+/// Memory points in MiB as GiB, for a chart.
+pub fn in_gib(points: Vec<ChartPoint>) -> Vec<ChartPoint> {
+    points
+        .into_iter()
+        .map(|p| ChartPoint {
+            at: p.at,
+            value: Stat {
+                min: p.value.min / 1024.0,
+                avg: p.value.avg / 1024.0,
+                max: p.value.max / 1024.0,
+            },
+        })
+        .collect()
+}
+
 /// Longest range the history API serves.
 pub const MAX_HISTORY_DAYS: i64 = 31;
 /// Longest range served as raw samples.

@@ -11,7 +11,7 @@ use crate::components::telemetry::{
 };
 use crate::domain::chart::ValueRange;
 use crate::domain::gpu::GpuStatus;
-use crate::domain::telemetry::{ChartPoint, GpuHistory, Metric, SourceKind, Stat};
+use crate::domain::telemetry::{GpuHistory, Metric, SourceKind, in_gib};
 use crate::domain::zone::ZoneOffsets;
 use crate::error::AppError;
 use crate::i18n::*;
@@ -261,19 +261,6 @@ fn HistorySection(
         ChartRange::Hour => t_string!(i18n, history_hour).to_string(),
         ChartRange::Day | ChartRange::Incident => t_string!(i18n, history_day).to_string(),
     };
-    let gib = |points: Vec<ChartPoint>| -> Vec<ChartPoint> {
-        points
-            .into_iter()
-            .map(|p| ChartPoint {
-                at: p.at,
-                value: Stat {
-                    min: p.value.min / 1024.0,
-                    avg: p.value.avg / 1024.0,
-                    max: p.value.max / 1024.0,
-                },
-            })
-            .collect()
-    };
     let total_gib = total_mib as f64 / 1024.0;
     let charts = [
         (
@@ -286,7 +273,7 @@ fn HistorySection(
         ),
         (
             Metric::MemoryUsed,
-            gib(history.series.chart(Metric::MemoryUsed)),
+            in_gib(history.series.chart(Metric::MemoryUsed)),
             ValueRange::Fixed {
                 min: 0.0,
                 max: total_gib,

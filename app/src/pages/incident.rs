@@ -15,7 +15,7 @@ use crate::domain::diagnosis::{Cause, Hypothesis};
 use crate::domain::evidence::{EvidenceReport, GpuTrack, IncidentView};
 use crate::domain::incident::IncidentState;
 use crate::domain::money::{Currency, Money};
-use crate::domain::telemetry::{ChartPoint, Metric, Stat};
+use crate::domain::telemetry::{Metric, in_gib};
 use crate::domain::time_text::{date_minute, date_second};
 use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
@@ -465,23 +465,10 @@ fn gpu_charts(
     zone: &ZoneOffsets,
 ) -> AnyView {
     let total_gib = track.memory_mib as f64 / 1024.0;
-    let gib = |points: Vec<ChartPoint>| -> Vec<ChartPoint> {
-        points
-            .into_iter()
-            .map(|p| ChartPoint {
-                at: p.at,
-                value: Stat {
-                    min: p.value.min / 1024.0,
-                    avg: p.value.avg / 1024.0,
-                    max: p.value.max / 1024.0,
-                },
-            })
-            .collect()
-    };
     let series = &track.series;
     let charts = [
         (Metric::GpuUtil, series.chart(Metric::GpuUtil), ValueRange::Fixed { min: 0.0, max: 100.0 }),
-        (Metric::MemoryUsed, gib(series.chart(Metric::MemoryUsed)), ValueRange::Fixed { min: 0.0, max: total_gib }),
+        (Metric::MemoryUsed, in_gib(series.chart(Metric::MemoryUsed)), ValueRange::Fixed { min: 0.0, max: total_gib }),
         (Metric::Temperature, series.chart(Metric::Temperature), ValueRange::Auto),
         (Metric::Power, series.chart(Metric::Power), ValueRange::FromZero { at_least: 0.0 }),
         (Metric::SmClock, series.chart(Metric::SmClock), ValueRange::FromZero { at_least: 0.0 }),

@@ -129,7 +129,8 @@ async fn bench_backend(backend: Backend, options: &Options) {
     let long = eight_gpu_booking(&conn, now - TimeDelta::days(6), now - TimeDelta::hours(25))
         .await
         .expect("an 8-GPU booking in the past week");
-    let recent = eight_gpu_booking(&conn, now - TimeDelta::hours(12), now - TimeDelta::hours(3)).await;
+    let recent =
+        eight_gpu_booking(&conn, now - TimeDelta::hours(12), now - TimeDelta::hours(3)).await;
     mark_the_booking(&conn, &long, now).await;
     analyze(&conn).await;
     println!(
@@ -200,7 +201,9 @@ async fn bench_backend(backend: Backend, options: &Options) {
                 None,
             );
         }
-        None => println!("(no 8-GPU booking started 3 to 12 hours ago: the raw-sample case is skipped)"),
+        None => {
+            println!("(no 8-GPU booking started 3 to 12 hours ago: the raw-sample case is skipped)")
+        }
     }
 
     let _ = stop.send(());
@@ -226,7 +229,7 @@ fn series(backend: Backend, a: i64, b: i64) -> String {
             "(WITH RECURSIVE s(k) AS (SELECT {a} UNION ALL SELECT k + 1 FROM s WHERE k < {b}) \
              SELECT k FROM s) AS m"
         ),
-        Backend::Postgres => format!("generate_series({a}, {b}) AS m(k)"),
+        Backend::Postgres => format!("generate_series({a}::bigint, {b}::bigint) AS m(k)"),
     }
 }
 

@@ -3,6 +3,8 @@ import { defineConfig } from "@playwright/test";
 // Berth is started by the test command (scripts/test.sh) with a fresh database and its address
 // is passed in BERTH_E2E_URL; running `npx playwright test` alone starts one on port 3210.
 const port = 3210;
+// localstripe (a fake Stripe from PyPI, installed by scripts/test.sh) for the card payments.
+export const stripePort = 3211;
 const external = process.env.BERTH_E2E_URL;
 const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
@@ -35,7 +37,15 @@ export default defineConfig({
   projects: [{ name: "chromium", use: { browserName: "chromium" } }],
   webServer: external
     ? undefined
-    : {
+    : [
+      {
+        command: `.tools/venv/bin/python server/tests/api/fixtures/localstripe_server.py ${stripePort}`,
+        cwd: "..",
+        url: `http://127.0.0.1:${stripePort}/js.stripe.com/v3/`,
+        reuseExistingServer: false,
+        timeout: 60_000,
+      },
+      {
         command: "target/debug/berth serve",
         cwd: "..",
         url: `http://127.0.0.1:${port}/readyz`,
@@ -51,6 +61,14 @@ export default defineConfig({
           BERTH_SIGN_IN_RATE_PER_MINUTE: "600",
           // The idle reclaim spec waits for the job: run it every few seconds.
           BERTH_IDLE_JOB_SECONDS: "5",
+          // Cards through localstripe; the cards spec sends its webhooks to this portal.
+          BERTH_PAYMENTS: "stripe",
+          BERTH_STRIPE_API_BASE: `http://127.0.0.1:${stripePort}`,
+          BERTH_STRIPE_JS_URL: `http://127.0.0.1:${stripePort}/js.stripe.com/v3/`,
+          BERTH_STRIPE_SECRET_KEY: "sk_test_berth",
+          BERTH_STRIPE_PUBLISHABLE_KEY: "pk_test_berth",
+          BERTH_STRIPE_WEBHOOK_SECRET: "whsec_test_berth",
         },
       },
+    ],
 });

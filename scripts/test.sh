@@ -35,9 +35,10 @@ ensure_node_modules() {
 }
 
 # Python tools the tests start on loopback: aiosmtpd (the SMTP server the e-mail tests send to),
-# icalendar (parses the calendar files Berth attaches) and moto (its server is the S3 the
-# workspace store is tested against), in a venv under .tools/.
-PY_TOOLS=("aiosmtpd==1.4.6" "icalendar==7.3.2" "moto[server]==5.2.5" "jsonschema==4.26.0")
+# icalendar (parses the calendar files Berth attaches), moto (its server is the S3 the
+# workspace store is tested against), jsonschema (checks the incident export against its schema)
+# and localstripe (the fake Stripe the card payments are tested against), in a venv under .tools/.
+PY_TOOLS=("aiosmtpd==1.4.6" "icalendar==7.3.2" "moto[server]==5.2.5" "jsonschema==4.26.0" "localstripe==1.15.10")
 ensure_python_tools() {
   local venv="$TOOLS/venv" stamp="$TOOLS/venv/.berth-tools"
   if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "${PY_TOOLS[*]}" ]; then

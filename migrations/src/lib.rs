@@ -36,6 +36,7 @@ mod m20261208_000028_idle_reclaim;
 mod m20261209_000029_watches;
 mod m20261210_000030_start_early;
 mod m20261211_000031_incidents;
+mod m20261212_000032_card_payments;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -76,6 +77,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261209_000029_watches::Migration),
             Box::new(m20261210_000030_start_early::Migration),
             Box::new(m20261211_000031_incidents::Migration),
+            Box::new(m20261212_000032_card_payments::Migration),
         ]
     }
 }

@@ -141,6 +141,25 @@ pub struct RawSettings {
     /// Let webhooks call private and local addresses (loopback, 10/8, 192.168/16, …). Off: a
     /// user cannot make Berth call inside the network it runs in.
     pub webhook_allow_private: bool,
+    /// Where money comes from: `manual` (platform admins grant credits received by invoice or
+    /// transfer) or `stripe` (users also save cards and top up by card; needs the three
+    /// `stripe_*` keys).
+    pub payments: PaymentsMode,
+    /// Stripe's secret key (`sk_…`).
+    pub stripe_secret_key: Option<String>,
+    /// Stripe's publishable key (`pk_…`), given to Stripe.js on the wallet page.
+    pub stripe_publishable_key: Option<String>,
+    /// The signing secret of the webhook endpoint set up in Stripe's dashboard (`whsec_…`)
+    /// for `<public_url>/api/v1/stripe/webhook`.
+    pub stripe_webhook_secret: Option<String>,
+    /// Stripe's API (default `https://api.stripe.com`; the tests point it at `localstripe`).
+    pub stripe_api_base: String,
+    /// Where the wallet page loads Stripe.js from (default `https://js.stripe.com/v3/`).
+    pub stripe_js_url: String,
+    /// The smallest top-up by card, in minor units.
+    pub top_up_min_minor: i64,
+    /// The largest top-up by card, in minor units.
+    pub top_up_max_minor: i64,
     /// Where saved workspaces are kept: a directory (default `workspaces` in `data_dir`) or
     /// `s3://BUCKET/PREFIX` (credentials and region from the `AWS_*` variables).
     pub workspace_store: Option<String>,
@@ -158,6 +177,16 @@ pub struct RawSettings {
     pub workspace_dir: String,
     /// The workspace directory is on a filesystem all nodes share: nothing is saved or restored.
     pub workspace_shared: bool,
+}
+
+/// Where money comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PaymentsMode {
+    /// Platform admins grant credits.
+    Manual,
+    /// Cards through Stripe, besides the admins' grants.
+    Stripe,
 }
 
 /// The agent inside `berth serve`.
@@ -306,6 +335,14 @@ impl Default for RawSettings {
             smtp_url: None,
             mail_from: None,
             webhook_allow_private: false,
+            payments: PaymentsMode::Manual,
+            stripe_secret_key: None,
+            stripe_publishable_key: None,
+            stripe_webhook_secret: None,
+            stripe_api_base: "https://api.stripe.com".to_owned(),
+            stripe_js_url: "https://js.stripe.com/v3/".to_owned(),
+            top_up_min_minor: 500,
+            top_up_max_minor: 1_000_000,
             workspace_store: None,
             workspace_s3_endpoint: None,
             workspace_s3_region: None,
@@ -423,6 +460,8 @@ pub struct Config {
     pub webhook_allow_private: bool,
     /// Where saved workspaces are kept.
     pub workspace_store: WorkspaceStoreSpec,
+    /// Stripe, when `payments = stripe`.
+    pub stripe: Option<berth_app::backend::stripe::StripeSettings>,
     /// The time every service and job reads: the system clock, or a clock a test moves.
     pub clock: std::sync::Arc<dyn berth_app::backend::clock::Clock>,
 }
@@ -517,6 +556,9 @@ pub enum ConfigError {
     /// The currency cannot be represented.
     #[error("currency (BERTH_CURRENCY): {0}")]
     Currency(#[from] CurrencyError),
+    /// `payments = stripe` without its keys, or top-up limits that make no sense.
+    #[error("{0}")]
+    Payments(String),
     /// An incident or SLA setting out of range.
     #[error(
         "incident_first_response_minutes must be 1-10080, sla_credit_percent 0-1000 and \
@@ -646,6 +688,7 @@ impl Config {
             .collect::<Result<Vec<_>, _>>()?;
         let workspace = workspace_settings(&raw)?;
         let workspace_store = workspace_store(&raw)?;
+        let (stripe, top_up) = payment_settings(&raw)?;
         let demo = raw.demo.unwrap_or(database.backend == Backend::Sqlite);
         let dev_sign_in = raw.dev_sign_in.unwrap_or(false);
         if dev_sign_in && !bind.ip().is_loopback() && !raw.dev_sign_in_public {
@@ -691,6 +734,7 @@ impl Config {
                 prepare_ahead: chrono::TimeDelta::minutes(i64::from(raw.prepare_ahead_minutes)),
                 workspace,
                 incidents,
+                top_up,
             },
             site_root: raw.site_root,
             sessions: SessionSettings {
@@ -716,9 +760,68 @@ impl Config {
             mail,
             webhook_allow_private: raw.webhook_allow_private,
             workspace_store,
+            stripe,
             clock: std::sync::Arc::new(berth_app::backend::clock::SystemClock),
         })
     }
+}
+
+/// Stripe's settings when `payments = stripe`, and the top-up limits, checked.
+fn payment_settings(
+    raw: &RawSettings,
+) -> Result<
+    (
+        Option<berth_app::backend::stripe::StripeSettings>,
+        berth_app::domain::payment::TopUpLimits,
+    ),
+    ConfigError,
+> {
+    let top_up = berth_app::domain::payment::TopUpLimits {
+        min_minor: raw.top_up_min_minor,
+        max_minor: raw.top_up_max_minor,
+    };
+    if top_up.min_minor < 1 || top_up.max_minor < top_up.min_minor {
+        return Err(ConfigError::Payments(
+            "top_up_min_minor must be at least 1 and top_up_max_minor at least top_up_min_minor"
+                .to_owned(),
+        ));
+    }
+    if raw.payments == PaymentsMode::Manual {
+        return Ok((None, top_up));
+    }
+    let key = |value: &Option<String>, name: &str, prefix: &str| {
+        value
+            .as_deref()
+            .map(str::trim)
+            .filter(|v| v.starts_with(prefix) && v.len() > prefix.len())
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                ConfigError::Payments(format!(
+                    "payments = stripe needs {name} (BERTH_{}), starting with `{prefix}`",
+                    name.to_ascii_uppercase()
+                ))
+            })
+    };
+    let api_base = raw.stripe_api_base.trim().trim_end_matches('/').to_owned();
+    if !(api_base.starts_with("https://") || api_base.starts_with("http://")) {
+        return Err(ConfigError::Payments(format!(
+            "stripe_api_base `{api_base}`: give an http(s) URL"
+        )));
+    }
+    Ok((
+        Some(berth_app::backend::stripe::StripeSettings {
+            api_base,
+            secret_key: key(&raw.stripe_secret_key, "stripe_secret_key", "sk_")?,
+            publishable_key: key(&raw.stripe_publishable_key, "stripe_publishable_key", "pk_")?,
+            webhook_secret: key(
+                &raw.stripe_webhook_secret,
+                "stripe_webhook_secret",
+                "whsec_",
+            )?,
+            js_url: raw.stripe_js_url.trim().to_owned(),
+        }),
+        top_up,
+    ))
 }
 
 /// The incident settings, checked.

@@ -12,6 +12,7 @@ pub mod agent;
 pub mod api;
 pub mod auth;
 pub mod calendar;
+pub mod card_reconcile;
 pub mod cli;
 pub mod configuration;
 pub mod logging;

@@ -47,6 +47,14 @@ pub fn router(
     // `public_url` is https exactly when session cookies are `Secure` (see configuration).
     let headers_settings = SecurityHeaders {
         hsts: sessions.secure_cookie,
+        stripe: state.stripe.as_ref().and_then(|client| {
+            let settings = client.settings();
+            crate::middleware::security_headers::StripeOrigins::of(
+                &settings.js_url,
+                &settings.api_base,
+            )
+            .map(std::sync::Arc::new)
+        }),
     };
     let shell_options = state.leptos_options.clone();
     let session_layer = SessionManagerLayer::new(DbSessionStore::new(state.db.clone()))

@@ -201,6 +201,10 @@ impl Application {
             freed: Arc::default(),
             payments: Arc::new(berth_app::backend::ledger::ManualProvider),
             mail: config.mail.clone(),
+            stripe: config
+                .stripe
+                .clone()
+                .map(berth_app::backend::stripe::StripeClient::new),
             webhooks: berth_app::backend::webhooks::WebhookClient::new(
                 config.webhook_allow_private,
             )
@@ -297,6 +301,7 @@ impl Application {
         let notices = crate::notify::spawn_job(self.state.clone(), self.notify_job_every);
         let reclaim = crate::reclaim::spawn_job(self.state.clone(), self.idle_job_every);
         let watches = crate::watches::spawn_job(self.state.clone(), self.watch_job_every);
+        let cards = crate::card_reconcile::spawn_job(self.state.clone(), self.payment_job_every);
         // The peer address feeds the sign-in rate limit.
         let service = self
             .router
@@ -310,6 +315,9 @@ impl Application {
         notices.abort();
         reclaim.abort();
         watches.abort();
+        if let Some(cards) = cards {
+            cards.abort();
+        }
         for agent in agents {
             let _ = agent.stop().await;
         }

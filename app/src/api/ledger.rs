@@ -14,6 +14,25 @@ pub struct WalletPage {
     pub wallet: Wallet,
     /// The viewer's time zone over the movements shown.
     pub zone: ZoneOffsets,
+    /// With card payments on: the caller's cards and card payments.
+    pub cards: Option<CardsPanel>,
+}
+
+/// The wallet page's cards: saved cards, payments by card, and what the page's script needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CardsPanel {
+    /// Saved cards, newest first.
+    pub cards: Vec<crate::domain::payment::SavedCard>,
+    /// Payments by card, newest first.
+    pub payments: Vec<crate::domain::payment::CardPayment>,
+    /// Where Stripe.js is loaded from.
+    pub js_url: String,
+    /// Stripe's publishable key, for Stripe.js.
+    pub publishable_key: String,
+    /// The smallest top-up, minor units.
+    pub min_minor: i64,
+    /// The largest top-up, minor units.
+    pub max_minor: i64,
 }
 
 /// The caller's wallet, in their time zone.
@@ -32,9 +51,21 @@ pub async fn get_wallet() -> Result<WalletPage, AppError> {
             .max()
             .unwrap_or(now)
             .max(now);
+        let cards = match &state.stripe {
+            Some(stripe) => Some(CardsPanel {
+                cards: crate::backend::card_payments::cards(state, &call.actor).await?,
+                payments: crate::backend::card_payments::payments(state, &call.actor).await?,
+                js_url: stripe.settings().js_url.clone(),
+                publishable_key: stripe.settings().publishable_key.clone(),
+                min_minor: state.portal.top_up.min_minor,
+                max_minor: state.portal.top_up.max_minor,
+            }),
+            None => None,
+        };
         Ok(WalletPage {
             zone: call.zone_over(from, to),
             wallet,
+            cards,
         })
     })
     .await

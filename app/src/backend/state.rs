@@ -39,6 +39,8 @@ pub struct PortalConfig {
     pub workspace: crate::backend::workspaces::WorkspaceSettings,
     /// How incidents are answered and what the SLA credits.
     pub incidents: crate::backend::incidents::IncidentSettings,
+    /// The smallest and largest top-up by card.
+    pub top_up: crate::domain::payment::TopUpLimits,
 }
 
 /// How long telemetry is kept, and what GPUs found by an agent start with.
@@ -100,6 +102,8 @@ pub struct AppState {
     /// [`crate::backend::ledger::ManualProvider`], money received by invoice or transfer and
     /// recorded by a platform admin.
     pub payments: Arc<dyn crate::backend::ledger::PaymentProvider>,
+    /// Stripe, when card payments are on (`payments = stripe`).
+    pub stripe: Option<crate::backend::stripe::StripeClient>,
     /// The e-mail channel (`smtp_url`); `None`: notices stay in the portal.
     pub mail: Option<Arc<crate::backend::mail::MailChannel>>,
     /// Posts webhook calls.

@@ -128,6 +128,112 @@ impl ChargePolicy {
     }
 }
 
+/// A card saved at the payment provider, as its holder sees it (never its number).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedCard {
+    /// Berth's id.
+    pub id: i64,
+    /// `visa`, `mastercard`, …
+    pub brand: String,
+    /// The last four digits.
+    pub last4: String,
+    /// Expiry month.
+    pub exp_month: i32,
+    /// Expiry year.
+    pub exp_year: i32,
+    /// Saved.
+    pub created_at: DateTime<Utc>,
+}
+
+impl SavedCard {
+    /// `Visa ···· 4242`.
+    pub fn label(&self) -> String {
+        card_label(&self.brand, &self.last4)
+    }
+}
+
+/// A card as people name it: the brand as printed on cards, and the last four digits.
+pub fn card_label(brand: &str, last4: &str) -> String {
+    let name = match brand {
+        "amex" => "American Express",
+        "diners" => "Diners Club",
+        "discover" => "Discover",
+        "jcb" => "JCB",
+        "mastercard" => "Mastercard",
+        "unionpay" => "UnionPay",
+        "visa" => "Visa",
+        "elo" => "Elo",
+        "hipercard" => "Hipercard",
+        other => other,
+    };
+    format!("{name} ···· {last4}")
+}
+
+/// What the page needs to save a card with Stripe.js: the SetupIntent's secret and the keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardSetup {
+    /// Stripe's SetupIntent (`seti_…`), sent back once the page confirmed it.
+    pub setup_intent_id: String,
+    /// Given to Stripe.js.
+    pub client_secret: String,
+    /// The publishable key.
+    pub publishable_key: String,
+    /// Where Stripe.js is loaded from.
+    pub js_url: String,
+}
+
+/// A payment by card, as its payer sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardPayment {
+    /// Berth's id.
+    pub id: i64,
+    /// `top_up`.
+    pub purpose: String,
+    /// Minor units.
+    pub amount_minor: i64,
+    /// ISO code.
+    pub currency: String,
+    /// The card (`visa ···· 4242`).
+    pub card: String,
+    /// `pending`, `requires_action`, `succeeded`, `failed`.
+    pub status: String,
+    /// Why it failed.
+    pub failure: Option<String>,
+    /// For `requires_action`: the secret Stripe.js authenticates it with.
+    pub client_secret: Option<String>,
+    /// The ledger transaction that booked it.
+    pub transaction_id: Option<i64>,
+    /// Asked.
+    pub created_at: DateTime<Utc>,
+    /// Confirmed or failed.
+    pub settled_at: Option<DateTime<Utc>>,
+}
+
+/// The smallest and largest top-up by card, in minor units.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopUpLimits {
+    /// Smallest.
+    pub min_minor: i64,
+    /// Largest.
+    pub max_minor: i64,
+}
+
+impl Default for TopUpLimits {
+    fn default() -> Self {
+        Self {
+            min_minor: 500,
+            max_minor: 1_000_000,
+        }
+    }
+}
+
+impl TopUpLimits {
+    /// Whether `amount_minor` may be topped up.
+    pub fn allows(self, amount_minor: i64) -> bool {
+        (self.min_minor..=self.max_minor).contains(&amount_minor)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +283,22 @@ mod tests {
             ChargePlan::Now
         );
         assert_eq!(policy.release_at(start()), start() - TimeDelta::minutes(15));
+    }
+
+    #[test]
+    fn cards_are_named_as_printed() {
+        assert_eq!(card_label("visa", "4242"), "Visa ···· 4242");
+        assert_eq!(card_label("amex", "0005"), "American Express ···· 0005");
+        assert_eq!(card_label("newbrand", "1111"), "newbrand ···· 1111");
+    }
+
+    #[test]
+    fn top_ups_stay_within_their_limits() {
+        let limits = TopUpLimits::default();
+        assert!(limits.allows(500) && limits.allows(1_000_000));
+        for amount in [0, -500, 499, 1_000_001, i64::MAX, i64::MIN] {
+            assert!(!limits.allows(amount), "{amount}");
+        }
     }
 
     #[test]

@@ -482,6 +482,35 @@ pub enum Problem {
     /// An incident needs a reservation or a GPU.
     #[error("name the reservation or the GPU the incident is about")]
     IncidentTarget,
+    /// Card payments are not set up on this portal (`payments = manual`).
+    #[error("card payments are not enabled on this portal")]
+    CardsOff,
+    /// A top-up outside the portal's limits.
+    #[error("a top-up is between {min} and {max}")]
+    TopUpAmount {
+        /// The smallest, formatted.
+        min: String,
+        /// The largest, formatted.
+        max: String,
+    },
+    /// Stripe refused the card or the payment.
+    #[error("the card was refused: {reason}")]
+    CardRefused {
+        /// Stripe's reason.
+        reason: String,
+    },
+    /// A card setup that Stripe has not completed.
+    #[error("the card was not saved: Stripe reports it as {status}")]
+    CardSetupUnfinished {
+        /// Stripe's status of the SetupIntent.
+        status: String,
+    },
+    /// A webhook whose `Stripe-Signature` does not verify.
+    #[error("the webhook's signature does not verify ({why})")]
+    WebhookSignature {
+        /// `malformed`, `stale` or `bad_signature`.
+        why: String,
+    },
     /// A user opening an incident on a GPU they had no booking on.
     #[error("you had no booking on this GPU in that window")]
     NoBookingOnGpu,

@@ -1,14 +1,14 @@
 //! `/wallet`: the user's prepaid credits — balance and every movement with the balance after
 //! it. Rendered on the server only (no island).
 
-use crate::api::ledger::{WalletPage as WalletData, get_wallet};
+use crate::api::ledger::{CardsPanel, WalletPage as WalletData, get_wallet};
 use crate::components::error::ErrorPanel;
 use crate::domain::ledger::{TransactionKind, WalletEntry};
 use crate::domain::money::{Currency, Money};
 use crate::domain::time_text::date_minute;
 use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
-use crate::text::format::MoneyText;
+use crate::text::format::{MoneyText, money_string};
 use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -41,9 +41,16 @@ pub fn WalletPage() -> impl IntoView {
 #[component]
 fn WalletView(data: WalletData) -> impl IntoView {
     let i18n = use_i18n();
-    let WalletData { wallet, zone } = data;
+    let WalletData {
+        wallet,
+        zone,
+        cards,
+    } = data;
     let currency = wallet.currency.clone();
     let zone_name = zone.name.clone();
+    let cards = cards.map(|panel| {
+        view! { <CardsSection panel currency=currency.clone() zone=zone.clone() /> }
+    });
     view! {
         <div class="wallet-balance">
             <span class="wallet-balance-label">{t!(i18n, wallet_balance)}</span>
@@ -100,6 +107,7 @@ fn WalletView(data: WalletData) -> impl IntoView {
                 </section>
             }
         })}
+        {cards}
         <div class="section-head">
             <h2>{t!(i18n, wallet_history)}</h2>
             {(!wallet.entries.is_empty()).then(|| view! {
@@ -179,5 +187,155 @@ fn EntryTable(entries: Vec<WalletEntry>, currency: Currency, zone: ZoneOffsets) 
                 </tbody>
             </table>
         </div>
+    }
+}
+
+/// Cards through Stripe: the saved cards, a form to add one (the card field is Stripe.js's own
+/// frame: the number never reaches Berth), a top-up form, and the payments by card.
+/// `/cards.js` does the talking to Stripe.js and to the API; the texts it shows come from
+/// here, in the reader's language.
+#[component]
+fn CardsSection(panel: CardsPanel, currency: Currency, zone: ZoneOffsets) -> impl IntoView {
+    let i18n = use_i18n();
+    let CardsPanel {
+        cards,
+        payments,
+        js_url,
+        publishable_key,
+        min_minor,
+        max_minor,
+    } = panel;
+    let min = money_string(i18n, Money::from_minor(min_minor), &currency);
+    let max = money_string(i18n, Money::from_minor(max_minor), &currency);
+    let step = format!("{}", 10f64.powi(-i32::from(currency.exponent())));
+    let has_cards = !cards.is_empty();
+    let options = cards
+        .iter()
+        .map(|card| {
+            view! { <option value=card.id>{card.label()}</option> }
+        })
+        .collect_view();
+    let list = cards
+        .into_iter()
+        .map(|card| {
+            let expires = format!("{:02}/{}", card.exp_month, card.exp_year);
+            view! {
+                <li class="saved-card" data-card=card.id>
+                    <span class="card-name">{card.label()}</span>
+                    <span class="hint">
+                        " · " {t!(i18n, cards_expires, date = move || expires.clone())}
+                    </span>
+                    <button type="button" class="button-secondary card-remove" data-card=card.id>
+                        {t!(i18n, cards_remove)}
+                    </button>
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <section
+            class="cards"
+            id="cards"
+            data-js-url=js_url
+            data-publishable-key=publishable_key
+            data-exponent=currency.exponent()
+            data-min-minor=min_minor
+            data-max-minor=max_minor
+            data-msg-working=t_string!(i18n, cards_working).to_string()
+            data-msg-saved=t_string!(i18n, cards_saved).to_string()
+            data-msg-save=t_string!(i18n, cards_save).to_string()
+            data-msg-paid=t_string!(i18n, cards_paid).to_string()
+            data-msg-waiting=t_string!(i18n, cards_waiting).to_string()
+            data-msg-failed=t_string!(i18n, cards_failed).to_string()
+            data-msg-amount=t_string!(i18n, cards_amount_bad, min = min.clone(), max = max.clone()).to_string()
+            data-msg-remove=t_string!(i18n, cards_confirm_remove).to_string()
+            data-msg-unavailable=t_string!(i18n, cards_unavailable).to_string()
+        >
+            <h2>{t!(i18n, cards_title)}</h2>
+            <p class="hint">{t!(i18n, cards_intro)}</p>
+            <p class="cards-status" role="status" aria-live="polite"></p>
+            {if has_cards {
+                Either::Left(view! { <ul class="saved-cards">{list}</ul> })
+            } else {
+                Either::Right(view! { <p class="empty">{t!(i18n, cards_none)}</p> })
+            }}
+            <div class="card-forms">
+                {has_cards.then(|| view! {
+                    <form class="top-up-form" novalidate>
+                        <h3>{t!(i18n, cards_top_up)}</h3>
+                        <label>
+                            {t!(i18n, cards_amount)}
+                            <input
+                                name="amount"
+                                type="number"
+                                inputmode="decimal"
+                                min=format!("{}", min_minor as f64 / 10f64.powi(i32::from(currency.exponent())))
+                                max=format!("{}", max_minor as f64 / 10f64.powi(i32::from(currency.exponent())))
+                                step=step.clone()
+                                required
+                            />
+                        </label>
+                        <label>
+                            {t!(i18n, cards_card)}
+                            <select name="card">{options}</select>
+                        </label>
+                        <p class="hint">{t!(i18n, cards_limits, min = min.clone(), max = max.clone())}</p>
+                        <button type="submit" class="button-primary">{t!(i18n, cards_pay)}</button>
+                    </form>
+                })}
+                <form class="add-card-form">
+                    <h3>{t!(i18n, cards_add)}</h3>
+                    <div class="card-element" id="card-element"></div>
+                    <button type="submit" class="button-secondary">{t!(i18n, cards_enter)}</button>
+                </form>
+            </div>
+            {(!payments.is_empty()).then(|| view! {
+                <h3>{t!(i18n, cards_payments)}</h3>
+                <div class="table-scroll">
+                    <table class="wallet-table card-payments">
+                        <thead>
+                            <tr>
+                                <th scope="col">{t!(i18n, wallet_col_when)}</th>
+                                <th scope="col">{t!(i18n, cards_card)}</th>
+                                <th scope="col" class="num">{t!(i18n, wallet_col_amount)}</th>
+                                <th scope="col">{t!(i18n, cards_col_status)}</th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {payments
+                                .into_iter()
+                                .map(|payment| {
+                                    let status = payment.status.clone();
+                                    let status_text = move || match status.as_str() {
+                                        "succeeded" => t_string!(i18n, cards_status_succeeded).to_string(),
+                                        "failed" => t_string!(i18n, cards_status_failed).to_string(),
+                                        "requires_action" => t_string!(i18n, cards_status_requires_action).to_string(),
+                                        _ => t_string!(i18n, cards_status_pending).to_string(),
+                                    };
+                                    view! {
+                                        <tr data-payment=payment.id data-status=payment.status.clone()>
+                                            <td>
+                                                <time datetime=payment.created_at.to_rfc3339()>
+                                                    {date_minute(zone.local(payment.created_at))}
+                                                </time>
+                                            </td>
+                                            <td>{payment.card}</td>
+                                            <td class="num">
+                                                <MoneyText amount=Money::from_minor(payment.amount_minor) currency=currency.clone() />
+                                            </td>
+                                            <td>
+                                                {status_text}
+                                                {payment.failure.map(|why| view! { <span class="hint">{format!(" ({why})")}</span> })}
+                                            </td>
+                                        </tr>
+                                    }
+                                })
+                                .collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            })}
+            <script src="/cards.js" defer></script>
+        </section>
     }
 }

@@ -108,6 +108,19 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_gpu_of_another_node, uuid).to_string()
         }
         Problem::IncidentTarget => t_string!(i18n, problem_incident_target).to_string(),
+        Problem::CardsOff => t_string!(i18n, problem_cards_off).to_string(),
+        Problem::TopUpAmount { min, max } => {
+            t_string!(i18n, problem_top_up_amount, min, max).to_string()
+        }
+        Problem::CardRefused { reason } => {
+            t_string!(i18n, problem_card_refused, reason).to_string()
+        }
+        Problem::CardSetupUnfinished { status } => {
+            t_string!(i18n, problem_card_setup_unfinished, status).to_string()
+        }
+        Problem::WebhookSignature { why } => {
+            t_string!(i18n, problem_webhook_signature, why).to_string()
+        }
         Problem::NoBookingOnGpu => t_string!(i18n, problem_no_booking_on_gpu).to_string(),
         Problem::Name { max } => t_string!(i18n, problem_name, max).to_string(),
         Problem::NoTarget => t_string!(i18n, problem_no_target).to_string(),

@@ -15,10 +15,35 @@ use axum::response::Response;
 use leptos::nonce::Nonce;
 
 /// What the headers depend on.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct SecurityHeaders {
     /// Send `Strict-Transport-Security` (the public URL is `https://…`).
     pub hsts: bool,
+    /// With card payments on: where Stripe.js comes from and the API it calls.
+    pub stripe: Option<std::sync::Arc<StripeOrigins>>,
+}
+
+/// The origins Stripe.js needs on the wallet page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StripeOrigins {
+    /// Stripe.js itself (`https://js.stripe.com`), which also frames the card field.
+    pub js: String,
+    /// The API it calls from the browser (`https://api.stripe.com`).
+    pub api: String,
+}
+
+impl StripeOrigins {
+    /// The origins of `js_url` and `api_base`; none if either is not an http(s) URL.
+    pub fn of(js_url: &str, api_base: &str) -> Option<Self> {
+        let origin = |raw: &str| {
+            let url = url::Url::parse(raw).ok()?;
+            matches!(url.scheme(), "http" | "https").then(|| url.origin().ascii_serialization())
+        };
+        Some(Self {
+            js: origin(js_url)?,
+            api: origin(api_base)?,
+        })
+    }
 }
 
 /// One year, the usual HSTS lifetime.
@@ -37,10 +62,29 @@ const HSTS: &str = "max-age=31536000; includeSubDomains";
 /// - `frame-ancestors 'none'` (no framing, no click-jacking), `object-src 'none'`,
 ///   `base-uri 'self'`. No `form-action`: browsers apply it to the redirects after a form
 ///   post too, and signing in through an identity provider redirects off this origin.
-pub fn policy(nonce: &str) -> String {
+///
+/// With card payments on, Stripe.js may load from its origin, call Stripe's API, and frame
+/// the card field and the bank's authentication (`frame-src`: Stripe.js's origin and, for
+/// Stripe itself, `hooks.stripe.com`).
+pub fn policy(nonce: &str, stripe: Option<&StripeOrigins>) -> String {
+    let (script, connect, frame) = match stripe {
+        Some(origins) => {
+            let hooks = if origins.js == "https://js.stripe.com" {
+                " https://hooks.stripe.com"
+            } else {
+                ""
+            };
+            (
+                format!(" {}", origins.js),
+                format!(" {}", origins.api),
+                format!(" frame-src {}{hooks};", origins.js),
+            )
+        }
+        None => (String::new(), String::new(), String::new()),
+    };
     format!(
-        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; \
-         style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'{script}; \
+         style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'{connect};{frame} \
          font-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'none'"
     )
 }
@@ -67,7 +111,7 @@ pub async fn add_security_headers(
     request.extensions_mut().insert(nonce.clone());
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(&policy(&nonce)) {
+    if let Ok(value) = HeaderValue::from_str(&policy(&nonce, settings.stripe.as_deref())) {
         headers.insert(header::CONTENT_SECURITY_POLICY, value);
     }
     headers.insert(
@@ -99,13 +143,34 @@ mod tests {
 
     #[test]
     fn the_policy_allows_scripts_from_this_origin_and_the_nonce_only() {
-        let policy = policy("abc123");
+        let policy = policy("abc123", None);
         assert!(policy.contains("script-src 'self' 'nonce-abc123' 'wasm-unsafe-eval';"));
+        assert!(!policy.contains("frame-src"));
         assert!(!policy.contains(" 'unsafe-eval'"));
         assert!(!policy.contains("script-src 'self' 'unsafe-inline'"));
         assert!(policy.contains("frame-ancestors 'none'"));
         assert!(policy.contains("object-src 'none'"));
         assert!(policy.contains("base-uri 'self'"));
+    }
+
+    #[test]
+    fn with_cards_stripe_js_may_load_call_its_api_and_frame_the_card_field() {
+        let stripe = StripeOrigins::of("https://js.stripe.com/v3/", "https://api.stripe.com")
+            .expect("origins");
+        let policy = policy("n", Some(&stripe));
+        assert!(
+            policy
+                .contains("script-src 'self' 'nonce-n' 'wasm-unsafe-eval' https://js.stripe.com;")
+        );
+        assert!(policy.contains("connect-src 'self' https://api.stripe.com;"));
+        assert!(policy.contains("frame-src https://js.stripe.com https://hooks.stripe.com;"));
+        let local = StripeOrigins::of(
+            "http://127.0.0.1:8420/js.stripe.com/v3/",
+            "http://127.0.0.1:8420",
+        )
+        .expect("origins");
+        assert_eq!(local.js, "http://127.0.0.1:8420");
+        assert!(StripeOrigins::of("javascript:alert(1)", "https://api.stripe.com").is_none());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 pub mod api_tokens;
 pub mod audit;
 pub mod calendar_feeds;
+pub mod card_payments;
 pub mod env_profiles;
 pub mod idempotency;
 pub mod incidents;

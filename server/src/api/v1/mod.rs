@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod agent;
+pub mod cards;
 pub mod csv_export;
 pub mod fleet;
 pub mod incidents;
@@ -136,6 +137,13 @@ pub fn routes() -> Router<AppState> {
         )
         .route("/maintenance/{id}", delete(maintenance::end))
         .route("/wallet", get(ledger::wallet))
+        .route("/cards", get(cards::list).post(cards::save))
+        .route("/cards/setup", post(cards::setup))
+        .route("/cards/{id}", delete(cards::remove))
+        .route("/top-ups", post(cards::top_up))
+        .route("/payments", get(cards::payments))
+        .route("/payments/{id}", get(cards::payment))
+        .route("/stripe/webhook", post(cards::webhook))
         .route("/reports/usage", get(reports::usage))
         .route("/reports/fleet", get(reports::fleet))
         .route("/admin/credits", post(ledger::change_credits))

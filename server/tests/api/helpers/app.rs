@@ -350,6 +350,24 @@ pub async fn spawn_app_with(
     (app, db, clock)
 }
 
+/// Starts the application with `settings` (a database it shares with an earlier app, say) on
+/// a clock that shows `at` until the test moves it.
+pub async fn spawn_at_with(
+    settings: RawSettings,
+    at: chrono::DateTime<chrono::Utc>,
+) -> (TestApp, ManualClock) {
+    let clock = ManualClock::new(at);
+    let mut config = Config::from_raw(settings).expect("valid test settings");
+    config.clock = std::sync::Arc::new(clock.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a port");
+    (
+        spawn_with_config(config, listener, axum::Router::new()).await,
+        clock,
+    )
+}
+
 /// The page without the `<!>` hydration markers Leptos puts between adjacent text nodes, so that
 /// assertions can look for text as a reader sees it ("16 GPUs shown").
 pub fn without_markers(html: String) -> String {

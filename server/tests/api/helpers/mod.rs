@@ -12,6 +12,7 @@ mod node;
 mod receiver;
 mod s3;
 mod smtp;
+mod stripe;
 mod time;
 
 pub use app::*;
@@ -23,4 +24,5 @@ pub(crate) use node::*;
 pub(crate) use receiver::*;
 pub(crate) use s3::*;
 pub(crate) use smtp::*;
+pub(crate) use stripe::*;
 pub(crate) use time::*;

@@ -24,7 +24,6 @@ pub fn WalletPage() -> impl IntoView {
         <Title text=t_string!(i18n, wallet_title).to_string() />
         <section class="wallet">
             <h1>{t!(i18n, wallet_title)}</h1>
-            <p class="lede">{t!(i18n, wallet_intro)}</p>
             <Transition fallback=move || view! { <p class="loading">{t!(i18n, loading)}</p> }>
                 {move || {
                     data.get()
@@ -48,10 +47,16 @@ fn WalletView(data: WalletData) -> impl IntoView {
     } = data;
     let currency = wallet.currency.clone();
     let zone_name = zone.name.clone();
+    let intro = if cards.is_some() {
+        Either::Left(view! { <p class="lede">{t!(i18n, wallet_intro_cards)}</p> })
+    } else {
+        Either::Right(view! { <p class="lede">{t!(i18n, wallet_intro)}</p> })
+    };
     let cards = cards.map(|panel| {
         view! { <CardsSection panel currency=currency.clone() zone=zone.clone() /> }
     });
     view! {
+        {intro}
         <div class="wallet-balance">
             <span class="wallet-balance-label">{t!(i18n, wallet_balance)}</span>
             <strong class="wallet-balance-amount" data-balance-minor=wallet.balance.minor()>

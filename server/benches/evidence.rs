@@ -36,20 +36,12 @@ use berth_app::backend::entity::{audit_entry, gpu_access_event, gpu_event, node_
 use berth_server::configuration::{Config, LocalAgentMode, RawSettings};
 use berth_server::startup::Application;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use database::{Backend, BenchDatabase};
+use database::{Backend, BenchDatabase, Stores};
 use sea_orm::{
     ActiveValue::Set, ConnectionTrait, DatabaseConnection, DbBackend, EntityTrait, Statement,
 };
 use std::time::{Duration, Instant};
 use timing::{report, sample};
-
-/// Which stores to measure (`--backend`).
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Stores {
-    Sqlite,
-    Postgres,
-    Both,
-}
 
 /// Command-line options (after `cargo bench -p berth-server --bench evidence --`).
 #[derive(clap::Parser)]
@@ -85,11 +77,7 @@ fn main() {
         options.days,
         std::thread::available_parallelism().map_or(0, usize::from)
     );
-    let backends = match options.backend {
-        Stores::Sqlite => vec![Backend::Sqlite],
-        Stores::Postgres => vec![Backend::Postgres],
-        Stores::Both => vec![Backend::Sqlite, Backend::Postgres],
-    };
+    let backends = options.backend.backends();
     for backend in backends {
         runtime.block_on(bench_backend(backend, &options));
     }

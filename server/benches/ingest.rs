@@ -20,21 +20,13 @@ use berth_app::domain::telemetry::{
     GpuInfo, GpuSample, Readings, Registration, Report, SourceKind,
 };
 use chrono::Utc;
-use database::{Backend, BenchDatabase};
+use database::{Backend, BenchDatabase, Stores};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection, DbBackend, Statement};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const NODES: usize = 125;
 const GPUS_PER_NODE: usize = 8;
-
-/// Which stores to measure.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Stores {
-    Sqlite,
-    Postgres,
-    Both,
-}
 
 /// Options (after `cargo bench -p berth-server --bench ingest --`).
 #[derive(clap::Parser)]
@@ -356,11 +348,7 @@ fn main() {
         "Berth ingest benchmark; {} CPU cores",
         std::thread::available_parallelism().map_or(0, usize::from)
     );
-    let backends = match options.backend {
-        Stores::Sqlite => vec![Backend::Sqlite],
-        Stores::Postgres => vec![Backend::Postgres],
-        Stores::Both => vec![Backend::Sqlite, Backend::Postgres],
-    };
+    let backends = options.backend.backends();
     for backend in backends {
         runtime.block_on(bench(backend, options.seconds));
     }

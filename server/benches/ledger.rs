@@ -20,19 +20,11 @@ use berth_app::backend::ledger::{self, CreditRequest};
 use berth_app::domain::money::Currency;
 use berth_app::domain::user::{Email, NewUser, PlatformRole, UserName};
 use chrono::Utc;
-use database::{Backend, BenchDatabase};
+use database::{Backend, BenchDatabase, Stores};
 use sea_orm::DatabaseConnection;
 use std::time::Instant;
 
 const CLIENTS: usize = 32;
-
-/// Which stores to measure.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Stores {
-    Sqlite,
-    Postgres,
-    Both,
-}
 
 /// Options (after `cargo bench -p berth-server --bench ledger --`).
 #[derive(clap::Parser)]
@@ -173,10 +165,7 @@ async fn run(backend: Backend, postings: usize) {
 #[tokio::main]
 async fn main() {
     let options = <Options as clap::Parser>::parse();
-    if matches!(options.backend, Stores::Sqlite | Stores::Both) {
-        run(Backend::Sqlite, options.postings).await;
-    }
-    if matches!(options.backend, Stores::Postgres | Stores::Both) {
-        run(Backend::Postgres, options.postings).await;
+    for backend in options.backend.backends() {
+        run(backend, options.postings).await;
     }
 }

@@ -37,21 +37,13 @@ mod database;
 mod fleet;
 #[path = "support/timing.rs"]
 mod timing;
-use database::{Backend, BenchDatabase};
+use database::{Backend, BenchDatabase, Stores};
 use fleet::{
     GPUS_PER_NODE, NODES, RESERVATIONS, SLOT_MODEL, Store, WEEK_VIEW_MODEL, WEEKS, generate,
     slot_ceil,
 };
 use std::time::{Duration, Instant};
 use timing::{report, sample};
-
-/// Which stores to measure (`--backend`).
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Stores {
-    Sqlite,
-    Postgres,
-    Both,
-}
 
 /// Command-line options (after `cargo bench -p berth-server --bench portal --`).
 #[derive(clap::Parser)]
@@ -75,11 +67,7 @@ struct Options {
 
 impl Options {
     fn backends(&self) -> Vec<Backend> {
-        match self.backend {
-            Stores::Sqlite => vec![Backend::Sqlite],
-            Stores::Postgres => vec![Backend::Postgres],
-            Stores::Both => vec![Backend::Sqlite, Backend::Postgres],
-        }
+        self.backend.backends()
     }
 }
 

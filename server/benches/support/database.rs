@@ -22,6 +22,28 @@ impl Backend {
     }
 }
 
+/// Which stores a bench measures (`--backend`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum Stores {
+    /// SQLite only.
+    Sqlite,
+    /// PostgreSQL only.
+    Postgres,
+    /// SQLite, then PostgreSQL.
+    Both,
+}
+
+impl Stores {
+    /// The stores, in the order measured.
+    pub fn backends(self) -> Vec<Backend> {
+        match self {
+            Stores::Sqlite => vec![Backend::Sqlite],
+            Stores::Postgres => vec![Backend::Postgres],
+            Stores::Both => vec![Backend::Sqlite, Backend::Postgres],
+        }
+    }
+}
+
 /// A database that lives for one run: a file in a temporary directory, or a PostgreSQL
 /// database dropped at the end.
 pub struct BenchDatabase {

@@ -239,18 +239,18 @@ impl Telemetry {
         }
         // The GPUs and nodes were there before the telemetry.
         let joined = now - TimeDelta::days(days + 1);
-        for table in ["gpus", "nodes"] {
-            conn.execute_raw(Statement::from_sql_and_values(
-                conn.get_database_backend(),
-                format!(
-                    "UPDATE {table} SET created_at = {}",
-                    placeholder(backend, 1)
-                ),
-                [joined.into()],
-            ))
+        use berth_app::backend::entity::{gpu, node};
+        use sea_orm::sea_query::Expr;
+        gpu::Entity::update_many()
+            .col_expr(gpu::Column::CreatedAt, Expr::value(joined))
+            .exec(conn)
             .await
-            .expect("created_at");
-        }
+            .expect("GPUs' created_at");
+        node::Entity::update_many()
+            .col_expr(node::Column::CreatedAt, Expr::value(joined))
+            .exec(conn)
+            .await
+            .expect("nodes' created_at");
         // Every node reports every 5 s.
         conn.execute_unprepared("UPDATE nodes SET report_interval_s = 5, agent_source = 'nvml'")
             .await
@@ -482,13 +482,6 @@ impl Telemetry {
             audit_rows,
             seconds: started.elapsed().as_secs_f64(),
         }
-    }
-}
-
-fn placeholder(backend: Backend, n: usize) -> String {
-    match backend {
-        Backend::Sqlite => "?".to_owned(),
-        Backend::Postgres => format!("${n}"),
     }
 }
 

@@ -1,15 +1,17 @@
-// The wallet page's cards (served as /cards.js; only where card payments are on).
+// The wallet page's cards, and a booking's payment by card on its page (served as /cards.js;
+// only where card payments are on).
 //
 // Stripe.js draws the card field in its own frame, so the card number goes to Stripe and never
 // to Berth. This script asks Berth's API for a SetupIntent, lets Stripe.js confirm it with the
 // card typed, and hands the SetupIntent's id back to Berth, which reads the card from Stripe.
 // A top-up asks Berth to charge a saved card; when the bank wants the holder to authenticate,
 // Stripe.js shows it; the credits arrive when Stripe's webhook reaches Berth, so the script
-// waits for the payment to settle and then reloads the page. Every text it shows comes from
-// the page (data-msg-*), in the reader's language.
+// waits for the payment to settle and then reloads the page. A booking whose payment is due is
+// paid the same way from its page. Every text it shows comes from the page (data-msg-*), in the
+// reader's language.
 (function () {
   "use strict";
-  const section = document.getElementById("cards");
+  const section = document.getElementById("cards") || document.getElementById("card-payment");
   if (!section) return;
   const status = section.querySelector(".cards-status");
   const say = (text, kind) => {
@@ -56,7 +58,7 @@
   // Adding a card: the field appears on the first press; each save asks Berth for a fresh
   // SetupIntent (a refused card cancels the one it was tried with).
   const addForm = section.querySelector(".add-card-form");
-  addForm.addEventListener("submit", async (event) => {
+  if (addForm) addForm.addEventListener("submit", async (event) => {
     event.preventDefault();
     const button = addForm.querySelector("button");
     button.disabled = true;
@@ -112,11 +114,13 @@
     return Number.isSafeInteger(minor) ? minor : null;
   }
 
-  // Waits until the payment is no longer pending (the webhook came), up to a minute.
+  // Waits until Stripe's word on the payment reached Berth (its webhook): succeeded or failed,
+  // up to a minute. Right after the bank's check Berth may still hold it as waiting for it.
+  const open = (payment) => payment.status === "pending" || payment.status === "requires_action";
   async function settled(id) {
     for (let i = 0; i < 60; i++) {
       const payment = await api("GET", "/api/v1/payments/" + id);
-      if (payment.status !== "pending") return payment;
+      if (!open(payment)) return payment;
       await new Promise((resolve) => setTimeout(resolve, 1000));
     }
     return null;
@@ -160,5 +164,56 @@
         button.disabled = false;
       }
     });
+  }
+
+  // A booking's payment by card: pay it now with a saved card (the payment under way is
+  // answered instead when there is one, to authenticate); then wait for Stripe's confirmation.
+  async function bookingPaid(reservation, waitingFor = open) {
+    for (let i = 0; i < 60; i++) {
+      const payment = await api("GET", "/api/v1/reservations/" + reservation + "/card-payment");
+      if (!waitingFor(payment)) return payment;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    return null;
+  }
+  const payForm = section.querySelector(".booking-card-form");
+  if (payForm) {
+    payForm.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const button = payForm.querySelector("button");
+      button.disabled = true;
+      const reservation = payForm.dataset.reservation;
+      try {
+        say(msg("working"));
+        let payment = await api("POST", "/api/v1/reservations/" + reservation + "/card-payment", {
+          card_id: Number(payForm.elements.card.value),
+        });
+        if (payment.status === "requires_action") {
+          await loadStripe();
+          const result = await stripe.confirmCardPayment(payment.client_secret);
+          if (result.error) throw new Error(result.error.message);
+        }
+        if (payment.status === "failed") throw new Error(msg("failed") + " " + (payment.failure || ""));
+        say(msg("waiting"));
+        const done = await bookingPaid(reservation);
+        if (done && done.status === "failed") throw new Error(msg("failed") + " " + (done.failure || ""));
+        if (done && done.status === "succeeded") say(msg("paid"), "ok");
+        window.location.reload();
+      } catch (error) {
+        say(error.message, "error");
+      } finally {
+        button.disabled = false;
+      }
+    });
+  }
+  // A payment under way when the page opened (booked by card a moment ago): the page follows
+  // it and shows the outcome.
+  if (section.dataset.openPayment && section.dataset.reservation) {
+    say(msg("waiting"));
+    bookingPaid(section.dataset.reservation, (payment) => payment.status === "pending")
+      .then((done) => {
+        if (done) window.location.reload();
+      })
+      .catch((error) => say(error.message, "error"));
   }
 })();

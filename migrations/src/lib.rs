@@ -37,6 +37,7 @@ mod m20261209_000029_watches;
 mod m20261210_000030_start_early;
 mod m20261211_000031_incidents;
 mod m20261212_000032_card_payments;
+mod m20261214_000033_booking_by_card;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -78,6 +79,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261210_000030_start_early::Migration),
             Box::new(m20261211_000031_incidents::Migration),
             Box::new(m20261212_000032_card_payments::Migration),
+            Box::new(m20261214_000033_booking_by_card::Migration),
         ]
     }
 }

@@ -160,6 +160,9 @@ pub struct RawSettings {
     pub top_up_min_minor: i64,
     /// The largest top-up by card, in minor units.
     pub top_up_max_minor: i64,
+    /// Where the refund of a booking paid by card goes: `card` (back to it, through Stripe;
+    /// the default) or `credits` (to the wallet).
+    pub refund_to: berth_app::domain::payment::RefundTo,
     /// Where saved workspaces are kept: a directory (default `workspaces` in `data_dir`) or
     /// `s3://BUCKET/PREFIX` (credentials and region from the `AWS_*` variables).
     pub workspace_store: Option<String>,
@@ -343,6 +346,7 @@ impl Default for RawSettings {
             stripe_js_url: "https://js.stripe.com/v3/".to_owned(),
             top_up_min_minor: 500,
             top_up_max_minor: 1_000_000,
+            refund_to: berth_app::domain::payment::RefundTo::Card,
             workspace_store: None,
             workspace_s3_endpoint: None,
             workspace_s3_region: None,
@@ -735,6 +739,7 @@ impl Config {
                 workspace,
                 incidents,
                 top_up,
+                refund_to: raw.refund_to,
             },
             site_root: raw.site_root,
             sessions: SessionSettings {

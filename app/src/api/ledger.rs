@@ -25,6 +25,9 @@ pub struct CardsPanel {
     pub cards: Vec<crate::domain::payment::SavedCard>,
     /// Payments by card, newest first.
     pub payments: Vec<crate::domain::payment::CardPayment>,
+    /// Refunds to cards, newest first.
+    #[serde(default)]
+    pub refunds: Vec<crate::domain::payment::CardRefund>,
     /// Where Stripe.js is loaded from.
     pub js_url: String,
     /// Stripe's publishable key, for Stripe.js.
@@ -55,6 +58,7 @@ pub async fn get_wallet() -> Result<WalletPage, AppError> {
             Some(stripe) => Some(CardsPanel {
                 cards: crate::backend::card_payments::cards(state, &call.actor).await?,
                 payments: crate::backend::card_payments::payments(state, &call.actor).await?,
+                refunds: crate::backend::card_payments::refunds(state, &call.actor).await?,
                 js_url: stripe.settings().js_url.clone(),
                 publishable_key: stripe.settings().publishable_key.clone(),
                 min_minor: state.portal.top_up.min_minor,
@@ -185,4 +189,85 @@ pub async fn change_credits(
         "/admin/credits",
         result.map(|done| ("done", done.transaction_id.to_string())),
     )
+}
+
+/// A booking's payment by card, on its page: how it is paid, the latest card payment, and the
+/// holder's cards to pay it with while its payment is due.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BookingCardPanel {
+    /// The booking.
+    pub reservation_id: i64,
+    /// Its payment status (`due`, `pending`, `paid`, …).
+    pub payment_status: crate::domain::reservation::PaymentStatus,
+    /// Its price, minor units.
+    pub price_minor: i64,
+    /// The currency.
+    pub currency: crate::domain::money::Currency,
+    /// Its latest card payment.
+    pub payment: Option<crate::domain::payment::CardPayment>,
+    /// The holder's saved cards (id, label), to pay it with while it is due.
+    pub cards: Vec<(i64, String)>,
+    /// When the payment job releases it if still unpaid, in the holder's zone.
+    pub release_at: Option<String>,
+    /// Where Stripe.js is loaded from.
+    pub js_url: String,
+    /// Stripe's publishable key.
+    pub publishable_key: String,
+}
+
+/// The card panel of the caller's booking `id` (None when card payments are off, the booking
+/// is not theirs, or a card has nothing to do with it).
+#[server(endpoint = "get_booking_card")]
+pub async fn get_booking_card(id: i64) -> Result<Option<BookingCardPanel>, AppError> {
+    use crate::api::context::signed_in;
+    signed_in(|call| async move {
+        let state = &call.state;
+        let Some(stripe) = &state.stripe else {
+            return Ok(None);
+        };
+        let Some(reservation) = crate::backend::reservations::one(state, &call.actor, id, call.now)
+            .await
+            .ok()
+            .filter(|r| r.owner_id == call.actor.user.id && r.team.is_none())
+        else {
+            return Ok(None);
+        };
+        use crate::domain::reservation::PaymentStatus;
+        let payment =
+            crate::backend::card_payments::booking_payment(state, &call.actor, id).await?;
+        let due = matches!(
+            reservation.payment_status,
+            PaymentStatus::Due | PaymentStatus::Pending
+        ) && reservation.status
+            == crate::domain::reservation::ReservationStatus::Confirmed;
+        if payment.is_none() && !due {
+            return Ok(None);
+        }
+        let cards: Vec<(i64, String)> = crate::backend::card_payments::cards(state, &call.actor)
+            .await?
+            .iter()
+            .map(|c| (c.id, c.label()))
+            .collect();
+        // The payment job's release time, or the end of the card's grace when later.
+        let release = state.portal.charge.release_at(reservation.window.start());
+        let release = reservation
+            .charge_at
+            .map_or(release, |grace| grace.max(release));
+        let release_at = (reservation.payment_status == PaymentStatus::Due).then(|| {
+            let zone = call.zone_over(release, release);
+            crate::domain::time_text::date_minute(zone.local(release))
+        });
+        Ok(Some(BookingCardPanel {
+            reservation_id: id,
+            payment_status: reservation.payment_status,
+            price_minor: reservation.price_minor,
+            currency: state.portal.currency.clone(),
+            payment,
+            cards,
+            release_at,
+            js_url: stripe.settings().js_url.clone(),
+            publishable_key: stripe.settings().publishable_key.clone(),
+        }))
+    })
+    .await
 }

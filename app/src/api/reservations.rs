@@ -81,6 +81,9 @@ pub async fn book_reservation(
     /// A flexible batch booking: batch priority, and it starts early if its GPUs free up.
     #[server(default)]
     flexible: bool,
+    /// Pay with this saved card instead of credits.
+    #[server(default)]
+    card: Option<i64>,
 ) -> Result<i64, AppError> {
     use crate::api::context::signed_in;
     use crate::backend::reservations::{self, BookingForm, ShareInput};
@@ -97,6 +100,7 @@ pub async fn book_reservation(
             priority: flexible.then(|| "batch".to_owned()),
             profile,
             start_early: flexible,
+            card,
         };
         let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
         reservations::create(&call.state, &call.actor, &form, call.now, key)
@@ -106,14 +110,28 @@ pub async fn book_reservation(
     .await
 }
 
-/// After a booking: a note in the reader's language when it was booked for a team and takes the
-/// team's month to its budget's warning share or beyond (None otherwise).
+/// After a booking: a note in the reader's language when it waits for approval, when it was
+/// booked for a team and takes the team's month to its budget's warning share or beyond, or when
+/// a card pays it (None otherwise); with a link to follow (its address and words) when there is
+/// one.
 #[server(endpoint = "get_booking_note")]
-pub async fn get_booking_note(id: i64) -> Result<Option<String>, AppError> {
+pub async fn get_booking_note(
+    id: i64,
+) -> Result<Option<(String, Option<(String, String)>)>, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
         let note = crate::backend::reservations::booking_note(&call.state, &call.actor, id).await?;
-        Ok(note.map(|note| crate::text::booking::booking_note(&note, &call.state.portal.currency)))
+        Ok(note.map(|note| {
+            let text = crate::text::booking::booking_note(&note, &call.state.portal.currency);
+            let link = match note {
+                crate::backend::reservations::BookingNote::PaidByCard { id, .. } => Some((
+                    format!("/reservations/{id}#card-payment"),
+                    crate::text::booking::card_follow_text(),
+                )),
+                _ => None,
+            };
+            (text, link)
+        }))
     })
     .await
 }
@@ -225,6 +243,9 @@ pub struct BookFormFields {
     /// A checked checkbox (`on`): a flexible batch booking that starts early if its GPU frees up.
     #[serde(default)]
     pub flexible: Option<String>,
+    /// A saved card's id, or empty to pay with credits.
+    #[serde(default)]
+    pub card: Option<String>,
 }
 
 /// The calendar's booking form without JavaScript: `share` of GPU `gpu_id` from `start` to
@@ -249,6 +270,7 @@ pub async fn book_form(#[server(flatten)] form: BookFormFields) -> Result<(), Ap
         priority,
         profile,
         flexible,
+        card,
     } = form;
     let flexible = flexible.is_some_and(|on| !on.is_empty() && on != "false");
     let back = return_to
@@ -274,6 +296,7 @@ pub async fn book_form(#[server(flatten)] form: BookFormFields) -> Result<(), Ap
             team_id: whole_number("team_id", team_id.as_deref())?,
             profile: whole_number("profile", profile.as_deref())?,
             start_early: flexible,
+            card: whole_number("card", card.as_deref())?,
         };
         let key = idempotency_key.as_deref().filter(|key| !key.is_empty());
         reservations::create(&call.state, &call.actor, &form, call.now, key).await

@@ -12,15 +12,18 @@ use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::db::begin_write;
 use crate::backend::db::card_payments::{
-    FAILED, NewCard, NewPayment, PENDING, PaymentUpdate, REQUIRES_ACTION, SUCCEEDED,
+    BOOKING, FAILED, NewCard, NewPayment, NewRefund, PENDING, PaymentUpdate, REQUIRES_ACTION,
+    SUCCEEDED, TOP_UP,
 };
-use crate::backend::entity::{card_payment, payment_card};
+use crate::backend::entity::{card_payment, card_refund, payment_card, reservation};
 use crate::backend::state::AppState;
 use crate::backend::stripe::{self, CardCharge, PaymentIntent, StripeClient, StripeError};
 use crate::domain::ledger::{Account, TransactionKind};
 use crate::domain::money::Money;
-use crate::domain::payment::{CardPayment, CardSetup, SavedCard};
+use crate::domain::notify::{NewEvent, ReceiptBrief};
+use crate::domain::payment::{CardPayment, CardRefund, CardSetup, RefundTo, SavedCard};
 use crate::domain::problem::Problem;
+use crate::domain::reservation::PaymentStatus;
 use crate::error::AppError;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::Deserialize;
@@ -213,12 +216,14 @@ fn view(
     CardPayment {
         id: row.id,
         purpose: row.purpose.clone(),
+        reservation_id: row.reservation_id,
         amount_minor: row.amount_minor,
         currency: row.currency.clone(),
         card: card_label(card),
         status: row.status.clone(),
         failure: row.failure.clone(),
         client_secret: secret.filter(|_| row.status == REQUIRES_ACTION),
+        reference: row.intent_id.clone(),
         transaction_id: row.ledger_transaction_id,
         created_at: row.created_at,
         settled_at: row.settled_at,
@@ -269,7 +274,9 @@ pub async fn top_up(
         &state.db,
         &NewPayment {
             user_id: actor.user.id,
-            purpose: "top_up",
+            purpose: TOP_UP,
+            reservation_id: None,
+            refund_to: RefundTo::Credits.as_str(),
             card_id: card.id,
             amount_minor,
             currency: &currency,
@@ -370,6 +377,7 @@ async fn settle_failed(
             failure: Some(why),
             ledger_transaction_id: None,
             settled_at: Some(state.now()),
+            charge_id: None,
         },
     )
     .await?;
@@ -415,7 +423,10 @@ async fn apply(
     }
     let update = match intent.status.as_str() {
         "succeeded" if book => {
-            let reason = format!("Card top-up ({})", intent.id);
+            let reason = match row.reservation_id {
+                Some(booking) => format!("Card payment for reservation #{booking} ({})", intent.id),
+                None => format!("Card top-up ({})", intent.id),
+            };
             let record = db::ledger::TransactionRecord {
                 kind: TransactionKind::Grant,
                 user_id: Some(row.user_id),
@@ -438,19 +449,42 @@ async fn apply(
                 db::ledger::PostError::Db(err) => AppError::from(err),
                 other => AppError::internal(other),
             })?;
-            let added = crate::domain::notify::NewEvent::credits_added(
-                crate::domain::notify::Audience::User(row.user_id),
-                transaction,
+            let card = db::card_payments::card_by_id(&txn, row.card_id).await?;
+            let receipt = ReceiptBrief {
+                what: row.purpose.clone(),
+                card: card_label(card.as_ref()),
+                reference: intent.id.clone(),
+                id: row.id,
+            };
+            let booking = match row.reservation_id {
+                // The credits it brought pay the booking at once, in this transaction.
+                Some(booking) => pay_booking(&txn, booking, now).await?,
+                None => {
+                    let added = NewEvent::credits_added(
+                        crate::domain::notify::Audience::User(row.user_id),
+                        transaction,
+                        row.amount_minor,
+                        now,
+                    );
+                    crate::backend::notify::record(&txn, &[added]).await?;
+                    None
+                }
+            };
+            let receipt = NewEvent::receipt(
+                row.user_id,
+                receipt,
                 row.amount_minor,
+                booking.as_ref(),
                 now,
             );
-            crate::backend::notify::record(&txn, &[added]).await?;
+            crate::backend::notify::record(&txn, &[receipt]).await?;
             PaymentUpdate {
                 intent_id: Some(&intent.id),
                 status: SUCCEEDED,
                 failure: None,
                 ledger_transaction_id: Some(transaction),
                 settled_at: Some(now),
+                charge_id: intent.latest_charge.as_deref(),
             }
         }
         "requires_action" => PaymentUpdate {
@@ -459,6 +493,7 @@ async fn apply(
             failure: None,
             ledger_transaction_id: None,
             settled_at: None,
+            charge_id: None,
         },
         // Declined or authentication failed: Stripe leaves it waiting for another card.
         "requires_payment_method" | "canceled" => PaymentUpdate {
@@ -473,6 +508,7 @@ async fn apply(
             ),
             ledger_transaction_id: None,
             settled_at: Some(now),
+            charge_id: None,
         },
         _ => PaymentUpdate {
             intent_id: Some(&intent.id),
@@ -480,6 +516,7 @@ async fn apply(
             failure: None,
             ledger_transaction_id: None,
             settled_at: None,
+            charge_id: None,
         },
     };
     let changed = update.status != row.status || row.intent_id.is_none();
@@ -490,8 +527,17 @@ async fn apply(
         tracing::info!(
             payment.id = id,
             amount.minor = row.amount_minor,
-            "card top-up booked"
+            purpose = %row.purpose,
+            "card payment booked"
         );
+    }
+    // A booking's card payment that now waits for the bank, or failed: the booking is due,
+    // and its holder is told at once how to complete it.
+    if changed
+        && (update.status == REQUIRES_ACTION || update.status == FAILED)
+        && let Some(booking) = row.reservation_id
+    {
+        booking_due(state, booking).await?;
     }
     Ok(changed)
 }
@@ -633,4 +679,643 @@ pub async fn reconcile(state: &AppState, now: DateTime<Utc>) -> Result<u32, AppE
         }
     }
     Ok(changed)
+}
+
+/// Pays booking `id` from the credits its card payment just brought (inside that payment's
+/// transaction): answers the booking when it was still unpaid and is paid now. A booking
+/// released or cancelled meanwhile keeps nothing: the credits stay in the wallet.
+async fn pay_booking(
+    txn: &sea_orm::DatabaseTransaction,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<Option<crate::domain::reservation::Reservation>, AppError> {
+    let Some(row) = db::payments::claim(txn, id).await? else {
+        return Ok(None);
+    };
+    match db::ledger::charge(txn, &row, None, now).await {
+        Ok(_) => {}
+        Err(db::ledger::PostError::InsufficientFunds { .. }) => return Ok(None),
+        Err(db::ledger::PostError::Db(err)) => return Err(err.into()),
+    }
+    db::payments::set_payment_status(txn, id, PaymentStatus::Paid).await?;
+    let view = db::reservations::view_of(txn, id, now).await?;
+    if let Some(view) = &view {
+        let charged = NewEvent::charged(view, row.price_minor, now);
+        crate::backend::notify::record(txn, &[charged]).await?;
+    }
+    tracing::info!(reservation.id = id, "booking paid by card");
+    Ok(view)
+}
+
+/// When the payment job gives up on booking `row` paid by card: the release time, or the end
+/// of the card's grace when that is later.
+fn release_of(state: &AppState, row: &reservation::Model) -> DateTime<Utc> {
+    let release = state.portal.charge.release_at(row.start_at);
+    row.charge_at.map_or(release, |grace| grace.max(release))
+}
+
+/// Booking `id`'s card payment waits for the bank or failed: the booking is due (the payment
+/// job leaves it to the card until the grace ends) and its holder is told, once, with a link to
+/// complete it.
+async fn booking_due(state: &AppState, id: i64) -> Result<(), AppError> {
+    let now = state.now();
+    let txn = begin_write(&state.db).await?;
+    let Some(row) = db::payments::claim(&txn, id).await? else {
+        txn.rollback().await?;
+        return Ok(());
+    };
+    db::payments::set_payment_status(&txn, id, PaymentStatus::Due).await?;
+    if let Some(view) = db::reservations::view_of(&txn, id, now).await? {
+        let due = NewEvent::payment_due(&view, release_of(state, &row), now);
+        crate::backend::notify::record(&txn, &[due]).await?;
+    }
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Checks that `actor` may pay a booking with card `card_id`: cards are on, the card is theirs
+/// and saved, and the booking is personal (`team_id` None).
+pub async fn check_booking_card(
+    state: &AppState,
+    actor: &Actor,
+    card_id: i64,
+    team_id: Option<i64>,
+) -> Result<(), AppError> {
+    client(state)?;
+    if team_id.is_some() {
+        return Err(AppError::invalid("card", Problem::CardPersonalOnly));
+    }
+    db::card_payments::card(&state.db, actor.user.id, card_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("card {card_id}")))?;
+    Ok(())
+}
+
+/// Charges booking `id` to its card: at booking or when the holder completes a due payment
+/// (`on_session`, the holder is on the page and can authenticate), or off-session by the
+/// payment job before the start. The credits arrive, and pay the booking, when Stripe
+/// confirms the payment. A payment already under way (or done) for it is answered instead of
+/// charging again; so is a failed one unless `again` (the holder asked to pay it again): a
+/// replayed booking request never charges a second time.
+pub async fn charge_booking(
+    state: &AppState,
+    id: i64,
+    on_session: bool,
+    again: bool,
+) -> Result<CardPayment, AppError> {
+    let stripe = client(state)?;
+    let now = state.now();
+    let row = db::reservations::row(&state.db, id)
+        .await?
+        .filter(|row| {
+            row.status == reservation::Status::Confirmed
+                && matches!(
+                    row.payment_status,
+                    PaymentStatus::Pending | PaymentStatus::Due
+                )
+        })
+        .ok_or(AppError::Conflict(Problem::NothingDue { id }))?;
+    let card_id = row
+        .card_id
+        .ok_or(AppError::Conflict(Problem::NothingDue { id }))?;
+    if let Some(latest) = db::card_payments::latest_for_booking(&state.db, id).await?
+        && (!again || [PENDING, REQUIRES_ACTION, SUCCEEDED].contains(&latest.status.as_str()))
+    {
+        if !on_session {
+            // Another run of the job charged it meanwhile.
+            return Err(AppError::Conflict(Problem::NothingDue { id }));
+        }
+        let owner = row.owner_id;
+        return payment_of_user(state, owner, latest).await;
+    }
+    let card = db::card_payments::card(&state.db, row.owner_id, card_id).await?;
+    let customer = db::card_payments::customer_of(&state.db, row.owner_id).await?;
+    let (Some(card), Some(customer)) = (card, customer) else {
+        // The card was removed since: the booking is due like any unpaid one.
+        booking_due(state, id).await?;
+        return Err(AppError::NotFound(format!("card {card_id}")));
+    };
+    let currency = state.portal.currency.code().to_owned();
+    // Recorded, and the booking left to its card for the grace, before Stripe is asked; under
+    // the booking's lock, so two replicas' jobs (or two tabs) make one payment.
+    let txn = begin_write(&state.db).await?;
+    // The job charges a booking still waiting for its charge before the start, once.
+    let locked = db::payments::claim(&txn, id)
+        .await?
+        .filter(|row| on_session || row.payment_status == PaymentStatus::Pending);
+    let latest = db::card_payments::latest_for_booking(&txn, id).await?;
+    let taken = latest.as_ref().is_some_and(|p| {
+        !again || [PENDING, REQUIRES_ACTION, SUCCEEDED].contains(&p.status.as_str())
+    });
+    if locked.is_none() || taken {
+        txn.rollback().await?;
+        return match latest {
+            Some(latest) if on_session => payment_of_user(state, row.owner_id, latest).await,
+            _ => Err(AppError::Conflict(Problem::NothingDue { id })),
+        };
+    }
+    let payment = db::card_payments::insert_payment(
+        &txn,
+        &NewPayment {
+            user_id: row.owner_id,
+            purpose: BOOKING,
+            reservation_id: Some(id),
+            refund_to: state.portal.refund_to.as_str(),
+            card_id: card.id,
+            amount_minor: row.price_minor,
+            currency: &currency,
+            at: now,
+        },
+    )
+    .await?;
+    // Due until Stripe confirms it (the job charges a card once); the wallet's job leaves it
+    // to the card until the grace ends.
+    db::card_payments::set_booking_card(
+        &txn,
+        id,
+        card.id,
+        PaymentStatus::Due,
+        now + crate::domain::payment::CARD_GRACE,
+    )
+    .await?;
+    txn.commit().await?;
+    let record = record_of(payment.id);
+    let answer = stripe
+        .charge_card(&CardCharge {
+            amount_minor: row.price_minor,
+            currency: &currency,
+            customer: &customer,
+            payment_method: &card.payment_method_id,
+            off_session: !on_session,
+            record: &record,
+        })
+        .await;
+    let secret = match answer {
+        Ok(intent) => {
+            let secret = intent.client_secret.clone();
+            apply(state, payment.id, &intent, None, false).await?;
+            secret
+        }
+        Err(StripeError::Refused {
+            status: 402,
+            message,
+            ..
+        }) => {
+            settle_failed(state, payment.id, None, &message).await?;
+            booking_due(state, id).await?;
+            None
+        }
+        Err(err) => return Err(stripe_error(err)),
+    };
+    tracing::info!(
+        reservation.id = id,
+        payment.id = payment.id,
+        on_session,
+        "booking charged to its card"
+    );
+    let payment = db::card_payments::payment(&state.db, payment.id)
+        .await?
+        .ok_or(AppError::Internal)?;
+    Ok(view(&payment, Some(&card), secret))
+}
+
+/// `row` as user `owner` sees it, with the secret to authenticate it when the bank asks.
+async fn payment_of_user(
+    state: &AppState,
+    owner: i64,
+    row: card_payment::Model,
+) -> Result<CardPayment, AppError> {
+    let card = db::card_payments::card_by_id(&state.db, row.card_id)
+        .await?
+        .filter(|card| card.user_id == owner);
+    let secret = match (&row.intent_id, row.status.as_str(), state.stripe.as_ref()) {
+        (Some(intent), REQUIRES_ACTION, Some(stripe)) => stripe
+            .payment_intent(intent)
+            .await
+            .ok()
+            .and_then(|i| i.client_secret),
+        _ => None,
+    };
+    Ok(view(&row, card.as_ref(), secret))
+}
+
+/// The holder pays their due booking `id` by card `card_id` now (on the booking's page): the
+/// payment under way is answered when there is one (to authenticate), else the card is charged.
+pub async fn pay_due_booking(
+    state: &AppState,
+    actor: &Actor,
+    id: i64,
+    card_id: i64,
+) -> Result<CardPayment, AppError> {
+    client(state)?;
+    let row = db::reservations::row(&state.db, id)
+        .await?
+        .filter(|row| row.owner_id == actor.user.id)
+        .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
+    if row.status != reservation::Status::Confirmed
+        || !matches!(
+            row.payment_status,
+            PaymentStatus::Pending | PaymentStatus::Due
+        )
+        || state.now() >= row.end_at
+    {
+        return Err(AppError::Conflict(Problem::NothingDue { id }));
+    }
+    check_booking_card(state, actor, card_id, row.team_id).await?;
+    if let Some(latest) = db::card_payments::latest_for_booking(&state.db, id).await?
+        && latest.card_id == card_id
+        && [PENDING, REQUIRES_ACTION, SUCCEEDED].contains(&latest.status.as_str())
+    {
+        return payment_of_user(state, actor.user.id, latest).await;
+    }
+    // Another card, or the last attempt failed: this card pays it now.
+    let txn = begin_write(&state.db).await?;
+    db::card_payments::set_booking_card(
+        &txn,
+        id,
+        card_id,
+        PaymentStatus::Due,
+        state.now() + crate::domain::payment::CARD_GRACE,
+    )
+    .await?;
+    txn.commit().await?;
+    charge_booking(state, id, true, true).await
+}
+
+/// The latest card payment of the caller's booking `id`, if it was paid (or is being paid) by
+/// card.
+pub async fn booking_payment(
+    state: &AppState,
+    actor: &Actor,
+    id: i64,
+) -> Result<Option<CardPayment>, AppError> {
+    let Some(row) = db::card_payments::latest_for_booking(&state.db, id).await? else {
+        return Ok(None);
+    };
+    if row.user_id != actor.user.id {
+        return Ok(None);
+    }
+    payment_of_user(state, actor.user.id, row).await.map(Some)
+}
+
+/// Charges the bookings paid by card whose charge before the start is due at `now`, each
+/// off-session (the payment job). Answers how many were asked of Stripe.
+pub async fn charge_due_bookings(state: &AppState, now: DateTime<Utc>) -> Result<u32, AppError> {
+    if state.stripe.is_none() {
+        return Ok(0);
+    }
+    let mut charged = 0;
+    for id in db::card_payments::card_charge_due(&state.db, now, RECONCILE_BATCH).await? {
+        match charge_booking(state, id, false, false).await {
+            Ok(_) => charged += 1,
+            Err(AppError::NotFound(_) | AppError::Conflict(_)) => {}
+            Err(err) => tracing::warn!(reservation.id = id, error = %err, "card charge"),
+        }
+    }
+    Ok(charged)
+}
+
+/// Refunds `amount` of booking `row` (inside the caller's transaction, which withdrew it or
+/// lowered its price): to the wallet that paid it, and from there back to the card for what a
+/// card paid of it, when that payment's refunds go to the card. The refund to the card is
+/// booked out of the wallet here and sent to Stripe after the commit ([`send_refunds`]).
+pub(crate) async fn refund_booking(
+    txn: &sea_orm::DatabaseTransaction,
+    row: &reservation::Model,
+    charge_id: i64,
+    amount: Money,
+    actor: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<(), sea_orm::DbErr> {
+    db::ledger::refund(txn, row, charge_id, amount, actor, now).await?;
+    if row.card_id.is_none() || row.team_id.is_some() {
+        return Ok(());
+    }
+    let mut left = amount.minor();
+    for payment in db::card_payments::paid_for_booking(txn, row.id).await? {
+        if left <= 0 || payment.refund_to != RefundTo::Card.as_str() {
+            continue;
+        }
+        let open = payment.amount_minor - db::card_payments::refunded_of(txn, payment.id).await?;
+        let part = left.min(open);
+        if part <= 0 {
+            continue;
+        }
+        let card = db::card_payments::card_by_id(txn, payment.card_id).await?;
+        let reason = format!(
+            "Refund to {} for reservation #{}",
+            card_label(card.as_ref()),
+            row.id
+        );
+        let record = db::ledger::TransactionRecord {
+            kind: TransactionKind::Deduct,
+            user_id: Some(payment.user_id),
+            reservation_id: Some(row.id),
+            reverses_id: None,
+            reason: &reason,
+            actor_id: actor,
+            provider: Some(STRIPE_PROVIDER),
+            at: now,
+        };
+        let transaction = match db::ledger::transfer(
+            txn,
+            &record,
+            Account::Wallet(payment.user_id),
+            Account::Funding,
+            Money::from_minor(part),
+        )
+        .await
+        {
+            Ok(transaction) => transaction,
+            // Spent already (cannot be, the refund just arrived): it stays as credits.
+            Err(db::ledger::PostError::InsufficientFunds { .. }) => continue,
+            Err(db::ledger::PostError::Db(err)) => return Err(err),
+        };
+        db::card_payments::insert_refund(
+            txn,
+            &NewRefund {
+                payment_id: payment.id,
+                user_id: payment.user_id,
+                reservation_id: Some(row.id),
+                amount_minor: part,
+                ledger_transaction_id: transaction,
+                at: now,
+            },
+        )
+        .await?;
+        left -= part;
+    }
+    Ok(())
+}
+
+/// `cr_{id}`: Berth's record of a refund at Stripe.
+fn refund_record(id: i64) -> String {
+    format!("cr_{id}")
+}
+
+/// Sends the refunds booked for cards to Stripe (after the cancellation's commit, and from the
+/// reconciliation job for any left behind). Stripe refusing one for good puts its amount back
+/// in the wallet as credits. Answers how many were settled.
+pub async fn send_refunds(state: &AppState) -> Result<u32, AppError> {
+    let Some(stripe) = state.stripe.as_ref() else {
+        return Ok(0);
+    };
+    let mut settled = 0;
+    for refund in db::card_payments::pending_refunds(&state.db, RECONCILE_BATCH).await? {
+        let Some(payment) = db::card_payments::payment(&state.db, refund.payment_id).await? else {
+            continue;
+        };
+        let Some(intent) = payment.intent_id.as_deref() else {
+            continue;
+        };
+        let answer = stripe
+            .refund(intent, refund.amount_minor, &refund_record(refund.id))
+            .await;
+        let outcome = match answer {
+            Ok(done) => Ok(done.id),
+            Err(StripeError::Refused { message, .. }) => Err(message),
+            Err(err) => {
+                tracing::warn!(refund.id = refund.id, error = %err, "card refund not sent yet");
+                continue;
+            }
+        };
+        if settle_refund(state, &refund, &payment, outcome).await? {
+            settled += 1;
+        }
+    }
+    Ok(settled)
+}
+
+/// Records what Stripe said of `refund`: sent (a receipt), or refused (the amount back to
+/// credits).
+async fn settle_refund(
+    state: &AppState,
+    refund: &card_refund::Model,
+    payment: &card_payment::Model,
+    outcome: Result<String, String>,
+) -> Result<bool, AppError> {
+    let now = state.now();
+    let txn = begin_write(&state.db).await?;
+    let Some(row) = db::card_payments::lock_refund(&txn, refund.id).await? else {
+        return Ok(false);
+    };
+    if row.status != PENDING {
+        return Ok(false);
+    }
+    let card = db::card_payments::card_by_id(&txn, payment.card_id).await?;
+    match outcome {
+        Ok(refund_id) => {
+            db::card_payments::settle_refund(&txn, row.id, SUCCEEDED, Some(&refund_id), None, now)
+                .await?;
+            let view = match row.reservation_id {
+                Some(id) => db::reservations::view_of(&txn, id, now).await?,
+                None => None,
+            };
+            let receipt = ReceiptBrief {
+                what: "refund".to_owned(),
+                card: card_label(card.as_ref()),
+                reference: refund_id,
+                id: row.id,
+            };
+            let event =
+                NewEvent::receipt(row.user_id, receipt, row.amount_minor, view.as_ref(), now);
+            crate::backend::notify::record(&txn, &[event]).await?;
+        }
+        Err(why) => {
+            let reason = format!(
+                "Refund to {} refused by Stripe: {why}",
+                card_label(card.as_ref())
+            );
+            let record = db::ledger::TransactionRecord {
+                kind: TransactionKind::Grant,
+                user_id: Some(row.user_id),
+                reservation_id: row.reservation_id,
+                reverses_id: Some(row.ledger_transaction_id),
+                reason: &reason,
+                actor_id: None,
+                provider: Some(STRIPE_PROVIDER),
+                at: now,
+            };
+            db::ledger::transfer(
+                &txn,
+                &record,
+                Account::Funding,
+                Account::Wallet(row.user_id),
+                Money::from_minor(row.amount_minor),
+            )
+            .await
+            .map_err(|err| match err {
+                db::ledger::PostError::Db(err) => AppError::from(err),
+                other => AppError::internal(other),
+            })?;
+            db::card_payments::settle_refund(&txn, row.id, FAILED, None, Some(&why), now).await?;
+            tracing::warn!(refund.id = row.id, reason = %why, "Stripe refused a card refund; kept as credits");
+        }
+    }
+    txn.commit().await?;
+    Ok(true)
+}
+
+fn refund_view(row: &card_refund::Model, card: Option<&payment_card::Model>) -> CardRefund {
+    CardRefund {
+        id: row.id,
+        payment_id: row.payment_id,
+        reservation_id: row.reservation_id,
+        amount_minor: row.amount_minor,
+        card: card_label(card),
+        status: row.status.clone(),
+        failure: row.failure.clone(),
+        reference: row.refund_id.clone(),
+        created_at: row.created_at,
+        settled_at: row.settled_at,
+    }
+}
+
+/// The caller's refunds to cards, newest first.
+pub async fn refunds(state: &AppState, actor: &Actor) -> Result<Vec<CardRefund>, AppError> {
+    let rows = db::card_payments::refunds_of(&state.db, actor.user.id, PAYMENTS_LISTED).await?;
+    let cards = db::card_payments::all_cards_of(&state.db, actor.user.id).await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let payment = db::card_payments::payment(&state.db, row.payment_id).await?;
+        let card = payment.and_then(|p| cards.iter().find(|c| c.id == p.card_id).cloned());
+        out.push(refund_view(row, card.as_ref()));
+    }
+    Ok(out)
+}
+
+/// What the balance check found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BalanceCheck {
+    /// Balance transactions read from Stripe.
+    pub stripe_transactions: usize,
+    /// Differences found (each told to platform admins once).
+    pub differences: Vec<(String, String)>,
+}
+
+/// Compares Stripe's balance transactions of the last `days` with the ledger's card payments
+/// and refunds: each charge and refund at Stripe must be one Berth booked, for the same amount,
+/// and each one Berth booked (settled over 10 minutes ago) must be at Stripe. Every difference
+/// is told to the platform admins, once.
+pub async fn check_balance(
+    state: &AppState,
+    now: DateTime<Utc>,
+    days: i64,
+) -> Result<BalanceCheck, AppError> {
+    let Some(stripe) = state.stripe.as_ref() else {
+        return Ok(BalanceCheck::default());
+    };
+    let since = now - TimeDelta::days(days);
+    let transactions = stripe
+        .balance_transactions(since.timestamp(), 20)
+        .await
+        .map_err(stripe_error)?;
+    let payments = db::card_payments::succeeded_since(&state.db, since).await?;
+    let refunds = db::card_payments::refunds_sent_since(&state.db, since).await?;
+    let mut differences = Vec::new();
+    let mut seen_charges = std::collections::BTreeSet::new();
+    let mut seen_refunds = std::collections::BTreeSet::new();
+    for txn in &transactions {
+        let Some(source) = txn.source.as_deref() else {
+            continue;
+        };
+        match txn.kind.as_str() {
+            "charge" | "payment" => {
+                seen_charges.insert(source.to_owned());
+                match db::card_payments::payment_of_charge(&state.db, source).await? {
+                    Some(p) if p.status == SUCCEEDED && p.amount_minor == txn.amount => {}
+                    Some(p) if p.status != SUCCEEDED => differences.push((
+                        source.to_owned(),
+                        format!(
+                            "Stripe holds {} {} for payment cp_{} that the ledger has as {}",
+                            txn.amount, txn.currency, p.id, p.status
+                        ),
+                    )),
+                    Some(p) => differences.push((
+                        source.to_owned(),
+                        format!(
+                            "Stripe holds {} {}, the ledger booked {} for payment cp_{}",
+                            txn.amount, txn.currency, p.amount_minor, p.id
+                        ),
+                    )),
+                    None => differences.push((
+                        source.to_owned(),
+                        format!(
+                            "Stripe holds a charge of {} {} that the ledger has no payment for",
+                            txn.amount, txn.currency
+                        ),
+                    )),
+                }
+            }
+            "refund" => {
+                seen_refunds.insert(source.to_owned());
+                match db::card_payments::refund_of_stripe(&state.db, source).await? {
+                    Some(r) if r.amount_minor == -txn.amount => {}
+                    Some(r) => differences.push((
+                        source.to_owned(),
+                        format!(
+                            "Stripe refunded {} {}, the ledger booked {} for refund cr_{}",
+                            -txn.amount, txn.currency, r.amount_minor, r.id
+                        ),
+                    )),
+                    None => differences.push((
+                        source.to_owned(),
+                        format!(
+                            "Stripe holds a refund of {} {} that the ledger has no record of",
+                            -txn.amount, txn.currency
+                        ),
+                    )),
+                }
+            }
+            _ => {}
+        }
+    }
+    let settled_before = now - TimeDelta::minutes(10);
+    for p in &payments {
+        let at_stripe = p
+            .charge_id
+            .as_ref()
+            .is_some_and(|c| seen_charges.contains(c));
+        if !at_stripe && p.settled_at.is_some_and(|at| at < settled_before) {
+            differences.push((
+                record_of(p.id),
+                format!(
+                    "the ledger booked payment cp_{} ({} {}) that Stripe's balance does not hold",
+                    p.id, p.amount_minor, p.currency
+                ),
+            ));
+        }
+    }
+    for r in &refunds {
+        let at_stripe = r
+            .refund_id
+            .as_ref()
+            .is_some_and(|id| seen_refunds.contains(id));
+        if !at_stripe && r.settled_at.is_some_and(|at| at < settled_before) {
+            differences.push((
+                refund_record(r.id),
+                format!(
+                    "the ledger sent refund cr_{} ({}) that Stripe's balance does not hold",
+                    r.id, r.amount_minor
+                ),
+            ));
+        }
+    }
+    if !differences.is_empty() {
+        let admins = db::users::platform_admins(&state.db).await?;
+        let txn = begin_write(&state.db).await?;
+        for (what, detail) in &differences {
+            tracing::error!(what = %what, detail = %detail, "Stripe and the ledger disagree");
+            let events: Vec<NewEvent> = admins
+                .iter()
+                .map(|admin| NewEvent::payment_mismatch(*admin, what, detail, now))
+                .collect();
+            crate::backend::notify::record(&txn, &events).await?;
+        }
+        txn.commit().await?;
+    }
+    Ok(BalanceCheck {
+        stripe_transactions: transactions.len(),
+        differences,
+    })
 }

@@ -312,6 +312,7 @@ pub async fn seed_demo_bookings(
                     profile_version_id: None,
                     through_watch: None,
                     start_early: false,
+                    card_id: None,
                 };
                 let created_at = (start - TimeDelta::days(2)).min(now);
                 let terms = crate::backend::reservations::place::BookingTerms {

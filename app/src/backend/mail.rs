@@ -151,7 +151,10 @@ impl MailChannel {
                 || "/incidents".to_owned(),
                 |i| format!("/incidents/{}", i.id),
             ),
-            (_, EventKind::CreditsAdded) => "/wallet".to_owned(),
+            (_, EventKind::CreditsAdded | EventKind::Receipt) => "/wallet".to_owned(),
+            (_, EventKind::PaymentMismatch) => "/admin/payments".to_owned(),
+            // The booking's page, where its payment is completed.
+            (Some(r), EventKind::PaymentDue) => format!("/reservations/{}", r.id),
             (_, EventKind::WatchOffer) => "/watches".to_owned(),
             (Some(_), _) => "/reservations".to_owned(),
             (None, _) => "/inbox".to_owned(),

@@ -127,7 +127,7 @@ pub async fn retry_for(
     wallet: crate::domain::ledger::Account,
     now: DateTime<Utc>,
 ) -> Result<Outcome, DbErr> {
-    let ids = db::payments::due_ids_paid_by(db, wallet).await?;
+    let ids = db::payments::due_ids_paid_by(db, wallet, now).await?;
     settle_all(db, &ids, None, now, None).await
 }
 

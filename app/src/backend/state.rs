@@ -41,6 +41,8 @@ pub struct PortalConfig {
     pub incidents: crate::backend::incidents::IncidentSettings,
     /// The smallest and largest top-up by card.
     pub top_up: crate::domain::payment::TopUpLimits,
+    /// Where the refund of a booking paid by card goes (fixed on each payment when it is made).
+    pub refund_to: crate::domain::payment::RefundTo,
 }
 
 /// How long telemetry is kept, and what GPUs found by an agent start with.

@@ -155,6 +155,24 @@ pub struct PaymentIntent {
     pub metadata: BTreeMap<String, String>,
     /// Why the last attempt failed.
     pub last_payment_error: Option<PaymentError>,
+    /// Its latest charge (`ch_…`), once it was charged: what the balance transactions name.
+    #[serde(default, deserialize_with = "id_or_object")]
+    pub latest_charge: Option<String>,
+}
+
+/// An id, or the object it names when Stripe expanded it.
+fn id_or_object<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum IdOrObject {
+        Id(String),
+        Object { id: String },
+    }
+    Ok(
+        Option::<IdOrObject>::deserialize(de)?.map(|value| match value {
+            IdOrObject::Id(id) | IdOrObject::Object { id } => id,
+        }),
+    )
 }
 
 /// A refund.
@@ -413,24 +431,31 @@ impl StripeClient {
         since: i64,
         pages: usize,
     ) -> Result<Vec<BalanceTransaction>, StripeError> {
+        // Newest first; read until a page reaches back before `since` (not every Stripe-compatible
+        // server filters by `created`).
         let mut out: Vec<BalanceTransaction> = Vec::new();
         for _ in 0..pages {
-            let mut query = vec![
-                ("limit", "100".to_owned()),
-                ("created[gte]", since.to_string()),
-            ];
+            let mut query = vec![("limit", "100".to_owned())];
             if let Some(last) = out.last() {
                 query.push(("starting_after", last.id.clone()));
             }
             let page: List<BalanceTransaction> = self
-                .call(reqwest::Method::GET, "/v1/balance/history", &query, None)
+                .call(
+                    reqwest::Method::GET,
+                    "/v1/balance_transactions",
+                    &query,
+                    None,
+                )
                 .await?;
-            let more = page.has_more && !page.data.is_empty();
+            let more = page.has_more
+                && !page.data.is_empty()
+                && page.data.iter().all(|txn| txn.created >= since);
             out.extend(page.data);
             if !more {
                 break;
             }
         }
+        out.retain(|txn| txn.created >= since);
         Ok(out)
     }
 }

@@ -316,6 +316,7 @@ pub async fn book(state: &AppState, actor: &Actor, id: i64) -> Result<Reservatio
         .await?,
         through_watch: Some((id, offer.id)),
         start_early: false,
+        card_id: None,
     };
     let booked = place::place(
         &state.db,

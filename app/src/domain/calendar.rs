@@ -315,11 +315,17 @@ pub enum PanelText {
     FlexibleHint,
     /// `panel_would_borrow`.
     WouldBorrow,
+    /// `panel_pay_with`.
+    PayWith,
+    /// `panel_credits`.
+    Credits,
+    /// `panel_card_follow`.
+    CardFollow,
 }
 
 impl PanelText {
     /// Every text, in the order [`PanelTexts`] holds them.
-    pub const ALL: [PanelText; 39] = [
+    pub const ALL: [PanelText; 42] = [
         PanelText::Title,
         PanelText::Gpu,
         PanelText::Window,
@@ -359,6 +365,9 @@ impl PanelText {
         PanelText::Flexible,
         PanelText::FlexibleHint,
         PanelText::WouldBorrow,
+        PanelText::PayWith,
+        PanelText::Credits,
+        PanelText::CardFollow,
     ];
 }
 
@@ -394,6 +403,10 @@ pub struct BookingPayment {
     /// The viewer's default profile.
     #[serde(default)]
     pub default_profile: Option<i64>,
+    /// The viewer's saved cards, which may pay a personal booking (id, label), when card
+    /// payments are on.
+    #[serde(default)]
+    pub cards: Vec<(i64, String)>,
 }
 
 impl BookingPayment {

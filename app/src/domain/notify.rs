@@ -87,11 +87,16 @@ pub enum EventKind {
     /// An incident was opened, changed, answered or paid an SLA credit (to its reporter and to
     /// platform admins).
     Incident,
+    /// A receipt: a card was charged (a top-up or a booking) or refunded.
+    Receipt,
+    /// Stripe's balance and Berth's ledger disagree about a card payment or refund (to
+    /// platform admins).
+    PaymentMismatch,
 }
 
 impl EventKind {
     /// Every kind, in the order a preferences page lists them.
-    pub const ALL: [EventKind; 27] = [
+    pub const ALL: [EventKind; 29] = [
         EventKind::BookingConfirmed,
         EventKind::BookingCancelled,
         EventKind::BookingReleased,
@@ -119,6 +124,8 @@ impl EventKind {
         EventKind::WatchOffer,
         EventKind::StartedEarly,
         EventKind::Incident,
+        EventKind::Receipt,
+        EventKind::PaymentMismatch,
     ];
 
     /// As stored, sent and used in keys.
@@ -151,6 +158,8 @@ impl EventKind {
             EventKind::WatchOffer => "watch_offer",
             EventKind::StartedEarly => "started_early",
             EventKind::Incident => "incident",
+            EventKind::Receipt => "receipt",
+            EventKind::PaymentMismatch => "payment_mismatch",
         }
     }
 
@@ -180,6 +189,8 @@ impl EventKind {
                 | EventKind::WatchOffer
                 | EventKind::StartedEarly
                 | EventKind::Incident
+                | EventKind::Receipt
+                | EventKind::PaymentMismatch
         )
     }
 }
@@ -282,6 +293,22 @@ pub struct Notice {
     /// The incident it is about (links go to its page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incident: Option<IncidentBrief>,
+    /// What a receipt is for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<ReceiptBrief>,
+}
+
+/// What a card receipt is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReceiptBrief {
+    /// `top_up`, `booking` (a charge) or `refund`.
+    pub what: String,
+    /// The card (`Visa ···· 4242`).
+    pub card: String,
+    /// Stripe's reference (`pi_…`, `re_…`).
+    pub reference: String,
+    /// Berth's id of the payment or refund.
+    pub id: i64,
 }
 
 /// What happened to an incident, as a notice tells it.
@@ -752,6 +779,56 @@ impl NewEvent {
 }
 
 impl NewEvent {
+    /// A receipt to `user`: `amount_minor` charged to or refunded on a card, for `reservation`
+    /// when it paid or refunded a booking.
+    pub fn receipt(
+        user: i64,
+        receipt: ReceiptBrief,
+        amount_minor: i64,
+        reservation: Option<&Reservation>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        Self {
+            kind: EventKind::Receipt,
+            key: format!(
+                "{}:{}:{}",
+                EventKind::Receipt.as_str(),
+                receipt.what,
+                receipt.id
+            ),
+            audience: Audience::User(user),
+            reservation_id: reservation.map(|r| r.id),
+            notice: Notice {
+                reservation: reservation.map(ReservationBrief::of),
+                amount_minor: Some(amount_minor),
+                receipt: Some(receipt),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+
+    /// To platform admin `admin`: Stripe's balance and Berth's ledger disagree about `what`
+    /// (Stripe's or Berth's reference), as `detail` says.
+    pub fn payment_mismatch(admin: i64, what: &str, detail: &str, now: DateTime<Utc>) -> Self {
+        Self {
+            kind: EventKind::PaymentMismatch,
+            key: format!("{}:{what}:{admin}", EventKind::PaymentMismatch.as_str()),
+            audience: Audience::User(admin),
+            reservation_id: None,
+            notice: Notice {
+                target: Some(what.to_owned()),
+                error: Some(detail.to_owned()),
+                ..Notice::default()
+            },
+            occurred_at: now,
+            due_at: now,
+        }
+    }
+}
+
+impl NewEvent {
     /// Webhook `webhook_id` (at `url`) was disabled at `now` after failing again and again, the
     /// last time with `error`.
     pub fn webhook_disabled(
@@ -1190,6 +1267,7 @@ mod tests {
             start_early: false,
             early_from: None,
             sla_credit_minor: 0,
+            card_payment: None,
             profile: None,
         }
     }

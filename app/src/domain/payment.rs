@@ -39,6 +39,11 @@ impl ChargeMode {
     }
 }
 
+/// How long the payment job leaves a booking to its card payment (for the bank's
+/// authentication, and for Stripe's confirmation) before it treats it as any booking whose
+/// payment is due: paid from credits if they arrive, released at the release time.
+pub const CARD_GRACE: TimeDelta = TimeDelta::minutes(15);
+
 /// The charge modes a portal offers and their timing (settings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChargePolicy {
@@ -187,8 +192,11 @@ pub struct CardSetup {
 pub struct CardPayment {
     /// Berth's id.
     pub id: i64,
-    /// `top_up`.
+    /// `top_up` or `booking`.
     pub purpose: String,
+    /// The booking it pays.
+    #[serde(default)]
+    pub reservation_id: Option<i64>,
     /// Minor units.
     pub amount_minor: i64,
     /// ISO code.
@@ -201,12 +209,71 @@ pub struct CardPayment {
     pub failure: Option<String>,
     /// For `requires_action`: the secret Stripe.js authenticates it with.
     pub client_secret: Option<String>,
+    /// Stripe's reference (`pi_…`), once Stripe answered.
+    #[serde(default)]
+    pub reference: Option<String>,
     /// The ledger transaction that booked it.
     pub transaction_id: Option<i64>,
     /// Asked.
     pub created_at: DateTime<Utc>,
     /// Confirmed or failed.
     pub settled_at: Option<DateTime<Utc>>,
+}
+
+/// A refund sent back to the card that paid a booking, as its payer sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardRefund {
+    /// Berth's id.
+    pub id: i64,
+    /// The card payment refunded.
+    pub payment_id: i64,
+    /// The booking refunded.
+    pub reservation_id: Option<i64>,
+    /// Minor units.
+    pub amount_minor: i64,
+    /// The card (`Visa ···· 4242`).
+    pub card: String,
+    /// `pending` (booked, on its way to Stripe), `succeeded` (Stripe refunded it), `failed`
+    /// (Stripe refused: the amount went back to credits).
+    pub status: String,
+    /// Why Stripe refused it.
+    pub failure: Option<String>,
+    /// Stripe's reference (`re_…`).
+    pub reference: Option<String>,
+    /// Booked.
+    pub created_at: DateTime<Utc>,
+    /// Sent or given up.
+    pub settled_at: Option<DateTime<Utc>>,
+}
+
+/// Where a refund of a booking paid by card goes (setting `refund_to`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefundTo {
+    /// Back to the card, through Stripe.
+    #[default]
+    Card,
+    /// To the wallet's credits.
+    Credits,
+}
+
+impl RefundTo {
+    /// As stored and configured.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefundTo::Card => "card",
+            RefundTo::Credits => "credits",
+        }
+    }
+
+    /// From the setting's text.
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw.trim() {
+            "card" => Some(RefundTo::Card),
+            "credits" => Some(RefundTo::Credits),
+            _ => None,
+        }
+    }
 }
 
 /// The smallest and largest top-up by card, in minor units.

@@ -485,6 +485,15 @@ pub enum Problem {
     /// Card payments are not set up on this portal (`payments = manual`).
     #[error("card payments are not enabled on this portal")]
     CardsOff,
+    /// A card pays personal bookings only (a team's are paid from its wallet).
+    #[error("a card pays personal bookings only; a team's bookings are paid from its wallet")]
+    CardPersonalOnly,
+    /// The booking has nothing left to pay by card.
+    #[error("reservation {id} has no payment due")]
+    NothingDue {
+        /// The reservation.
+        id: i64,
+    },
     /// A top-up outside the portal's limits.
     #[error("a top-up is between {min} and {max}")]
     TopUpAmount {

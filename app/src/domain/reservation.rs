@@ -218,6 +218,10 @@ pub struct Reservation {
     /// SLA credits its incidents paid, minor units.
     #[serde(default)]
     pub sla_credit_minor: i64,
+    /// Paid by card: the card payment made for it at booking (to authenticate when the bank
+    /// asks), in the answer to the booking only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub card_payment: Option<crate::domain::payment::CardPayment>,
 }
 
 /// Which GPUs a booking wants.
@@ -261,6 +265,8 @@ pub struct NewReservation {
     /// A preemptible booking asks to start early, on the same GPUs, when they free up before its
     /// start (backfill).
     pub start_early: bool,
+    /// Paid with this saved card instead of credits.
+    pub card_id: Option<i64>,
 }
 
 /// A window that would fit instead, offered with a conflict and by "find a slot".

@@ -77,8 +77,13 @@ pub fn CalendarPage() -> impl IntoView {
                             let span = view.with_value(|v| v.span);
                             let model = model_filter.clone();
                             let memory = filter_memory.clone();
-                            let note = note.get().and_then(Result::ok).flatten().map(|text| {
-                                view! { <p class="notice notice-warn budget-note" role="status">{text}</p> }
+                            let note = note.get().and_then(Result::ok).flatten().map(|(text, link)| {
+                                view! {
+                                    <p class="notice notice-warn budget-note" role="status">
+                                        {text}
+                                        {link.map(|(href, words)| view! { " " <a href=href class="card-follow">{words}</a> })}
+                                    </p>
+                                }
                             });
                             view! {
                                 <div class="calendar-page" data-span=span.as_str()>

@@ -39,6 +39,7 @@ pub fn ReservationPage() -> impl IntoView {
                 crate::components::error::form_outcome(None, error)
             }}
             <ReservationAccessView id=id() />
+            <BookingCard id=id() />
             <crate::pages::incident::ReportProblem
                 reservation_id=id()
                 back=format!("/reservations/{}", id())
@@ -272,5 +273,106 @@ fn AccessBody(
         })}
         <h2>{t!(i18n, reservation_events)}</h2>
         <AccessEventTable events zone=events_zone />
+    }
+}
+
+/// How a booking is paid by card (when card payments are on and a card has to do with it): the
+/// latest card payment, and while its payment is due a form to pay it with a saved card now,
+/// which asks for the bank's authentication in Stripe's frame when needed (`/cards.js`).
+#[component]
+fn BookingCard(id: i64) -> impl IntoView {
+    let data = Resource::new(move || id, crate::api::ledger::get_booking_card);
+    view! {
+        <Transition fallback=|| ()>
+            {move || {
+                data.get().and_then(Result::ok).flatten().map(|panel| view! { <BookingCardView panel /> })
+            }}
+        </Transition>
+    }
+}
+
+#[component]
+fn BookingCardView(panel: crate::api::ledger::BookingCardPanel) -> impl IntoView {
+    use crate::domain::money::Money;
+    use crate::domain::reservation::PaymentStatus;
+    use crate::text::format::{MoneyText, money_string};
+    let i18n = use_i18n();
+    let crate::api::ledger::BookingCardPanel {
+        reservation_id,
+        payment_status,
+        price_minor,
+        currency,
+        payment,
+        cards,
+        release_at,
+        js_url,
+        publishable_key,
+    } = panel;
+    let status_line = payment.as_ref().map(|p| {
+        let card = p.card.clone();
+        let why = p.failure.clone().unwrap_or_default();
+        let line = match p.status.as_str() {
+            "succeeded" => t_string!(i18n, booking_card_paid, card).to_string(),
+            "requires_action" => t_string!(i18n, booking_card_authenticate, card).to_string(),
+            "failed" => t_string!(i18n, booking_card_failed, card, why).to_string(),
+            _ => t_string!(i18n, booking_card_pending, card).to_string(),
+        };
+        view! { <p class="booking-card-status" data-status=p.status.clone()>{line}</p> }
+    });
+    let due = matches!(payment_status, PaymentStatus::Due);
+    let amount = money_string(i18n, Money::from_minor(price_minor), &currency);
+    let due_line = release_at.filter(|_| due).map(|until| {
+        view! {
+            <p class="notice notice-warn" role="status">
+                {t!(i18n, booking_card_due, amount = amount.clone(), until)}
+            </p>
+        }
+    });
+    let open_payment = payment
+        .as_ref()
+        .filter(|p| p.status == "pending")
+        .map(|p| p.id);
+    let form = (due && !cards.is_empty()).then(|| {
+        let options = cards
+            .into_iter()
+            .map(|(id, label)| view! { <option value=id>{label}</option> })
+            .collect_view();
+        view! {
+            <form class="booking-card-form" data-reservation=reservation_id>
+                <label class="field">
+                    {t!(i18n, booking_card_with)}
+                    <select name="card">{options}</select>
+                </label>
+                <button type="submit" class="button-primary">
+                    {t!(i18n, booking_card_pay)} " " <MoneyText amount=Money::from_minor(price_minor) currency=currency.clone() />
+                </button>
+            </form>
+        }
+    });
+    let no_cards = (due && form.is_none()).then(|| {
+        view! { <p class="hint"><a href="/wallet#cards">{t!(i18n, booking_card_add)}</a></p> }
+    });
+    view! {
+        <section
+            class="cards booking-card"
+            id="card-payment"
+            data-js-url=js_url
+            data-publishable-key=publishable_key
+            data-reservation=reservation_id
+            data-open-payment=open_payment.map(|id| id.to_string()).unwrap_or_default()
+            data-msg-working=t_string!(i18n, cards_working).to_string()
+            data-msg-paid=t_string!(i18n, cards_paid).to_string()
+            data-msg-waiting=t_string!(i18n, cards_waiting).to_string()
+            data-msg-failed=t_string!(i18n, cards_failed).to_string()
+            data-msg-unavailable=t_string!(i18n, cards_unavailable).to_string()
+        >
+            <h2>{t!(i18n, booking_card_title)}</h2>
+            {status_line}
+            {due_line}
+            <p class="cards-status" role="status" aria-live="polite"></p>
+            {form}
+            {no_cards}
+            <script src="/cards.js" defer></script>
+        </section>
     }
 }

@@ -205,6 +205,7 @@ fn CardsSection(panel: CardsPanel, currency: Currency, zone: ZoneOffsets) -> imp
     let CardsPanel {
         cards,
         payments,
+        refunds,
         js_url,
         publishable_key,
         min_minor,
@@ -294,53 +295,133 @@ fn CardsSection(panel: CardsPanel, currency: Currency, zone: ZoneOffsets) -> imp
                     <button type="submit" class="button-secondary">{t!(i18n, cards_enter)}</button>
                 </form>
             </div>
-            {(!payments.is_empty()).then(|| view! {
-                <h3>{t!(i18n, cards_payments)}</h3>
-                <div class="table-scroll">
-                    <table class="wallet-table card-payments">
-                        <thead>
-                            <tr>
-                                <th scope="col">{t!(i18n, wallet_col_when)}</th>
-                                <th scope="col">{t!(i18n, cards_card)}</th>
-                                <th scope="col" class="num">{t!(i18n, wallet_col_amount)}</th>
-                                <th scope="col">{t!(i18n, cards_col_status)}</th>
-                            </tr>
-                        </thead>
-                        <tbody>
-                            {payments
-                                .into_iter()
-                                .map(|payment| {
-                                    let status = payment.status.clone();
-                                    let status_text = move || match status.as_str() {
-                                        "succeeded" => t_string!(i18n, cards_status_succeeded).to_string(),
-                                        "failed" => t_string!(i18n, cards_status_failed).to_string(),
-                                        "requires_action" => t_string!(i18n, cards_status_requires_action).to_string(),
-                                        _ => t_string!(i18n, cards_status_pending).to_string(),
-                                    };
-                                    view! {
-                                        <tr data-payment=payment.id data-status=payment.status.clone()>
-                                            <td>
-                                                <time datetime=payment.created_at.to_rfc3339()>
-                                                    {date_minute(zone.local(payment.created_at))}
-                                                </time>
-                                            </td>
-                                            <td>{payment.card}</td>
-                                            <td class="num">
-                                                <MoneyText amount=Money::from_minor(payment.amount_minor) currency=currency.clone() />
-                                            </td>
-                                            <td>
-                                                {status_text}
-                                                {payment.failure.map(|why| view! { <span class="hint">{format!(" ({why})")}</span> })}
-                                            </td>
-                                        </tr>
-                                    }
-                                })
-                                .collect_view()}
-                        </tbody>
-                    </table>
-                </div>
-            })}
+            <Receipts payments refunds currency=currency.clone() zone=zone.clone() />
             <script src="/cards.js" defer></script>
         </section>
     }
+}
+
+/// One line of the receipts table: a card charged (a top-up or a booking) or refunded.
+struct ReceiptLine {
+    at: chrono::DateTime<chrono::Utc>,
+    what: ReceiptWhat,
+    card: String,
+    /// Signed: a refund is negative.
+    amount_minor: i64,
+    status: String,
+    failure: Option<String>,
+    reference: Option<String>,
+    key: String,
+}
+
+#[derive(Clone, Copy)]
+enum ReceiptWhat {
+    TopUp,
+    Booking(i64),
+    Refund(Option<i64>),
+}
+
+/// Every card charge and refund, newest first: what it was for, the card, the amount, where it
+/// stands and Stripe's reference (the e-mailed receipts carry the same).
+#[component]
+fn Receipts(
+    payments: Vec<crate::domain::payment::CardPayment>,
+    refunds: Vec<crate::domain::payment::CardRefund>,
+    currency: Currency,
+    zone: ZoneOffsets,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let mut lines: Vec<ReceiptLine> = payments
+        .into_iter()
+        .map(|p| ReceiptLine {
+            at: p.created_at,
+            what: match p.reservation_id {
+                Some(id) => ReceiptWhat::Booking(id),
+                None => ReceiptWhat::TopUp,
+            },
+            card: p.card,
+            amount_minor: p.amount_minor,
+            status: p.status,
+            failure: p.failure,
+            reference: p.reference,
+            key: format!("p{}", p.id),
+        })
+        .chain(refunds.into_iter().map(|r| ReceiptLine {
+            at: r.created_at,
+            what: ReceiptWhat::Refund(r.reservation_id),
+            card: r.card,
+            amount_minor: -r.amount_minor,
+            status: r.status,
+            failure: r.failure,
+            reference: r.reference,
+            key: format!("r{}", r.id),
+        }))
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    lines.sort_by_key(|line| std::cmp::Reverse(line.at));
+    let rows = lines
+        .into_iter()
+        .map(|line| {
+            let status = line.status.clone();
+            let refund = matches!(line.what, ReceiptWhat::Refund(_));
+            let booking = matches!(line.what, ReceiptWhat::Booking(_));
+            let status_text = move || match (status.as_str(), refund) {
+                ("succeeded", true) => t_string!(i18n, cards_status_refunded).to_string(),
+                ("succeeded", false) if booking => t_string!(i18n, cards_status_booking_paid).to_string(),
+                ("succeeded", false) => t_string!(i18n, cards_status_succeeded).to_string(),
+                ("failed", true) => t_string!(i18n, cards_status_refund_failed).to_string(),
+                ("failed", false) => t_string!(i18n, cards_status_failed).to_string(),
+                ("requires_action", _) => t_string!(i18n, cards_status_requires_action).to_string(),
+                _ => t_string!(i18n, cards_status_pending).to_string(),
+            };
+            let what = match line.what {
+                ReceiptWhat::TopUp => Either::Left(view! { <span>{t!(i18n, cards_for_credits)}</span> }),
+                ReceiptWhat::Booking(id) => Either::Right(view! {
+                    <a href=format!("/reservations/{id}")>{t!(i18n, cards_for_booking, id)}</a>
+                }.into_any()),
+                ReceiptWhat::Refund(Some(id)) => Either::Right(view! {
+                    <a href=format!("/reservations/{id}")>{t!(i18n, cards_for_refund, id)}</a>
+                }.into_any()),
+                ReceiptWhat::Refund(None) => Either::Right(view! { <span>{t!(i18n, cards_for_refund_credits)}</span> }.into_any()),
+            };
+            view! {
+                <tr data-receipt=line.key data-status=line.status.clone()>
+                    <td>
+                        <time datetime=line.at.to_rfc3339()>{date_minute(zone.local(line.at))}</time>
+                    </td>
+                    <td>{what}</td>
+                    <td>{line.card}</td>
+                    <td class="num" class:negative=line.amount_minor < 0>
+                        <MoneyText amount=Money::from_minor(line.amount_minor) currency=currency.clone() />
+                    </td>
+                    <td class="receipt-status">
+                        {status_text}
+                        {line.failure.map(|why| view! { <span class="hint">{format!(" ({why})")}</span> })}
+                    </td>
+                    <td><code class="reference">{line.reference.unwrap_or_default()}</code></td>
+                </tr>
+            }
+        })
+        .collect_view();
+    Some(view! {
+        <h3>{t!(i18n, cards_receipts)}</h3>
+        <p class="hint">{t!(i18n, cards_receipts_hint)}</p>
+        <div class="table-scroll">
+            <table class="wallet-table card-payments">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, wallet_col_when)}</th>
+                        <th scope="col">{t!(i18n, cards_col_for)}</th>
+                        <th scope="col">{t!(i18n, cards_card)}</th>
+                        <th scope="col" class="num">{t!(i18n, wallet_col_amount)}</th>
+                        <th scope="col">{t!(i18n, cards_col_status)}</th>
+                        <th scope="col">{t!(i18n, cards_col_reference)}</th>
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </div>
+    })
 }

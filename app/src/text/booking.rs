@@ -60,9 +60,17 @@ pub fn panel_texts(lead_minutes: i64) -> crate::domain::calendar::PanelTexts {
             PanelText::Flexible => t_string!(i18n, panel_flexible).to_string(),
             PanelText::FlexibleHint => t_string!(i18n, panel_flexible_hint).to_string(),
             PanelText::WouldBorrow => t_string!(i18n, panel_would_borrow).to_string(),
+            PanelText::PayWith => t_string!(i18n, panel_pay_with).to_string(),
+            PanelText::Credits => t_string!(i18n, panel_credits).to_string(),
+            PanelText::CardFollow => t_string!(i18n, panel_card_follow).to_string(),
         };
         PanelTexts(PanelText::ALL.into_iter().map(text).collect())
     })
+}
+
+/// "Follow its card payment", in the request's language.
+pub fn card_follow_text() -> String {
+    in_request_language(|i18n| t_string!(i18n, panel_card_follow).to_string())
 }
 
 /// `note` in the request's language; amounts in `currency`.
@@ -82,6 +90,10 @@ pub fn booking_note(note: &BookingNote, currency: &Currency) -> String {
             let (spent, limit) = (amount(*spent_minor), amount(*limit_minor));
             let month = month.clone();
             t_string!(i18n, booking_budget_warning, spent, limit, month).to_string()
+        }
+        BookingNote::PaidByCard { card, .. } => {
+            let card = card.clone();
+            t_string!(i18n, booking_paid_by_card, card).to_string()
         }
     })
 }

@@ -42,6 +42,8 @@ pub fn title(i18n: I18nContext<Locale>, kind: EventKind) -> String {
         EventKind::WatchOffer => t_string!(i18n, notice_watch_offer),
         EventKind::StartedEarly => t_string!(i18n, notice_started_early),
         EventKind::Incident => t_string!(i18n, notice_incident),
+        EventKind::Receipt => t_string!(i18n, notice_receipt),
+        EventKind::PaymentMismatch => t_string!(i18n, notice_payment_mismatch),
     }
     .to_string()
 }
@@ -236,6 +238,25 @@ pub fn lines(
                 };
                 lines.push(line);
             }
+        }
+        EventKind::Receipt => {
+            if let Some(receipt) = &notice.receipt {
+                let (card, reference) = (receipt.card.clone(), receipt.reference.clone());
+                let line = match receipt.what.as_str() {
+                    "refund" => t_string!(i18n, notice_line_receipt_refund, amount = money, card),
+                    "booking" => {
+                        t_string!(i18n, notice_line_receipt_booking, amount = money, card)
+                    }
+                    _ => t_string!(i18n, notice_line_receipt_top_up, amount = money, card),
+                };
+                lines.push(line.to_string());
+                lines.push(t_string!(i18n, notice_line_receipt_reference, reference).to_string());
+            }
+        }
+        EventKind::PaymentMismatch => {
+            let what = notice.target.clone().unwrap_or_default();
+            let detail = notice.error.clone().unwrap_or_default();
+            lines.push(t_string!(i18n, notice_line_payment_mismatch, what, detail).to_string());
         }
         EventKind::NodeSilent => {
             let node = notice.target.clone().unwrap_or_default();

@@ -109,6 +109,8 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         }
         Problem::IncidentTarget => t_string!(i18n, problem_incident_target).to_string(),
         Problem::CardsOff => t_string!(i18n, problem_cards_off).to_string(),
+        Problem::CardPersonalOnly => t_string!(i18n, problem_card_personal_only).to_string(),
+        Problem::NothingDue { id } => t_string!(i18n, problem_nothing_due, id).to_string(),
         Problem::TopUpAmount { min, max } => {
             t_string!(i18n, problem_top_up_amount, min, max).to_string()
         }

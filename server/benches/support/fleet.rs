@@ -285,6 +285,7 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 reclaim_refund_minor: Set(0),
                 sla_credit_minor: Set(0),
                 start_early: Set(false),
+                card_id: Set(None),
                 early_from: Set(None),
             });
             for i in chosen {

@@ -4,6 +4,7 @@
 mod backfill;
 mod calendar;
 mod calendar_feeds;
+mod card_bookings;
 mod card_payments;
 mod cli;
 mod csrf;

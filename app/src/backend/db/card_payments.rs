@@ -1,7 +1,9 @@
 //! Queries of card payments: Stripe customers, saved cards, payments asked of Stripe, and the
 //! webhook events already processed.
 
-use crate::backend::entity::{card_payment, payment_card, stripe_customer, stripe_event};
+use crate::backend::entity::{
+    card_payment, card_refund, payment_card, reservation, stripe_customer, stripe_event,
+};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::OnConflict;
 use sea_orm::{
@@ -17,6 +19,10 @@ pub const REQUIRES_ACTION: &str = "requires_action";
 pub const SUCCEEDED: &str = "succeeded";
 /// Declined, or authentication failed.
 pub const FAILED: &str = "failed";
+/// A payment's purpose: credits for the wallet.
+pub const TOP_UP: &str = "top_up";
+/// A payment's purpose: a booking (the credits it adds pay it at once).
+pub const BOOKING: &str = "booking";
 
 /// User `user_id`'s Stripe customer, if made.
 pub async fn customer_of(db: &impl ConnectionTrait, user_id: i64) -> Result<Option<String>, DbErr> {
@@ -136,6 +142,14 @@ pub async fn card(
         .await
 }
 
+/// Card `id`, removed or not (what a payment was made with).
+pub async fn card_by_id(
+    db: &impl ConnectionTrait,
+    id: i64,
+) -> Result<Option<payment_card::Model>, DbErr> {
+    payment_card::Entity::find_by_id(id).one(db).await
+}
+
 /// Marks card `id` removed.
 pub async fn remove_card(
     db: &impl ConnectionTrait,
@@ -158,8 +172,12 @@ pub async fn remove_card(
 pub struct NewPayment<'a> {
     /// Who pays.
     pub user_id: i64,
-    /// `top_up`.
+    /// `top_up` or `booking`.
     pub purpose: &'a str,
+    /// The booking it pays.
+    pub reservation_id: Option<i64>,
+    /// Where its refunds go: `card` or `credits`.
+    pub refund_to: &'a str,
     /// The card.
     pub card_id: i64,
     /// Minor units.
@@ -178,7 +196,9 @@ pub async fn insert_payment(
     card_payment::ActiveModel {
         user_id: Set(payment.user_id),
         purpose: Set(payment.purpose.to_owned()),
-        reservation_id: Set(None),
+        reservation_id: Set(payment.reservation_id),
+        refund_to: Set(payment.refund_to.to_owned()),
+        charge_id: Set(None),
         card_id: Set(payment.card_id),
         amount_minor: Set(payment.amount_minor),
         currency: Set(payment.currency.to_owned()),
@@ -269,6 +289,8 @@ pub struct PaymentUpdate<'a> {
     pub ledger_transaction_id: Option<i64>,
     /// When it settled (succeeded or failed).
     pub settled_at: Option<DateTime<Utc>>,
+    /// Stripe's charge (`ch_…`).
+    pub charge_id: Option<&'a str>,
 }
 
 /// Writes what Stripe said of payment `id`.
@@ -289,6 +311,9 @@ pub async fn update_payment(
     }
     if let Some(transaction) = update.ledger_transaction_id {
         row.ledger_transaction_id = Set(Some(transaction));
+    }
+    if let Some(charge) = update.charge_id {
+        row.charge_id = Set(Some(charge.to_owned()));
     }
     row.update(db).await?;
     Ok(())
@@ -315,4 +340,234 @@ pub async fn claim_event(
     .exec_without_returning(db)
     .await?;
     Ok(inserted > 0)
+}
+
+/// The latest card payment made for booking `reservation_id`.
+pub async fn latest_for_booking(
+    db: &impl ConnectionTrait,
+    reservation_id: i64,
+) -> Result<Option<card_payment::Model>, DbErr> {
+    card_payment::Entity::find()
+        .filter(card_payment::Column::ReservationId.eq(reservation_id))
+        .filter(card_payment::Column::Purpose.eq(BOOKING))
+        .order_by_desc(card_payment::Column::Id)
+        .one(db)
+        .await
+}
+
+/// The card payments that paid booking `reservation_id` (succeeded), oldest first.
+pub async fn paid_for_booking(
+    db: &impl ConnectionTrait,
+    reservation_id: i64,
+) -> Result<Vec<card_payment::Model>, DbErr> {
+    card_payment::Entity::find()
+        .filter(card_payment::Column::ReservationId.eq(reservation_id))
+        .filter(card_payment::Column::Purpose.eq(BOOKING))
+        .filter(card_payment::Column::Status.eq(SUCCEEDED))
+        .order_by_asc(card_payment::Column::Id)
+        .all(db)
+        .await
+}
+
+/// Confirmed bookings paid by card whose charge before the start is due at `now` (at most
+/// `limit`), the earliest first.
+pub async fn card_charge_due(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+    limit: u64,
+) -> Result<Vec<i64>, DbErr> {
+    reservation::Entity::find()
+        .select_only()
+        .column(reservation::Column::Id)
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .filter(
+            reservation::Column::PaymentStatus
+                .eq(crate::domain::reservation::PaymentStatus::Pending),
+        )
+        .filter(reservation::Column::CardId.is_not_null())
+        .filter(reservation::Column::ChargeAt.lte(now))
+        .order_by_asc(reservation::Column::ChargeAt)
+        .order_by_asc(reservation::Column::Id)
+        .limit(limit)
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+/// A refund about to be booked out of the wallet and sent to the card.
+#[derive(Debug, Clone, Copy)]
+pub struct NewRefund {
+    /// The card payment refunded.
+    pub payment_id: i64,
+    /// Whose card.
+    pub user_id: i64,
+    /// The booking refunded.
+    pub reservation_id: Option<i64>,
+    /// Minor units.
+    pub amount_minor: i64,
+    /// The deduction that took it out of the wallet.
+    pub ledger_transaction_id: i64,
+    /// Booked.
+    pub at: DateTime<Utc>,
+}
+
+/// Records a refund to a card as pending.
+pub async fn insert_refund(
+    db: &impl ConnectionTrait,
+    refund: &NewRefund,
+) -> Result<card_refund::Model, DbErr> {
+    card_refund::ActiveModel {
+        payment_id: Set(refund.payment_id),
+        user_id: Set(refund.user_id),
+        reservation_id: Set(refund.reservation_id),
+        amount_minor: Set(refund.amount_minor),
+        refund_id: Set(None),
+        status: Set(PENDING.to_owned()),
+        failure: Set(None),
+        ledger_transaction_id: Set(refund.ledger_transaction_id),
+        created_at: Set(refund.at),
+        settled_at: Set(None),
+        ..Default::default()
+    }
+    .insert(db)
+    .await
+}
+
+/// What the refunds to its card took of payment `payment_id` (pending or sent), minor units.
+pub async fn refunded_of(db: &impl ConnectionTrait, payment_id: i64) -> Result<i64, DbErr> {
+    Ok(card_refund::Entity::find()
+        .filter(card_refund::Column::PaymentId.eq(payment_id))
+        .filter(card_refund::Column::Status.ne(FAILED))
+        .all(db)
+        .await?
+        .iter()
+        .map(|r| r.amount_minor)
+        .sum())
+}
+
+/// Refund `id`, locked for the caller's transaction on PostgreSQL.
+pub async fn lock_refund(
+    db: &impl ConnectionTrait,
+    id: i64,
+) -> Result<Option<card_refund::Model>, DbErr> {
+    let mut query = card_refund::Entity::find_by_id(id);
+    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        query = query.lock_exclusive();
+    }
+    query.one(db).await
+}
+
+/// Refunds not sent to Stripe yet, oldest first, at most `limit`.
+pub async fn pending_refunds(
+    db: &impl ConnectionTrait,
+    limit: u64,
+) -> Result<Vec<card_refund::Model>, DbErr> {
+    card_refund::Entity::find()
+        .filter(card_refund::Column::Status.eq(PENDING))
+        .order_by_asc(card_refund::Column::Id)
+        .limit(limit)
+        .all(db)
+        .await
+}
+
+/// Writes what Stripe said of refund `id`.
+pub async fn settle_refund(
+    db: &impl ConnectionTrait,
+    id: i64,
+    status: &str,
+    refund_id: Option<&str>,
+    failure: Option<&str>,
+    at: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    card_refund::ActiveModel {
+        id: Set(id),
+        status: Set(status.to_owned()),
+        refund_id: Set(refund_id.map(str::to_owned)),
+        failure: Set(failure.map(str::to_owned)),
+        settled_at: Set(Some(at)),
+        ..Default::default()
+    }
+    .update(db)
+    .await?;
+    Ok(())
+}
+
+/// User `user_id`'s refunds to cards, newest first, at most `limit`.
+pub async fn refunds_of(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    limit: u64,
+) -> Result<Vec<card_refund::Model>, DbErr> {
+    card_refund::Entity::find()
+        .filter(card_refund::Column::UserId.eq(user_id))
+        .order_by_desc(card_refund::Column::Id)
+        .limit(limit)
+        .all(db)
+        .await
+}
+
+/// Payments that succeeded since `since`.
+pub async fn succeeded_since(
+    db: &impl ConnectionTrait,
+    since: DateTime<Utc>,
+) -> Result<Vec<card_payment::Model>, DbErr> {
+    card_payment::Entity::find()
+        .filter(card_payment::Column::Status.eq(SUCCEEDED))
+        .filter(card_payment::Column::SettledAt.gte(since))
+        .all(db)
+        .await
+}
+
+/// Refunds sent to Stripe since `since`.
+pub async fn refunds_sent_since(
+    db: &impl ConnectionTrait,
+    since: DateTime<Utc>,
+) -> Result<Vec<card_refund::Model>, DbErr> {
+    card_refund::Entity::find()
+        .filter(card_refund::Column::Status.eq(SUCCEEDED))
+        .filter(card_refund::Column::SettledAt.gte(since))
+        .all(db)
+        .await
+}
+
+/// The payment whose Stripe charge is `charge_id`.
+pub async fn payment_of_charge(
+    db: &impl ConnectionTrait,
+    charge_id: &str,
+) -> Result<Option<card_payment::Model>, DbErr> {
+    card_payment::Entity::find()
+        .filter(card_payment::Column::ChargeId.eq(charge_id))
+        .one(db)
+        .await
+}
+
+/// The refund Stripe knows as `refund_id`.
+pub async fn refund_of_stripe(
+    db: &impl ConnectionTrait,
+    refund_id: &str,
+) -> Result<Option<card_refund::Model>, DbErr> {
+    card_refund::Entity::find()
+        .filter(card_refund::Column::RefundId.eq(refund_id))
+        .one(db)
+        .await
+}
+
+/// Sets booking `reservation_id`'s card and when it is looked at next (`charge_at`), with its
+/// payment status.
+pub async fn set_booking_card(
+    db: &impl ConnectionTrait,
+    reservation_id: i64,
+    card_id: i64,
+    status: crate::domain::reservation::PaymentStatus,
+    charge_at: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    use sea_orm::sea_query::Expr;
+    reservation::Entity::update_many()
+        .col_expr(reservation::Column::CardId, Expr::value(card_id))
+        .col_expr(reservation::Column::PaymentStatus, Expr::value(status))
+        .col_expr(reservation::Column::ChargeAt, Expr::value(charge_at))
+        .filter(reservation::Column::Id.eq(reservation_id))
+        .exec(db)
+        .await?;
+    Ok(())
 }

@@ -29,6 +29,12 @@ pub async fn charge_due_ids(
         .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .filter(reservation::Column::PaymentStatus.is_in(UNPAID))
         .filter(reservation::Column::ChargeAt.lte(now))
+        // A booking paid by card is charged to its card first (card_payments.rs).
+        .filter(
+            sea_orm::Condition::any()
+                .add(reservation::Column::CardId.is_null())
+                .add(reservation::Column::PaymentStatus.ne(PaymentStatus::Pending)),
+        )
         .order_by_asc(reservation::Column::ChargeAt)
         .order_by_asc(reservation::Column::Id)
         .limit(BATCH)
@@ -61,6 +67,7 @@ pub async fn approval_expired_ids(
 pub async fn due_ids_paid_by(
     db: &impl ConnectionTrait,
     wallet: crate::domain::ledger::Account,
+    now: DateTime<Utc>,
 ) -> Result<Vec<i64>, DbErr> {
     let Some(payer) = paid_by(wallet) else {
         return Ok(Vec::new());
@@ -71,6 +78,8 @@ pub async fn due_ids_paid_by(
         .filter(payer)
         .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .filter(reservation::Column::PaymentStatus.eq(PaymentStatus::Due))
+        // Not while a card payment for it is under way (card_payments.rs).
+        .filter(reservation::Column::ChargeAt.lte(now))
         .order_by_asc(reservation::Column::ChargeAt)
         .order_by_asc(reservation::Column::Id)
         .into_tuple()
@@ -131,6 +140,8 @@ pub async fn unpaid_of(
         .filter(reservation::Column::TeamId.is_null())
         .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .filter(reservation::Column::PaymentStatus.is_in(UNPAID))
+        // A card pays these, not the wallet.
+        .filter(reservation::Column::CardId.is_null())
         .order_by_asc(reservation::Column::StartAt)
         .order_by_asc(reservation::Column::Id)
         .all(db)
@@ -170,6 +181,7 @@ pub async fn held_by(
         .filter(payer)
         .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .filter(reservation::Column::PaymentStatus.is_in(UNPAID))
+        .filter(reservation::Column::CardId.is_null())
         .into_tuple()
         .all(db)
         .await?;

@@ -631,6 +631,8 @@ pub struct NewRow {
     pub moved_from: Option<(i64, crate::domain::failover::FailureCause)>,
     /// A preemptible booking that starts early when its GPUs free up.
     pub start_early: bool,
+    /// The saved card that pays it.
+    pub card_id: Option<i64>,
 }
 
 /// Inserts a confirmed reservation (its GPUs are held with [`hold_gpus`]).
@@ -662,6 +664,7 @@ pub async fn insert(txn: &DatabaseTransaction, new: &NewRow) -> Result<reservati
         move_cause: Set(new.moved_from.map(|(_, cause)| cause.as_str().to_owned())),
         moved_at: Set(None),
         start_early: Set(new.start_early),
+        card_id: Set(new.card_id),
         early_from: Set(None),
         charged_minor: Set(0),
         refunded_minor: Set(0),
@@ -1006,6 +1009,7 @@ pub async fn views(
                 start_early: row.start_early,
                 early_from: row.early_from,
                 sla_credit_minor: row.sla_credit_minor,
+                card_payment: None,
             })
         })
         .collect()

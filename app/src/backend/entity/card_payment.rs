@@ -12,7 +12,7 @@ pub struct Model {
     pub id: i64,
     /// Who pays.
     pub user_id: i64,
-    /// `top_up`.
+    /// `top_up` or `booking`.
     pub purpose: String,
     /// The booking it pays, if any.
     pub reservation_id: Option<i64>,
@@ -34,6 +34,10 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     /// Confirmed or failed.
     pub settled_at: Option<DateTimeUtc>,
+    /// Where its refunds go: `card` or `credits` (the setting when it was paid).
+    pub refund_to: String,
+    /// Stripe's charge (`ch_…`), once it succeeded: what Stripe's balance transactions name.
+    pub charge_id: Option<String>,
 }
 
 /// Relations of `card_payments`.

@@ -4,6 +4,7 @@ pub mod api_token;
 pub mod audit_entry;
 pub mod calendar_feed;
 pub mod card_payment;
+pub mod card_refund;
 pub mod env_preparation;
 pub mod env_profile;
 pub mod env_profile_version;

@@ -98,6 +98,8 @@ pub struct Model {
     pub sla_credit_minor: i64,
     /// A preemptible booking that asked to start early when its GPUs free up (backfill).
     pub start_early: bool,
+    /// The saved card that pays it (charged at booking or before the start), if any.
+    pub card_id: Option<i64>,
     /// Moved to start early: the start it had before.
     pub early_from: Option<DateTimeUtc>,
 }

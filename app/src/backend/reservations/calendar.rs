@@ -389,6 +389,15 @@ async fn booking_payment(
         let available = balance.minor() - db::payments::held(&unpaid).minor();
         teams.push((team.team_id, team.team_name, available));
     }
+    // Saved cards pay personal bookings when card payments are on.
+    let cards = match state.stripe {
+        Some(_) => db::card_payments::cards_of(&state.db, user_id)
+            .await?
+            .iter()
+            .map(|c| (c.id, crate::domain::payment::card_label(&c.brand, &c.last4)))
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(crate::domain::calendar::BookingPayment {
         balance,
         on_hold: db::payments::held(&unpaid),
@@ -397,5 +406,6 @@ async fn booking_payment(
         teams,
         profiles,
         default_profile,
+        cards,
     })
 }

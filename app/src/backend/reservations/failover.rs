@@ -235,6 +235,7 @@ async fn move_one(
         created_at: now,
         moved_from: Some((row.id, cause)),
         start_early: false,
+        card_id: None,
     };
     let continued = db::reservations::insert(txn, &new).await?;
     db::reservations::hold_gpus(txn, &continued, &target_gpus(&target)).await?;

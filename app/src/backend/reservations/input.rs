@@ -78,6 +78,10 @@ pub struct BookingForm {
     /// its start.
     #[serde(default)]
     pub start_early: bool,
+    /// Pay with this saved card (at booking, or before the start per `charge`) instead of
+    /// credits; personal bookings only, with cards on.
+    #[serde(default)]
+    pub card: Option<i64>,
 }
 
 pub(super) fn invalid(field: &str, problem: Problem) -> AppError {
@@ -212,6 +216,7 @@ pub fn parse_booking(
         profile_version_id: None,
         through_watch: None,
         start_early: form.start_early,
+        card_id: form.card,
     })
 }
 

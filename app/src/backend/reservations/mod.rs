@@ -47,6 +47,10 @@ pub async fn create(
 ) -> Result<Reservation, AppError> {
     let mut request = parse_booking(form, actor.user.id, state, now)?;
     request.platform_admin = actor.require_platform_admin().is_ok();
+    if let Some(card) = request.card_id {
+        crate::backend::card_payments::check_booking_card(state, actor, card, request.team_id)
+            .await?;
+    }
     // Only the team's members book for it (its admins and platform admins too).
     if let Some(team_id) = request.team_id {
         crate::backend::team_access::access(&state.db, actor, team_id).await?;
@@ -56,9 +60,23 @@ pub async fn create(
     let key = idempotency_key
         .map(|key| db::idempotency::IdempotencyKey::new(actor.user.id, key, "book", form))
         .transpose()?;
-    let reservation = place::place(&state.db, &request, &terms(state, now), key.as_ref()).await?;
+    let mut reservation =
+        place::place(&state.db, &request, &terms(state, now), key.as_ref()).await?;
     state.wake.poke();
     tracing::info!(reservation.id = reservation.id, "reservation booked");
+    // Paid by card at booking: the card is charged now (a retry answers the payment under
+    // way); the booking is paid when Stripe confirms it.
+    if request.card_id.is_some() && reservation.payment_status == PaymentStatus::Due {
+        match crate::backend::card_payments::charge_booking(state, reservation.id, true, false)
+            .await
+        {
+            Ok(payment) => reservation.card_payment = Some(payment),
+            // Stripe unreachable: the booking stands, due; its page offers to pay again.
+            Err(err) => {
+                tracing::warn!(reservation.id = reservation.id, error = %err, "card charge at booking")
+            }
+        }
+    }
     Ok(reservation)
 }
 
@@ -84,6 +102,13 @@ pub enum BookingNote {
         /// The viewer's zone around `until`.
         zone: crate::domain::zone::ZoneOffsets,
     },
+    /// It is paid by card (`card`): paid once Stripe confirms the charge, followed on its page.
+    PaidByCard {
+        /// The reservation.
+        id: i64,
+        /// The card (`Visa ···· 4242`).
+        card: String,
+    },
     /// It takes the team's month (`month`, `YYYY-MM`) to the budget's warning share or beyond.
     BudgetWarning {
         /// Spent this month with the booking, in minor units.
@@ -107,6 +132,16 @@ pub async fn booking_note(
     let Some(row) = db::reservations::row(&state.db, id).await? else {
         return Ok(None);
     };
+    // Paid by card: where to follow the payment.
+    if row.owner_id == actor.user.id
+        && let Some(card_id) = row.card_id
+        && let Some(card) = db::card_payments::card_by_id(&state.db, card_id).await?
+    {
+        return Ok(Some(BookingNote::PaidByCard {
+            id,
+            card: crate::domain::payment::card_label(&card.brand, &card.last4),
+        }));
+    }
     // Waiting for a team admin: until when.
     if row.owner_id == actor.user.id
         && row.status == reservation::Status::Confirmed
@@ -170,7 +205,15 @@ pub async fn cancel(
     if let Some((charge_id, paid)) = db::ledger::charge_of(&txn, id).await? {
         let refund = state.portal.refund.refund(paid, row.start_at, now);
         if refund.minor() > 0 {
-            db::ledger::refund(&txn, &row, charge_id, refund, Some(actor_id), now).await?;
+            crate::backend::card_payments::refund_booking(
+                &txn,
+                &row,
+                charge_id,
+                refund,
+                Some(actor_id),
+                now,
+            )
+            .await?;
         }
     }
     let view = db::reservations::view_of(&txn, id, now)
@@ -187,6 +230,13 @@ pub async fn cancel(
     state.wake.poke();
     state.freed.poke();
     tracing::info!(reservation.id = id, "reservation cancelled");
+    // A refund to its card goes to Stripe now (the reconciliation job retries one that could
+    // not be sent).
+    if row.card_id.is_some()
+        && let Err(err) = crate::backend::card_payments::send_refunds(state).await
+    {
+        tracing::warn!(error = %err, "card refund not sent yet");
+    }
     Ok(view)
 }
 
@@ -420,7 +470,8 @@ pub(crate) async fn release(
         return Ok(());
     }
     if let Some((charge_id, paid)) = db::ledger::charge_of(txn, id).await? {
-        db::ledger::refund(txn, &row, charge_id, paid, admin, now).await?;
+        crate::backend::card_payments::refund_booking(txn, &row, charge_id, paid, admin, now)
+            .await?;
     }
     // A displaced owner hears of it with the window offered instead, once the booking that
     // took its place has found one (place.rs).
@@ -466,6 +517,14 @@ pub(crate) async fn give_back(
     if amount <= 0 {
         return Ok(0);
     }
-    db::ledger::refund(txn, row, charge_id, Money::from_minor(amount), actor, now).await?;
+    crate::backend::card_payments::refund_booking(
+        txn,
+        row,
+        charge_id,
+        Money::from_minor(amount),
+        actor,
+        now,
+    )
+    .await?;
     Ok(amount)
 }

@@ -199,6 +199,7 @@ async fn attempt_once(
         created_at: terms.now,
         moved_from: None,
         start_early: request.start_early,
+        card_id: request.card_id,
     };
     record(
         txn,
@@ -696,6 +697,13 @@ fn payment_of(
     let (status, mode, charge_at) = match plan {
         _ if approval_until.is_some() => (PaymentStatus::AwaitingApproval, request.charge, None),
         _ if price == 0 => (PaymentStatus::Free, ChargeMode::AtBooking, None),
+        // Paid by card at booking: due until Stripe confirms the charge, which pays it; the
+        // payment job leaves it to the card for a while.
+        ChargePlan::Now if request.card_id.is_some() => (
+            PaymentStatus::Due,
+            ChargeMode::AtBooking,
+            Some(terms.now + crate::domain::payment::CARD_GRACE),
+        ),
         ChargePlan::Now => (PaymentStatus::Paid, ChargeMode::AtBooking, None),
         ChargePlan::At(at) => (PaymentStatus::Pending, ChargeMode::BeforeStart, Some(at)),
     };
@@ -717,7 +725,9 @@ async fn check_funds(
     price: i64,
     currency: &Currency,
 ) -> Result<(), Refusal> {
-    if !matches!(status, PaymentStatus::Paid | PaymentStatus::Pending) {
+    // A booking paid by card spends no credits it has not brought.
+    if !matches!(status, PaymentStatus::Paid | PaymentStatus::Pending) || request.card_id.is_some()
+    {
         return Ok(());
     }
     let payer = match request.team_id {

@@ -69,6 +69,8 @@ pub fn BookingPanel(
     provide_context(profile);
     let flexible = Flexible(RwSignal::new(false));
     provide_context(flexible);
+    let card = CardPick(RwSignal::new(None));
+    provide_context(card);
     let key = move || form_key(view);
     let cell = view.with_value(|v| TimeDelta::minutes(v.span.cell_minutes()));
     let gpu_of = move |gpu_id: i64| {
@@ -108,6 +110,7 @@ pub fn BookingPanel(
                 team_id: payer.0.get_untracked(),
                 profile: Some(profile.0.get_untracked().unwrap_or(0)),
                 flexible: flexible.0.get_untracked(),
+                card: card.0.get_untracked(),
             });
         }
     };
@@ -153,7 +156,8 @@ pub fn BookingPanel(
                     <PayerChoice view payer />
                     <ProfileChoice view profile />
                     <ChargeChoice view charge />
-                    <BalanceAfter view payer price=Money::from_minor(price) currency />
+                    <CardChoice view card payer />
+                    <BalanceAfter view payer card price=Money::from_minor(price) currency />
                 </dl>
                 <FlexibleChoice view flexible />
                 {move || {
@@ -190,7 +194,18 @@ pub fn BookingPanel(
     let outcome = move || {
         book.value().get().map(|result| match result {
             Ok(id) => {
-                EitherOf3::A(view! { <p class="notice notice-ok" role="status">{text(view, PanelText::BookedId).replace("{id}", &id.to_string())}</p> })
+                // Paid by card: its page follows the payment (and asks for the bank's
+                // authentication when needed).
+                let by_card = card.0.get_untracked().is_some();
+                EitherOf3::A(view! {
+                    <p class="notice notice-ok" role="status">
+                        {text(view, PanelText::BookedId).replace("{id}", &id.to_string())}
+                        {by_card.then(|| view! {
+                            " "
+                            <a href=format!("/reservations/{id}") class="card-follow">{text(view, PanelText::CardFollow)}</a>
+                        })}
+                    </p>
+                })
             }
             Err(AppError::Clash(clash)) => EitherOf3::B(view! { <ClashPanel clash=*clash view book /> }),
             Err(error) => EitherOf3::C(view! { <ErrorPanel error /> }),
@@ -218,6 +233,7 @@ pub fn BookingPanel(
                             <PayerChoice view payer as_field=true />
                             <ProfileChoice view profile as_field=true />
                             <ChargeChoice view charge as_field=true />
+                            <CardChoice view card payer as_field=true />
                             <FlexibleChoice view flexible />
                         }.into_any(),
                     }}
@@ -230,6 +246,53 @@ pub fn BookingPanel(
             <FindSlot view book />
         </aside>
     }
+}
+
+/// The saved card that pays the booking (None: credits).
+#[derive(Clone, Copy)]
+struct CardPick(RwSignal<Option<i64>>);
+
+/// Credits or a saved card: a choice when the viewer has saved cards and books for themselves.
+#[component]
+fn CardChoice(
+    view: StoredValue<CalendarView>,
+    card: CardPick,
+    payer: Payer,
+    /// A labelled form field rather than a fact of the summary.
+    #[prop(optional)]
+    as_field: bool,
+) -> impl IntoView {
+    let cards = view.with_value(|v| v.payment.cards.clone());
+    if cards.is_empty() {
+        return None;
+    }
+    let title = text(view, PanelText::PayWith);
+    let card = card.0;
+    let payer = payer.0;
+    let select = view! {
+        <select name="card" aria-label=title.clone()
+            prop:disabled=move || payer.get().is_some()
+            on:change=move |ev| card.set(event_target_value(&ev).parse::<i64>().ok())>
+            <option value="" selected=move || card.get().is_none()>{text(view, PanelText::Credits)}</option>
+            {cards.into_iter().map(|(id, label)| view! {
+                <option value=id selected=move || card.get() == Some(id)>{label}</option>
+            }).collect_view()}
+        </select>
+    };
+    // A team's booking is paid from its wallet.
+    Effect::new(move |_| {
+        if payer.get().is_some() {
+            card.set(None);
+        }
+    });
+    Some(if as_field {
+        Either::Left(view! { <label class="field panel-card">{title}{select}</label> })
+    } else {
+        Either::Right(view! {
+            <dt>{title}</dt>
+            <dd class="panel-card">{select}</dd>
+        })
+    })
 }
 
 /// Who pays: the viewer, or one of their teams (its wallet, within its budget).
@@ -374,14 +437,19 @@ fn ChargeChoice(
 fn BalanceAfter(
     view: StoredValue<CalendarView>,
     payer: Payer,
+    card: CardPick,
     price: Money,
     currency: crate::domain::money::Currency,
 ) -> impl IntoView {
     let i18n = use_i18n();
     move || {
+        // Paid by card: the wallet is not touched.
+        if card.0.get().is_some() {
+            return None;
+        }
         let team = payer.0.get();
         let after = view.with_value(|v| v.payment.balance_after(team, price));
-        balance_after_view(view, i18n, after, &currency)
+        Some(balance_after_view(view, i18n, after, &currency))
     }
 }
 
@@ -504,6 +572,7 @@ fn OfferRow(
     );
     let charge = use_context::<RwSignal<ChargeMode>>();
     let payer = use_context::<Payer>();
+    let card = use_context::<CardPick>();
     let on_click = {
         let offer = offer.clone();
         move |_| {
@@ -517,6 +586,7 @@ fn OfferRow(
                 team_id: payer.and_then(|payer| payer.0.get_untracked()),
                 profile: use_context::<ProfilePick>().map(|p| p.0.get_untracked().unwrap_or(0)),
                 flexible: use_context::<Flexible>().is_some_and(|f| f.0.get_untracked()),
+                card: card.and_then(|c| c.0.get_untracked()),
             });
         }
     };

@@ -11,7 +11,7 @@ use axum::http::{HeaderMap, StatusCode};
 use berth_app::backend::auth::actor::Actor;
 use berth_app::backend::card_payments::{self, WebhookOutcome};
 use berth_app::backend::state::AppState;
-use berth_app::domain::payment::{CardPayment, CardSetup, SavedCard};
+use berth_app::domain::payment::{CardPayment, CardRefund, CardSetup, SavedCard};
 use berth_app::error::AppError;
 use serde::Deserialize;
 
@@ -104,6 +104,51 @@ pub async fn payment(
     Path(id): Path<i64>,
 ) -> Result<Json<CardPayment>, AppError> {
     Ok(Json(card_payments::payment(&state, &actor, id).await?))
+}
+
+/// What paying a booking by card takes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PayBookingBody {
+    card_id: i64,
+}
+
+/// `POST /api/v1/reservations/{id}/card-payment`: pays the caller's booking whose payment is
+/// due (or pending) with one of their cards now (201 with the payment, `requires_action` with
+/// the secret when the bank asks for authentication). The payment under way is answered when
+/// there is one; 409 `nothing_due` when the booking has nothing to pay.
+pub async fn pay_booking(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+    body: Result<Json<PayBookingBody>, JsonRejection>,
+) -> Result<(StatusCode, Json<CardPayment>), AppError> {
+    let Json(body) = body.map_err(body_error)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(card_payments::pay_due_booking(&state, &actor, id, body.card_id).await?),
+    ))
+}
+
+/// `GET /api/v1/reservations/{id}/card-payment`: the latest card payment of the caller's
+/// booking (404 when a card never paid it).
+pub async fn booking_payment(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<Json<CardPayment>, AppError> {
+    card_payments::booking_payment(&state, &actor, id)
+        .await?
+        .map(Json)
+        .ok_or_else(|| AppError::NotFound(format!("card payment of reservation {id}")))
+}
+
+/// `GET /api/v1/refunds`: the caller's refunds to cards, newest first.
+pub async fn refunds(
+    State(state): State<AppState>,
+    actor: Actor,
+) -> Result<Json<Vec<CardRefund>>, AppError> {
+    Ok(Json(card_payments::refunds(&state, &actor).await?))
 }
 
 /// `POST /api/v1/stripe/webhook`: Stripe's events, verified by `Stripe-Signature`. 200 once

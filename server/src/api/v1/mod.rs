@@ -143,6 +143,11 @@ pub fn routes() -> Router<AppState> {
         .route("/top-ups", post(cards::top_up))
         .route("/payments", get(cards::payments))
         .route("/payments/{id}", get(cards::payment))
+        .route("/refunds", get(cards::refunds))
+        .route(
+            "/reservations/{id}/card-payment",
+            get(cards::booking_payment).post(cards::pay_booking),
+        )
         .route("/stripe/webhook", post(cards::webhook))
         .route("/reports/usage", get(reports::usage))
         .route("/reports/fleet", get(reports::fleet))

@@ -163,6 +163,7 @@ pub(crate) async fn insert_past_booking(
         reclaim_refund_minor: NotSet,
         sla_credit_minor: NotSet,
         start_early: NotSet,
+        card_id: NotSet,
         early_from: NotSet,
     };
     let id = reservation::Entity::insert(row)

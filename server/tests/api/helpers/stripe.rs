@@ -138,6 +138,55 @@ impl LocalStripe {
         body["status"].as_str().unwrap_or_default().to_owned()
     }
 
+    /// A payment of `amount_minor` made at Stripe without Berth (its dashboard, another app on
+    /// the same account): a customer, a card and a confirmed PaymentIntent.
+    pub(crate) async fn charge_outside_berth(&self, amount_minor: i64) {
+        let secret = |path: &str, form: Vec<(&str, String)>| {
+            let request = self
+                .http
+                .post(format!("{}{path}", self.base))
+                .bearer_auth(STRIPE_SECRET_KEY)
+                .form(&form);
+            let path = path.to_owned();
+            async move {
+                let response = request.send().await.unwrap();
+                assert!(response.status().is_success(), "{path}");
+                response.json::<Value>().await.unwrap()
+            }
+        };
+        let customer = secret("/v1/customers", vec![]).await;
+        let method = secret(
+            "/v1/payment_methods",
+            vec![
+                ("type", "card".to_owned()),
+                ("card[number]", "4242424242424242".to_owned()),
+                ("card[exp_month]", "12".to_owned()),
+                ("card[exp_year]", "2030".to_owned()),
+                ("card[cvc]", "123".to_owned()),
+            ],
+        )
+        .await;
+        let customer_id = customer["id"].as_str().unwrap().to_owned();
+        let method_id = method["id"].as_str().unwrap().to_owned();
+        secret(
+            &format!("/v1/payment_methods/{method_id}/attach"),
+            vec![("customer", customer_id.clone())],
+        )
+        .await;
+        let intent = secret(
+            "/v1/payment_intents",
+            vec![
+                ("amount", amount_minor.to_string()),
+                ("currency", "usd".to_owned()),
+                ("customer", customer_id),
+                ("payment_method", method_id),
+                ("confirm", "true".to_owned()),
+            ],
+        )
+        .await;
+        assert_eq!(intent["status"], "succeeded", "{intent}");
+    }
+
     /// What Stripe.js does when a payment needs the holder's authentication: the holder
     /// passes (or fails) 3-D Secure.
     pub(crate) async fn authenticate(&self, intent_secret: &str, success: bool) -> Value {

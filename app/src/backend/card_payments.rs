@@ -349,6 +349,39 @@ pub async fn payments(state: &AppState, actor: &Actor) -> Result<Vec<CardPayment
         .collect())
 }
 
+/// Books `amount_minor` from the funding account into user `user`'s wallet, a grant with
+/// provider `stripe`: `(reason, reservation, reverses)` describe it. Answers the transaction.
+async fn credit_wallet(
+    txn: &sea_orm::DatabaseTransaction,
+    user: i64,
+    amount_minor: i64,
+    (reason, reservation_id, reverses_id): (&str, Option<i64>, Option<i64>),
+    now: DateTime<Utc>,
+) -> Result<i64, AppError> {
+    let record = db::ledger::TransactionRecord {
+        kind: TransactionKind::Grant,
+        user_id: Some(user),
+        reservation_id,
+        reverses_id,
+        reason,
+        actor_id: None,
+        provider: Some(STRIPE_PROVIDER),
+        at: now,
+    };
+    db::ledger::transfer(
+        txn,
+        &record,
+        Account::Funding,
+        Account::Wallet(user),
+        Money::from_minor(amount_minor),
+    )
+    .await
+    .map_err(|err| match err {
+        db::ledger::PostError::Db(err) => AppError::from(err),
+        other => AppError::internal(other),
+    })
+}
+
 /// `cp_{id}`: Berth's record of a payment at Stripe.
 fn record_of(id: i64) -> String {
     format!("cp_{id}")
@@ -427,28 +460,14 @@ async fn apply(
                 Some(booking) => format!("Card payment for reservation #{booking} ({})", intent.id),
                 None => format!("Card top-up ({})", intent.id),
             };
-            let record = db::ledger::TransactionRecord {
-                kind: TransactionKind::Grant,
-                user_id: Some(row.user_id),
-                reservation_id: None,
-                reverses_id: None,
-                reason: &reason,
-                actor_id: None,
-                provider: Some(STRIPE_PROVIDER),
-                at: now,
-            };
-            let transaction = db::ledger::transfer(
+            let transaction = credit_wallet(
                 &txn,
-                &record,
-                Account::Funding,
-                Account::Wallet(row.user_id),
-                Money::from_minor(row.amount_minor),
+                row.user_id,
+                row.amount_minor,
+                (&reason, None, None),
+                now,
             )
-            .await
-            .map_err(|err| match err {
-                db::ledger::PostError::Db(err) => AppError::from(err),
-                other => AppError::internal(other),
-            })?;
+            .await?;
             let card = db::card_payments::card_by_id(&txn, row.card_id).await?;
             let receipt = ReceiptBrief {
                 what: row.purpose.clone(),
@@ -1126,28 +1145,14 @@ async fn settle_refund(
                 "Refund to {} refused by Stripe: {why}",
                 card_label(card.as_ref())
             );
-            let record = db::ledger::TransactionRecord {
-                kind: TransactionKind::Grant,
-                user_id: Some(row.user_id),
-                reservation_id: row.reservation_id,
-                reverses_id: Some(row.ledger_transaction_id),
-                reason: &reason,
-                actor_id: None,
-                provider: Some(STRIPE_PROVIDER),
-                at: now,
-            };
-            db::ledger::transfer(
+            credit_wallet(
                 &txn,
-                &record,
-                Account::Funding,
-                Account::Wallet(row.user_id),
-                Money::from_minor(row.amount_minor),
+                row.user_id,
+                row.amount_minor,
+                (&reason, row.reservation_id, Some(row.ledger_transaction_id)),
+                now,
             )
-            .await
-            .map_err(|err| match err {
-                db::ledger::PostError::Db(err) => AppError::from(err),
-                other => AppError::internal(other),
-            })?;
+            .await?;
             db::card_payments::settle_refund(&txn, row.id, FAILED, None, Some(&why), now).await?;
             tracing::warn!(refund.id = row.id, reason = %why, "Stripe refused a card refund; kept as credits");
         }

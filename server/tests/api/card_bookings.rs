@@ -24,30 +24,9 @@ crate::on_both_backends!(
     issue_28_before_start_bookings_are_charged_off_session_with_authentication_and_declines,
 );
 
-/// Starts the portal with card payments on localstripe, Stripe's webhooks sent to it.
-async fn portal(backend: Backend, stripe: &LocalStripe) -> (TestApp, TestDatabase) {
-    let db = TestDatabase::create(backend).await;
-    let mut settings = test_settings(&db);
-    stripe.configure(&mut settings);
-    let app = spawn_with(settings).await;
-    stripe
-        .send_webhooks_to(&app.url("/api/v1/stripe/webhook"))
-        .await;
-    (app, db)
-}
-
 /// Saves card `number` the way the wallet page does; answers the card.
-async fn save_card(app: &TestApp, stripe: &LocalStripe, token: &str, number: &str) -> Value {
-    let (status, setup) = post_json(app, token, "/api/v1/cards/setup", &json!({})).await;
-    assert_eq!(status, 201, "{setup}");
-    assert_eq!(stripe.confirm_setup(&setup, number).await, "succeeded");
-    let (status, card) = post_json(
-        app,
-        token,
-        "/api/v1/cards",
-        &json!({ "setup_intent_id": setup["setup_intent_id"] }),
-    )
-    .await;
+async fn saved_card(app: &TestApp, stripe: &LocalStripe, token: &str, number: &str) -> Value {
+    let (status, card) = save_card(app, stripe, token, number).await;
     assert_eq!(status, 201, "{card}");
     card
 }
@@ -88,12 +67,12 @@ async fn notices(app: &TestApp, email: &str, kind: EventKind) -> Vec<notificatio
 
 async fn issue_28_a_booking_paid_by_card_at_booking_and_refunded_to_the_card(backend: Backend) {
     let stripe = LocalStripe::start().await;
-    let (app, _db) = portal(backend, &stripe).await;
+    let (app, _db) = stripe_portal(backend, &stripe).await;
     let platform = user_token(&app, "root@berth.test", PlatformRole::PlatformAdmin).await;
     let email = "card@berth.test";
     let token = unfunded_user_token(&app, email, PlatformRole::User).await;
     let other = unfunded_user_token(&app, "other@berth.test", PlatformRole::User).await;
-    let card = save_card(&app, &stripe, &token, "4242424242424242").await;
+    let card = saved_card(&app, &stripe, &token, "4242424242424242").await;
     let h100 = gpus_of(&app, H100).await;
     let start = on_grid_in(TimeDelta::hours(30));
 
@@ -232,12 +211,12 @@ async fn issue_28_before_start_bookings_are_charged_off_session_with_authenticat
     backend: Backend,
 ) {
     let stripe = LocalStripe::start().await;
-    let (app, _db) = portal(backend, &stripe).await;
+    let (app, _db) = stripe_portal(backend, &stripe).await;
     let email = "later@berth.test";
     let token = unfunded_user_token(&app, email, PlatformRole::User).await;
-    let good = save_card(&app, &stripe, &token, "4242424242424242").await;
-    let asks = save_card(&app, &stripe, &token, "4000002760003184").await;
-    let declines = save_card(&app, &stripe, &token, "4000000000000341").await;
+    let good = saved_card(&app, &stripe, &token, "4242424242424242").await;
+    let asks = saved_card(&app, &stripe, &token, "4000002760003184").await;
+    let declines = saved_card(&app, &stripe, &token, "4000000000000341").await;
     let h100 = gpus_of(&app, H100).await;
     let start = on_grid_in(TimeDelta::hours(3));
 

@@ -18,35 +18,6 @@ crate::on_both_backends!(
     issue_28_a_portal_killed_before_the_webhook_is_reconciled_exactly_once,
 );
 
-/// Starts the portal with card payments on localstripe, Stripe's webhooks sent to it.
-async fn portal(backend: Backend, stripe: &LocalStripe) -> (TestApp, TestDatabase) {
-    let db = TestDatabase::create(backend).await;
-    let mut settings = test_settings(&db);
-    stripe.configure(&mut settings);
-    let app = spawn_with(settings).await;
-    stripe
-        .send_webhooks_to(&app.url("/api/v1/stripe/webhook"))
-        .await;
-    (app, db)
-}
-
-/// Saves card `number` for the token's holder as the wallet page does: a SetupIntent from
-/// Berth, confirmed by "Stripe.js", handed back to Berth. Answers Berth's answer.
-async fn save_card(app: &TestApp, stripe: &LocalStripe, token: &str, number: &str) -> (u16, Value) {
-    let (status, setup) = post_json(app, token, "/api/v1/cards/setup", &json!({})).await;
-    assert_eq!(status, 201, "{setup}");
-    assert_eq!(setup["publishable_key"], STRIPE_PUBLISHABLE_KEY);
-    let confirmed = stripe.confirm_setup(&setup, number).await;
-    assert_eq!(confirmed, "succeeded", "Stripe.js confirmed the card");
-    post_json(
-        app,
-        token,
-        "/api/v1/cards",
-        &json!({ "setup_intent_id": setup["setup_intent_id"] }),
-    )
-    .await
-}
-
 /// Waits (up to 15 s: localstripe sends its webhooks a second after the event) until payment
 /// `id` is no longer `status`; answers it.
 async fn settled(app: &TestApp, token: &str, id: &Value, status: &str) -> Value {
@@ -63,7 +34,7 @@ async fn settled(app: &TestApp, token: &str, id: &Value, status: &str) -> Value 
 
 async fn issue_28_a_saved_card_tops_up_credits_when_stripe_confirms_it(backend: Backend) {
     let stripe = LocalStripe::start().await;
-    let (app, _db) = portal(backend, &stripe).await;
+    let (app, _db) = stripe_portal(backend, &stripe).await;
     let token = unfunded_user_token(&app, "card@berth.test", PlatformRole::User).await;
     let other = unfunded_user_token(&app, "other@berth.test", PlatformRole::User).await;
 
@@ -210,7 +181,7 @@ async fn issue_28_a_saved_card_tops_up_credits_when_stripe_confirms_it(backend: 
 
 async fn issue_28_authentication_and_declines_and_forged_or_replayed_webhooks(backend: Backend) {
     let stripe = LocalStripe::start().await;
-    let (app, _db) = portal(backend, &stripe).await;
+    let (app, _db) = stripe_portal(backend, &stripe).await;
     let token = unfunded_user_token(&app, "sca@berth.test", PlatformRole::User).await;
 
     // A card whose bank asks for authentication: saved once the holder passed 3-D Secure, and

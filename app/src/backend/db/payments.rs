@@ -79,7 +79,11 @@ pub async fn due_ids_paid_by(
         .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .filter(reservation::Column::PaymentStatus.eq(PaymentStatus::Due))
         // Not while a card payment for it is under way (card_payments.rs).
-        .filter(reservation::Column::ChargeAt.lte(now))
+        .filter(
+            sea_orm::Condition::any()
+                .add(reservation::Column::CardId.is_null())
+                .add(reservation::Column::ChargeAt.lte(now)),
+        )
         .order_by_asc(reservation::Column::ChargeAt)
         .order_by_asc(reservation::Column::Id)
         .into_tuple()

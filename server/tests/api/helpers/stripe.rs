@@ -221,3 +221,42 @@ pub(crate) fn signed_event(event: &Value, secret: &str, t: i64) -> (String, Stri
         .collect::<String>();
     (body, format!("t={t},v1={signature}"))
 }
+
+/// Starts the portal with card payments on `stripe` (both stores' tests), Stripe's webhooks sent
+/// to it.
+pub(crate) async fn stripe_portal(
+    backend: crate::helpers::Backend,
+    stripe: &LocalStripe,
+) -> (crate::helpers::TestApp, crate::helpers::TestDatabase) {
+    let db = crate::helpers::TestDatabase::create(backend).await;
+    let mut settings = crate::helpers::test_settings(&db);
+    stripe.configure(&mut settings);
+    let app = crate::helpers::spawn_with(settings).await;
+    stripe
+        .send_webhooks_to(&app.url("/api/v1/stripe/webhook"))
+        .await;
+    (app, db)
+}
+
+/// Saves card `number` for the token's holder as the wallet page does: a SetupIntent from
+/// Berth, confirmed by "Stripe.js", handed back to Berth. Answers Berth's answer.
+pub(crate) async fn save_card(
+    app: &crate::helpers::TestApp,
+    stripe: &LocalStripe,
+    token: &str,
+    number: &str,
+) -> (u16, Value) {
+    let (status, setup) =
+        crate::helpers::post_json(app, token, "/api/v1/cards/setup", &serde_json::json!({})).await;
+    assert_eq!(status, 201, "{setup}");
+    assert_eq!(setup["publishable_key"], STRIPE_PUBLISHABLE_KEY);
+    let confirmed = stripe.confirm_setup(&setup, number).await;
+    assert_eq!(confirmed, "succeeded", "Stripe.js confirmed the card");
+    crate::helpers::post_json(
+        app,
+        token,
+        "/api/v1/cards",
+        &serde_json::json!({ "setup_intent_id": setup["setup_intent_id"] }),
+    )
+    .await
+}

@@ -126,6 +126,23 @@
     return null;
   }
 
+  // After Berth answered a payment: the bank's check when it asks for one, then Stripe's word
+  // (which reaches Berth by webhook: `wait` polls for it), then the page again.
+  async function finish(payment, wait) {
+    if (payment.status === "requires_action") {
+      await loadStripe();
+      const result = await stripe.confirmCardPayment(payment.client_secret);
+      if (result.error) throw new Error(result.error.message);
+    } else if (payment.status === "failed") {
+      throw new Error(msg("failed") + " " + (payment.failure || ""));
+    }
+    say(msg("waiting"));
+    const done = await wait();
+    if (done && done.status === "failed") throw new Error(msg("failed") + " " + (done.failure || ""));
+    if (done && done.status === "succeeded") say(msg("paid"), "ok");
+    window.location.reload();
+  }
+
   const topUp = section.querySelector(".top-up-form");
   if (topUp) {
     topUp.addEventListener("submit", async (event) => {
@@ -142,22 +159,11 @@
       button.disabled = true;
       try {
         say(msg("working"));
-        let payment = await api("POST", "/api/v1/top-ups", {
+        const payment = await api("POST", "/api/v1/top-ups", {
           card_id: Number(topUp.elements.card.value),
           amount_minor: amount,
         });
-        if (payment.status === "requires_action") {
-          await loadStripe();
-          const result = await stripe.confirmCardPayment(payment.client_secret);
-          if (result.error) throw new Error(result.error.message);
-          payment = { ...payment, status: "pending" };
-        }
-        if (payment.status === "failed") throw new Error(msg("failed") + " " + (payment.failure || ""));
-        say(msg("waiting"));
-        const done = await settled(payment.id);
-        if (done && done.status === "failed") throw new Error(msg("failed") + " " + (done.failure || ""));
-        if (done && done.status === "succeeded") say(msg("paid"), "ok");
-        window.location.reload();
+        await finish(payment, () => settled(payment.id));
       } catch (error) {
         say(error.message, "error");
       } finally {
@@ -185,20 +191,10 @@
       const reservation = payForm.dataset.reservation;
       try {
         say(msg("working"));
-        let payment = await api("POST", "/api/v1/reservations/" + reservation + "/card-payment", {
+        const payment = await api("POST", "/api/v1/reservations/" + reservation + "/card-payment", {
           card_id: Number(payForm.elements.card.value),
         });
-        if (payment.status === "requires_action") {
-          await loadStripe();
-          const result = await stripe.confirmCardPayment(payment.client_secret);
-          if (result.error) throw new Error(result.error.message);
-        }
-        if (payment.status === "failed") throw new Error(msg("failed") + " " + (payment.failure || ""));
-        say(msg("waiting"));
-        const done = await bookingPaid(reservation);
-        if (done && done.status === "failed") throw new Error(msg("failed") + " " + (done.failure || ""));
-        if (done && done.status === "succeeded") say(msg("paid"), "ok");
-        window.location.reload();
+        await finish(payment, () => bookingPaid(reservation));
       } catch (error) {
         say(error.message, "error");
       } finally {
@@ -216,4 +212,6 @@
       })
       .catch((error) => say(error.message, "error"));
   }
+  // The forms are handled from here on (a press before this would post the plain form).
+  section.dataset.ready = "true";
 })();

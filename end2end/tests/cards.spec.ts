@@ -16,6 +16,7 @@ test("a user adds a card and tops up their credits with it", async ({ page }) =>
   await signIn(page, "the demo user", "/wallet");
   const cards = page.locator("section.cards");
   await expect(cards.getByRole("heading", { name: "Cards" })).toBeVisible();
+  await expect(cards).toHaveAttribute("data-ready", "true");
   const before = Number(await page.locator(".wallet-balance-amount").getAttribute("data-balance-minor"));
 
   // The card field appears on the first press (Stripe.js's own; here localstripe's stand-in).
@@ -98,6 +99,7 @@ test("a card whose bank asks for authentication leaves the booking due; its page
   // A second card, one whose bank always asks (3-D Secure, here localstripe's dialog).
   await signIn(page, "the demo user", "/wallet");
   const cards = page.locator("section.cards");
+  await expect(cards).toHaveAttribute("data-ready", "true");
   await cards.getByRole("button", { name: "Enter card details" }).click();
   const field = cards.locator(".card-element");
   await field.locator("input[placeholder='number']").fill("4000002760003184");
@@ -128,6 +130,7 @@ test("a card whose bank asks for authentication leaves the booking due; its page
   await snapshot(page, "cards-booking-due");
 
   // The holder pays: the bank's check, then Stripe's confirmation; the booking is paid.
+  await expect(section).toHaveAttribute("data-ready", "true");
   await section.getByLabel("Card").selectOption({ label: "Visa ···· 3184" });
   await section.getByRole("button", { name: /^Pay/ }).click();
   await page.getByRole("button", { name: "Complete authentication" }).click();

@@ -32,6 +32,8 @@ use serde::Deserialize;
 pub const STRIPE_PROVIDER: &str = "stripe";
 /// Payments listed on the wallet page.
 const PAYMENTS_LISTED: u64 = 50;
+/// Why a booking's card payment failed when Stripe did not answer.
+const UNREACHABLE: &str = "Stripe could not be reached";
 /// Open payments the reconciliation job looks at per run.
 const RECONCILE_BATCH: u64 = 100;
 
@@ -881,6 +883,16 @@ pub async fn charge_booking(
             ..
         }) => {
             settle_failed(state, payment.id, None, &message).await?;
+            booking_due(state, id).await?;
+            None
+        }
+        // Stripe did not answer: the booking is due and its holder told, as for a decline
+        // (its page pays it again). Had Stripe charged the card after all, its webhook still
+        // books the payment (a failed payment that Stripe says succeeded is booked), and the
+        // balance check would report it otherwise.
+        Err(StripeError::Unreachable(why)) => {
+            tracing::warn!(reservation.id = id, error = %why, "Stripe unreachable for a booking's card");
+            settle_failed(state, payment.id, None, UNREACHABLE).await?;
             booking_due(state, id).await?;
             None
         }

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 crate::on_both_backends!(
     issue_28_a_booking_paid_by_card_at_booking_and_refunded_to_the_card,
     issue_28_before_start_bookings_are_charged_off_session_with_authentication_and_declines,
+    issue_28_stripe_unreachable_when_the_job_charges_leaves_the_booking_due_and_told,
 );
 
 /// Saves card `number` the way the wallet page does; answers the card.
@@ -327,5 +328,58 @@ async fn issue_28_before_start_bookings_are_charged_off_session_with_authenticat
         "{payments}"
     );
     assert_eq!(notices(&app, email, EventKind::Receipt).await.len(), 2);
+    assert_books_balance(&app).await;
+}
+
+async fn issue_28_stripe_unreachable_when_the_job_charges_leaves_the_booking_due_and_told(
+    backend: Backend,
+) {
+    let stripe = LocalStripe::start().await;
+    let (app, _db) = stripe_portal(backend, &stripe).await;
+    let email = "offline@berth.test";
+    let token = unfunded_user_token(&app, email, PlatformRole::User).await;
+    let card = saved_card(&app, &stripe, &token, "4242424242424242").await;
+    let h100 = gpus_of(&app, H100).await;
+    let start = on_grid_in(TimeDelta::hours(3));
+    let (status, booked) = book(&app, &token, booking(h100[0], start, "before_start", &card)).await;
+    assert_eq!(status, 201, "{booked}");
+
+    // Stripe is down when the job charges: the booking is due, its holder told at once, and
+    // the payment failed with the reason; nothing is booked.
+    drop(stripe);
+    let due = start - TimeDelta::hours(2);
+    assert_eq!(
+        card_payments::charge_due_bookings(&app.state, due)
+            .await
+            .unwrap(),
+        1
+    );
+    let (_, reservation) = get(
+        &app,
+        &token,
+        &format!("/api/v1/reservations/{}", booked["id"]),
+    )
+    .await;
+    assert_eq!(reservation["payment_status"], "due", "{reservation}");
+    let (_, payment) = get(
+        &app,
+        &token,
+        &format!("/api/v1/reservations/{}/card-payment", booked["id"]),
+    )
+    .await;
+    assert_eq!(payment["status"], "failed", "{payment}");
+    assert_eq!(
+        payment["failure"], "Stripe could not be reached",
+        "{payment}"
+    );
+    assert_eq!(notices(&app, email, EventKind::PaymentDue).await.len(), 1);
+    // The job does not try again by itself; the holder pays from the booking's page.
+    assert_eq!(
+        card_payments::charge_due_bookings(&app.state, due)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(balance(&app, &token).await, 0);
     assert_books_balance(&app).await;
 }

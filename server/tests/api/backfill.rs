@@ -185,6 +185,10 @@ async fn a_window_held_for_a_watcher_is_not_backfilled(backend: Backend) {
     });
     let (status, made) = post_json(&app, &eve, "/api/v1/watches", &watch).await;
     assert_eq!(status, 201, "{made}");
+    // The new watch pokes the watch job, which reads the clock when it starts: let that run
+    // finish (nothing is free for it yet) before the clock moves and Ana cancels, or it would
+    // read the old time and the freed GPU together.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
 
     clock.set(now + TimeDelta::minutes(7));
     let (status, body) = cancel(&app, &ana, &first["id"]).await;

@@ -328,17 +328,7 @@ pub async fn payment(state: &AppState, actor: &Actor, id: i64) -> Result<CardPay
         .await?
         .filter(|row| row.user_id == actor.user.id)
         .ok_or_else(|| AppError::NotFound(format!("payment {id}")))?;
-    let card = db::card_payments::card(&state.db, actor.user.id, row.card_id).await?;
-    // A payment waiting for authentication carries the secret the page needs.
-    let secret = match (&row.intent_id, row.status.as_str(), state.stripe.as_ref()) {
-        (Some(intent), REQUIRES_ACTION, Some(stripe)) => stripe
-            .payment_intent(intent)
-            .await
-            .ok()
-            .and_then(|i| i.client_secret),
-        _ => None,
-    };
-    Ok(view(&row, card.as_ref(), secret))
+    payment_of_user(state, actor.user.id, row).await
 }
 
 /// The caller's payments, newest first.

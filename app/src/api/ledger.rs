@@ -38,13 +38,16 @@ pub struct CardsPanel {
     pub max_minor: i64,
 }
 
-/// The caller's wallet, in their time zone.
+/// The caller's wallet with a page of its movements (100, after `cursor`), in their time zone.
 #[server(endpoint = "get_wallet")]
-pub async fn get_wallet() -> Result<WalletPage, AppError> {
+pub async fn get_wallet(cursor: Option<String>) -> Result<WalletPage, AppError> {
     use crate::api::context::signed_in;
+    use crate::domain::paging::{ListKind, PageRequest};
     signed_in(|call| async move {
         let state = &call.state;
-        let wallet = crate::backend::ledger::wallet(state, call.actor.user.id).await?;
+        let page = PageRequest::parse(ListKind::WalletEntries, None, cursor.as_deref())
+            .map_err(|(field, problem)| AppError::invalid(field, problem))?;
+        let wallet = crate::backend::ledger::wallet(state, call.actor.user.id, &page).await?;
         let now = call.now;
         let from = wallet.entries.iter().map(|e| e.at).min().unwrap_or(now);
         let to = wallet

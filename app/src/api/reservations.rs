@@ -147,16 +147,21 @@ pub async fn cancel_reservation(id: i64) -> Result<Reservation, AppError> {
     .await
 }
 
-/// The caller's reservations, latest first, with their time zone and currency.
+/// A page of the caller's reservations (100, after `cursor`), latest first, with their time zone
+/// and currency.
 #[server(endpoint = "list_my_reservations")]
-pub async fn list_my_reservations() -> Result<MyReservations, AppError> {
+pub async fn list_my_reservations(cursor: Option<String>) -> Result<MyReservations, AppError> {
     use crate::api::context::signed_in;
+    use crate::domain::paging::{ListKind, PageRequest};
     signed_in(|call| async move {
+        let page = PageRequest::parse(ListKind::Reservations, None, cursor.as_deref())
+            .map_err(|(field, problem)| AppError::invalid(field, problem))?;
         let crate::backend::reservations::Mine {
             list,
+            next,
             refunds_now,
             idle_now,
-        } = crate::backend::reservations::mine(&call.state, &call.actor, call.now).await?;
+        } = crate::backend::reservations::mine(&call.state, &call.actor, &page, call.now).await?;
         let from = list
             .iter()
             .map(|r| r.window.start())
@@ -177,6 +182,7 @@ pub async fn list_my_reservations() -> Result<MyReservations, AppError> {
             payment_notes,
             list,
             idle_now,
+            next,
         })
     })
     .await

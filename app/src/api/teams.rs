@@ -10,8 +10,11 @@ use serde::{Deserialize, Serialize};
 /// What the teams page shows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TeamsPage {
-    /// The viewer's teams (platform admins: all), by name.
+    /// A page of the viewer's teams (platform admins: all), oldest first.
     pub teams: Vec<TeamSummary>,
+    /// The cursor of the next page, when there is one.
+    #[serde(default)]
+    pub next: Option<String>,
     /// Whether the viewer may create teams (platform admins).
     pub can_create: bool,
 }
@@ -19,15 +22,20 @@ pub struct TeamsPage {
 /// The viewer's teams. Invitations sent to the viewer's address since they signed in are
 /// accepted here too, as at sign-in.
 #[server(endpoint = "get_teams_page")]
-pub async fn get_teams_page() -> Result<TeamsPage, AppError> {
+pub async fn get_teams_page(cursor: Option<String>) -> Result<TeamsPage, AppError> {
     use crate::api::context::signed_in;
     use crate::backend::teams;
+    use crate::domain::paging::{ListKind, PageRequest};
     use crate::domain::user::PlatformRole;
     signed_in(|call| async move {
         let (state, actor) = (&call.state, &call.actor);
+        let page = PageRequest::parse(ListKind::Teams, None, cursor.as_deref())
+            .map_err(|(field, problem)| AppError::invalid(field, problem))?;
         teams::accept_invitations(state, actor.user.id, &actor.user.email, call.now).await?;
+        let listed = teams::list(state, actor, &page).await?;
         Ok(TeamsPage {
-            teams: teams::list(state, actor).await?,
+            teams: listed.items,
+            next: listed.next,
             can_create: actor.user.role == PlatformRole::PlatformAdmin,
         })
     })
@@ -135,6 +143,7 @@ pub async fn get_audit_page(
             action,
             team_id: None,
             before_id,
+            limit: None,
         });
         let action = filter
             .as_ref()

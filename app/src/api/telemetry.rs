@@ -64,7 +64,16 @@ pub async fn get_gpu_page(id: i64) -> Result<GpuPage, AppError> {
             inventory::pci_bus_id(state, id),
             telemetry::history(state, id, now - Duration::hours(1), now, now),
             telemetry::history(state, id, now - Duration::days(1), now, now),
-            telemetry::events(state, id, now - settings.rollup_keep, now, 20),
+            telemetry::events(
+                state,
+                id,
+                now - settings.rollup_keep,
+                now,
+                &crate::domain::paging::PageRequest {
+                    limit: 20,
+                    after: None
+                }
+            ),
             telemetry::live_fleet(state, now),
         )?;
         let (node, gpu) = nodes
@@ -90,7 +99,7 @@ pub async fn get_gpu_page(id: i64) -> Result<GpuPage, AppError> {
             gpu,
             hour,
             day,
-            events,
+            events: events.items,
             zone: call.zone_over(now - Duration::days(1), now),
             now,
         })

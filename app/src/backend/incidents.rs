@@ -1011,15 +1011,16 @@ pub async fn build(
         } else {
             Series::Minute(db::telemetry::rollups(db, gpu.id, from, to).await?)
         };
-        let mut events: Vec<EventEntry> = db::telemetry::events(db, gpu.id, from, to, MAX_EVENTS)
-            .await?
-            .into_iter()
-            .map(|e| EventEntry {
-                at: e.at,
-                kind: e.kind.as_str().to_owned(),
-                code: e.code,
-            })
-            .collect();
+        let mut events: Vec<EventEntry> =
+            db::telemetry::events(db, gpu.id, from, to, None, MAX_EVENTS)
+                .await?
+                .into_iter()
+                .map(|e| EventEntry {
+                    at: e.at,
+                    kind: e.kind.as_str().to_owned(),
+                    code: e.code,
+                })
+                .collect();
         events.reverse();
         let others: Vec<ShareEntry> = holds
             .iter()

@@ -47,9 +47,6 @@ impl PaymentProvider for ManualProvider {
     }
 }
 
-/// Most movements a wallet read returns.
-pub const WALLET_ENTRIES: u64 = 500;
-
 /// A grant or deduction as sent by a platform admin.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CreditForm {
@@ -337,10 +334,14 @@ pub async fn change_credits(
 
 /// `user_id`'s wallet with its latest movements, what upcoming charges hold, and the
 /// reservations whose payment is due.
-pub async fn wallet(state: &AppState, user_id: i64) -> Result<Wallet, DbErr> {
+pub async fn wallet(
+    state: &AppState,
+    user_id: i64,
+    page: &crate::domain::paging::PageRequest,
+) -> Result<Wallet, DbErr> {
     let db = &state.db;
     let (currency, charge) = (&state.portal.currency, &state.portal.charge);
-    let (balance, entries) = db::ledger::wallet(db, user_id, WALLET_ENTRIES).await?;
+    let (balance, entries) = db::ledger::wallet(db, user_id, page).await?;
     let unpaid = db::payments::unpaid_of(db, user_id).await?;
     let on_hold = db::payments::held(&unpaid);
     let payments_due = unpaid
@@ -359,7 +360,8 @@ pub async fn wallet(state: &AppState, user_id: i64) -> Result<Wallet, DbErr> {
         currency: currency.clone(),
         on_hold,
         payments_due,
-        entries,
+        entries: entries.items,
+        next: entries.next,
     })
 }
 

@@ -20,18 +20,22 @@ use crate::error::AppError;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-/// The teams the actor belongs to (platform admins: every team), by name.
-pub async fn list(state: &AppState, actor: &Actor) -> Result<Vec<TeamSummary>, AppError> {
+/// A page of the teams the actor belongs to (platform admins: every team), oldest first.
+pub async fn list(
+    state: &AppState,
+    actor: &Actor,
+    page: &crate::domain::paging::PageRequest,
+) -> Result<crate::domain::paging::Page<TeamSummary>, AppError> {
     let db = &state.db;
     if actor.user.role == PlatformRole::PlatformAdmin {
-        return Ok(db::teams::summaries(db, None).await?);
+        return Ok(db::teams::summaries_page(db, None, page).await?);
     }
     let ids: Vec<i64> = db::teams::memberships_of(db, actor.user.id)
         .await?
         .into_iter()
         .map(|team| team.team_id)
         .collect();
-    Ok(db::teams::summaries(db, Some(&ids)).await?)
+    Ok(db::teams::summaries_page(db, Some(&ids), page).await?)
 }
 
 /// A page of the audit log, newest first: all of it for platform admins; with `team_id`, that

@@ -606,18 +606,22 @@ pub async fn history(
     })
 }
 
-/// A GPU's events over `[from, to)`, newest first.
+/// A page of a GPU's events over `[from, to)`, newest first.
 pub async fn events(
     state: &AppState,
     gpu_id: i64,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
-    limit: u64,
-) -> Result<Vec<GpuEvent>, AppError> {
+    page: &crate::domain::paging::PageRequest,
+) -> Result<crate::domain::paging::Page<GpuEvent>, AppError> {
+    use crate::domain::paging::{Cursor, ListKind, Page};
     let db = &state.db;
     check_range(from, to)?;
     gpu_source(db, gpu_id).await?;
-    Ok(store::events(db, gpu_id, from, to, limit.clamp(1, 1000)).await?)
+    let rows = store::events(db, gpu_id, from, to, page.after, page.fetch()).await?;
+    Ok(Page::from_rows(rows, page, ListKind::GpuEvents, |event| {
+        Cursor::at(event.at, event.id)
+    }))
 }
 
 /// How long after a minute ends its samples are waited for before it is rolled up.

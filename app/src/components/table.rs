@@ -87,3 +87,35 @@ pub fn PostButton(
         </form>
     }
 }
+
+/// The links between the pages of a long list: back to the newest page when this is a later one,
+/// and on to the next (older) one when there is more. `base` is the list's address with any
+/// filters (`?…` included when it has some); the cursor is added to it.
+#[component]
+pub fn PageLinks(
+    /// The next page's cursor.
+    next: Option<String>,
+    /// Whether this page is not the first.
+    on_later_page: bool,
+    /// The list's address, with its filters.
+    #[prop(into)]
+    base: String,
+) -> impl IntoView {
+    use crate::i18n::*;
+    let i18n = use_i18n();
+    if next.is_none() && !on_later_page {
+        return None;
+    }
+    let joiner = if base.contains('?') { '&' } else { '?' };
+    let older = next.map(|cursor| {
+        let href = format!("{base}{joiner}cursor={cursor}");
+        view! { <a class="pager-older" rel="next" href=href>{t!(i18n, pager_older)}</a> }
+    });
+    let newest = on_later_page.then(|| {
+        let href = base.clone();
+        view! { <a class="pager-newest" href=href>{t!(i18n, pager_newest)}</a> }
+    });
+    Some(
+        view! { <nav class="pager" aria-label=t_string!(i18n, pager_label).to_string()>{newest}" "{older}</nav> },
+    )
+}

@@ -153,6 +153,9 @@ pub struct AuditFilter {
     pub team_id: Option<i64>,
     /// Only entries older than this id (the next page).
     pub before_id: Option<i64>,
+    /// At most this many entries ([`AUDIT_PAGE`] when absent).
+    #[serde(default)]
+    pub limit: Option<u64>,
 }
 
 /// How many entries a page of the log shows.

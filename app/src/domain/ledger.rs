@@ -314,8 +314,11 @@ pub struct Wallet {
     pub on_hold: Money,
     /// Reservations whose charge failed for want of credits, soonest first.
     pub payments_due: Vec<PaymentDue>,
-    /// Movements, newest first.
+    /// A page of movements, newest first.
     pub entries: Vec<WalletEntry>,
+    /// The cursor of the next (older) page of movements, when there is one.
+    #[serde(default)]
+    pub next: Option<String>,
 }
 
 /// A wallet's money as a booking sees it: the balance, and what its unpaid bookings charged

@@ -19,6 +19,8 @@ pub mod maintenance;
 pub mod money;
 pub mod notify;
 pub mod numbers;
+#[cfg(feature = "ssr")]
+pub mod paging;
 pub mod payment;
 pub mod problem;
 pub mod profile;

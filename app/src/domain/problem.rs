@@ -423,6 +423,9 @@ pub enum Problem {
         /// The limit.
         max: usize,
     },
+    /// A paging cursor that is not one this list gave out.
+    #[error("not a cursor of this list: start again from the first page")]
+    BadCursor,
     /// Not a GPU UUID.
     #[error("not a GPU UUID (letters, digits and - _ : . only, at most 96)")]
     BadUuid,

@@ -338,6 +338,9 @@ pub struct MyReservations {
     /// Running reservations whose GPUs are all below their idle policy's threshold now.
     #[serde(default)]
     pub idle_now: Vec<i64>,
+    /// The cursor of the next (older) page, when there is one.
+    #[serde(default)]
+    pub next: Option<String>,
 }
 
 /// What a block of time on the calendar is.

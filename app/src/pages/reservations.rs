@@ -16,6 +16,9 @@ use leptos_meta::Title;
 #[component]
 pub fn ReservationsPage() -> impl IntoView {
     let i18n = use_i18n();
+    let cursor = leptos_router::hooks::use_query_map()
+        .with_untracked(|query| query.get("cursor"))
+        .filter(|cursor| !cursor.is_empty());
     view! {
         // A plain string, read once: leptos_meta reads a reactive title after the render, and
         // under load its signal was sometimes gone by then (a panic that cut the page off).
@@ -23,7 +26,7 @@ pub fn ReservationsPage() -> impl IntoView {
         <section class="reservations">
             <h1>{t!(i18n, reservations_title)}</h1>
             <p class="lede">{t!(i18n, reservations_intro)}</p>
-            <ReservationsBoard />
+            <ReservationsBoard cursor />
         </section>
     }
 }
@@ -31,13 +34,17 @@ pub fn ReservationsPage() -> impl IntoView {
 /// The lists, with cancel buttons that work in place (an island).
 #[cfg_attr(feature = "hydrate", island(lazy))]
 #[cfg_attr(not(feature = "hydrate"), island)]
-fn ReservationsBoard() -> impl IntoView {
+fn ReservationsBoard(
+    /// Where the page starts (an older page); the newest when absent.
+    cursor: Option<String>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let cancel = ServerAction::<CancelReservation>::new();
     let zone_known = crate::components::calendar::use_browser_zone();
+    let on_later_page = cursor.is_some();
     let list = Resource::new(
         move || (cancel.version().get(), zone_known.get()),
-        |_| list_my_reservations(),
+        move |_| list_my_reservations(cursor.clone()),
     );
     view! {
             {move || cancel.value().get().and_then(Result::err).map(|error| view! { <ErrorPanel error /> })}
@@ -45,7 +52,7 @@ fn ReservationsBoard() -> impl IntoView {
                 {move || {
                     list.get().map(|result| match result {
                         Ok(mine) => {
-                            let MyReservations { list: all, zone, currency, refunds_now, payment_notes, idle_now } = mine;
+                            let MyReservations { list: all, zone, currency, refunds_now, payment_notes, idle_now, next } = mine;
                             let payment_notes = StoredValue::new(payment_notes);
                             let idle_now = StoredValue::new(idle_now);
                             let refunds_now = StoredValue::new(refunds_now);
@@ -62,6 +69,7 @@ fn ReservationsBoard() -> impl IntoView {
                                 <ReservationTable list=upcoming currency=currency.clone() zone cancel refunds_now payment_notes idle_now />
                                 <h2>{t!(i18n, reservations_past)}</h2>
                                 <ReservationTable list=past currency zone cancel refunds_now payment_notes idle_now />
+                                <crate::components::table::PageLinks next on_later_page base="/reservations" />
                             })
                         }
                         Err(error) => Either::Right(view! { <ErrorPanel error /> }),

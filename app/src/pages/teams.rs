@@ -17,7 +17,11 @@ use leptos_router::hooks::use_query_map;
 pub fn TeamsPage() -> impl IntoView {
     let i18n = use_i18n();
     let error = use_query_map().with_untracked(|q| q.get("error"));
-    let data = Resource::new(|| (), |()| get_teams_page());
+    let cursor = use_query_map()
+        .with_untracked(|q| q.get("cursor"))
+        .filter(|cursor| !cursor.is_empty());
+    let on_later_page = cursor.is_some();
+    let data = Resource::new(|| (), move |()| get_teams_page(cursor.clone()));
     let flash = form_outcome(None, error);
     view! {
         <Title text=t_string!(i18n, teams_title).to_string() />
@@ -29,7 +33,7 @@ pub fn TeamsPage() -> impl IntoView {
                 {move || {
                     data.get()
                         .map(|result| match result {
-                            Ok(data) => Either::Left(view! { <TeamsView data /> }),
+                            Ok(data) => Either::Left(view! { <TeamsView data on_later_page /> }),
                             Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                         })
                 }}
@@ -39,9 +43,13 @@ pub fn TeamsPage() -> impl IntoView {
 }
 
 #[component]
-fn TeamsView(data: TeamsData) -> impl IntoView {
+fn TeamsView(data: TeamsData, on_later_page: bool) -> impl IntoView {
     let i18n = use_i18n();
-    let TeamsData { teams, can_create } = data;
+    let TeamsData {
+        teams,
+        can_create,
+        next,
+    } = data;
     let list = if teams.is_empty() {
         Either::Left(view! { <p class="empty">{t!(i18n, teams_none)}</p> })
     } else {
@@ -73,6 +81,7 @@ fn TeamsView(data: TeamsData) -> impl IntoView {
                     <tbody>{rows}</tbody>
                 </table>
             </div>
+            <crate::components::table::PageLinks next on_later_page base="/teams" />
         })
     };
     let create = can_create.then(|| {

@@ -3,6 +3,7 @@
 
 use crate::api::ledger::{CardsPanel, WalletPage as WalletData, get_wallet};
 use crate::components::error::ErrorPanel;
+use crate::components::table::PageLinks;
 use crate::domain::ledger::{TransactionKind, WalletEntry};
 use crate::domain::money::{Currency, Money};
 use crate::domain::time_text::date_minute;
@@ -17,7 +18,11 @@ use leptos_meta::Title;
 #[component]
 pub fn WalletPage() -> impl IntoView {
     let i18n = use_i18n();
-    let data = Resource::new(|| (), |()| get_wallet());
+    let cursor = leptos_router::hooks::use_query_map()
+        .with_untracked(|query| query.get("cursor"))
+        .filter(|cursor| !cursor.is_empty());
+    let on_later_page = cursor.is_some();
+    let data = Resource::new(|| (), move |()| get_wallet(cursor.clone()));
     view! {
         // A plain string, read once: leptos_meta reads a reactive title after the render, and
         // under load its signal was sometimes gone by then (a panic that cut the page off).
@@ -28,7 +33,7 @@ pub fn WalletPage() -> impl IntoView {
                 {move || {
                     data.get()
                         .map(|result| match result {
-                            Ok(data) => Either::Left(view! { <WalletView data /> }),
+                            Ok(data) => Either::Left(view! { <WalletView data on_later_page /> }),
                             Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                         })
                 }}
@@ -38,7 +43,7 @@ pub fn WalletPage() -> impl IntoView {
 }
 
 #[component]
-fn WalletView(data: WalletData) -> impl IntoView {
+fn WalletView(data: WalletData, on_later_page: bool) -> impl IntoView {
     let i18n = use_i18n();
     let WalletData {
         wallet,
@@ -116,7 +121,7 @@ fn WalletView(data: WalletData) -> impl IntoView {
         <div class="section-head">
             <h2>{t!(i18n, wallet_history)}</h2>
             {(!wallet.entries.is_empty()).then(|| view! {
-                <a class="button-secondary" href="/api/v1/wallet?format=csv" download="berth-wallet.csv">
+                <a class="button-secondary" href="/api/v1/wallet?format=csv&limit=1000" download="berth-wallet.csv">
                     {t!(i18n, wallet_csv)}
                 </a>
             })}
@@ -129,6 +134,7 @@ fn WalletView(data: WalletData) -> impl IntoView {
                 <EntryTable entries=wallet.entries currency zone />
             })
         }}
+        <PageLinks next=wallet.next on_later_page base="/wallet" />
     }
 }
 

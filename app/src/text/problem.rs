@@ -175,6 +175,7 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         }
         Problem::TooMany { max } => t_string!(i18n, problem_too_many, max).to_string(),
         Problem::BadUuid => t_string!(i18n, problem_bad_uuid).to_string(),
+        Problem::BadCursor => t_string!(i18n, problem_bad_cursor).to_string(),
         Problem::OutsideWindow { hours } => {
             t_string!(i18n, problem_outside_window, hours).to_string()
         }

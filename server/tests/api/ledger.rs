@@ -128,7 +128,7 @@ async fn admins_grant_and_deduct_credits_and_users_see_their_wallet(backend: Bac
         "only the viewer's own movements"
     );
     assert!(
-        page.contains("href=\"/api/v1/wallet?format=csv\""),
+        page.contains("href=\"/api/v1/wallet?format=csv&amp;limit=1000\""),
         "a CSV download"
     );
 

@@ -27,6 +27,7 @@ mod node_access;
 mod notify;
 mod oidc;
 mod oidc_provider;
+mod paging;
 mod payments;
 mod profile;
 mod properties;

@@ -145,6 +145,7 @@ async fn a_watcher_is_told_when_a_cancellation_frees_the_window_and_books_it(bac
         action: Some(berth_app::domain::audit::AuditAction::WatchBooked),
         team_id: None,
         before_id: None,
+        limit: None,
     };
     let entries = db::audit::list(&app.db, &filter).await.unwrap();
     assert_eq!(entries.len(), 1, "{entries:?}");

@@ -65,7 +65,7 @@ pub async fn list(
 ) -> Result<Vec<AuditEntry>, DbErr> {
     let mut query = audit_entry::Entity::find()
         .order_by_desc(audit_entry::Column::Id)
-        .limit(AUDIT_PAGE);
+        .limit(filter.limit.unwrap_or(AUDIT_PAGE));
     if let Some(action) = filter.action {
         query = query.filter(audit_entry::Column::Action.eq(action.as_str()));
     }

@@ -441,15 +441,38 @@ struct EntryRow {
     created_at: DateTime<Utc>,
 }
 
-/// A wallet's balance and its latest `limit` movements, newest first (by time, then by posting
-/// order), each with the balance right after it.
+/// A wallet's balance and a page of its movements, newest first (by time, then by posting
+/// order), each with the balance right after it. A later page starts from the balance before the
+/// movements newer than its cursor.
 pub async fn wallet(
     db: &impl ConnectionTrait,
     user_id: i64,
-    limit: u64,
-) -> Result<(Money, Vec<WalletEntry>), DbErr> {
+    page: &crate::domain::paging::PageRequest,
+) -> Result<(Money, crate::domain::paging::Page<WalletEntry>), DbErr> {
+    use crate::domain::paging::{Cursor, ListKind, Page};
     let balance = wallet_balance(db, user_id).await?;
-    let rows = ledger_entry::Entity::find()
+    let wallet_accounts = || {
+        ledger_entry::Column::AccountId.in_subquery(
+            sea_orm::sea_query::Query::select()
+                .column(ledger_account::Column::Id)
+                .from(ledger_account::Entity)
+                .and_where(ledger_account::Column::Kind.eq("wallet"))
+                .and_where(ledger_account::Column::UserId.eq(user_id))
+                .to_owned(),
+        )
+    };
+    // Movements strictly after the cursor in the list's order (older), or up to it (newer).
+    let older_than = |after: Cursor| {
+        let at = after.time();
+        sea_orm::Condition::any()
+            .add(ledger_transaction::Column::CreatedAt.lt(at))
+            .add(
+                sea_orm::Condition::all()
+                    .add(ledger_transaction::Column::CreatedAt.eq(at))
+                    .add(ledger_entry::Column::TransactionId.lt(after.id)),
+            )
+    };
+    let mut query = ledger_entry::Entity::find()
         .select_only()
         .column(ledger_entry::Column::TransactionId)
         .column(ledger_entry::Column::AmountMinor)
@@ -461,23 +484,36 @@ pub async fn wallet(
             sea_orm::JoinType::InnerJoin,
             ledger_entry::Relation::Transaction.def(),
         )
-        .filter(
-            ledger_entry::Column::AccountId.in_subquery(
-                sea_orm::sea_query::Query::select()
-                    .column(ledger_account::Column::Id)
-                    .from(ledger_account::Entity)
-                    .and_where(ledger_account::Column::Kind.eq("wallet"))
-                    .and_where(ledger_account::Column::UserId.eq(user_id))
-                    .to_owned(),
-            ),
-        )
+        .filter(wallet_accounts());
+    let mut after = balance;
+    if let Some(cursor) = page.after {
+        query = query.filter(older_than(cursor));
+        let newer = ledger_entry::Entity::find()
+            .select_only()
+            .column_as(
+                sea_orm::sea_query::Expr::cust(
+                    "CAST(COALESCE(SUM(ledger_entries.amount_minor), 0) AS BIGINT)",
+                ),
+                "total",
+            )
+            .join(
+                sea_orm::JoinType::InnerJoin,
+                ledger_entry::Relation::Transaction.def(),
+            )
+            .filter(wallet_accounts())
+            .filter(older_than(cursor).not())
+            .into_tuple::<i64>()
+            .one(db)
+            .await?;
+        after = Money::from_minor(balance.minor() - newer.unwrap_or(0));
+    }
+    let rows = query
         .order_by_desc(ledger_transaction::Column::CreatedAt)
         .order_by_desc(ledger_entry::Column::TransactionId)
-        .limit(limit)
+        .limit(page.fetch())
         .into_model::<EntryRow>()
         .all(db)
         .await?;
-    let mut after = balance;
     let mut entries = Vec::with_capacity(rows.len());
     for row in rows {
         let amount = Money::from_minor(row.amount_minor);
@@ -498,6 +534,9 @@ pub async fn wallet(
         });
         after = Money::from_minor(after.minor() - amount.minor());
     }
+    let entries = Page::from_rows(entries, page, ListKind::WalletEntries, |entry| {
+        Cursor::at(entry.at, entry.transaction_id)
+    });
     Ok((balance, entries))
 }
 

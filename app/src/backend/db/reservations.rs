@@ -1015,19 +1015,90 @@ pub async fn views(
         .collect()
 }
 
-/// The user's reservations, latest start first.
-pub async fn list_for_owner(
+/// Which reservations a page of the list holds (all filters optional).
+#[derive(Debug, Clone, Default)]
+pub struct ListFilter {
+    /// Only this user's.
+    pub owner_id: Option<i64>,
+    /// Only those that end after this time.
+    pub from: Option<DateTime<Utc>>,
+    /// Only those that start before this time.
+    pub to: Option<DateTime<Utc>>,
+    /// Only those holding this GPU.
+    pub gpu_id: Option<i64>,
+    /// Only those with this status at `now`.
+    pub status: Option<ReservationStatus>,
+}
+
+/// A page of reservations matching `filter`, latest start first (then highest id), after the
+/// request's cursor: an index range on `(owner_id, start_at)` or `start_at`.
+pub async fn list_page(
     db: &impl ConnectionTrait,
-    owner_id: i64,
+    filter: &ListFilter,
+    page: &crate::domain::paging::PageRequest,
     now: DateTime<Utc>,
-) -> Result<Vec<Reservation>, DbErr> {
-    let rows = reservation::Entity::find()
-        .filter(reservation::Column::OwnerId.eq(owner_id))
+) -> Result<crate::domain::paging::Page<Reservation>, DbErr> {
+    use crate::domain::paging::{Cursor, ListKind, Page};
+    let mut query = reservation::Entity::find();
+    if let Some(owner) = filter.owner_id {
+        query = query.filter(reservation::Column::OwnerId.eq(owner));
+    }
+    if let Some(from) = filter.from {
+        query = query.filter(reservation::Column::EndAt.gt(from));
+    }
+    if let Some(to) = filter.to {
+        query = query.filter(reservation::Column::StartAt.lt(to));
+    }
+    if let Some(gpu) = filter.gpu_id {
+        query = query.filter(
+            reservation::Column::Id.in_subquery(
+                Query::select()
+                    .column(reservation_gpu::Column::ReservationId)
+                    .from(reservation_gpu::Entity)
+                    .and_where(reservation_gpu::Column::GpuId.eq(gpu))
+                    .to_owned(),
+            ),
+        );
+    }
+    let cancelled = reservation::Column::Status.eq(reservation::Status::Cancelled);
+    let kept = reservation::Column::Status.ne(reservation::Status::Cancelled);
+    query = match filter.status {
+        None => query,
+        Some(ReservationStatus::Cancelled) => query.filter(cancelled),
+        Some(ReservationStatus::Confirmed) => query
+            .filter(kept)
+            .filter(reservation::Column::StartAt.gt(now)),
+        Some(ReservationStatus::Active) => query
+            .filter(kept)
+            .filter(reservation::Column::StartAt.lte(now))
+            .filter(reservation::Column::EndAt.gt(now)),
+        Some(ReservationStatus::Completed) => query
+            .filter(kept)
+            .filter(reservation::Column::EndAt.lte(now)),
+    };
+    if let Some(after) = page.after {
+        // (start_at, id) < the cursor's, written so the index range on start_at applies.
+        let at = after.time();
+        query = query.filter(reservation::Column::StartAt.lte(at)).filter(
+            sea_orm::Condition::any()
+                .add(reservation::Column::StartAt.lt(at))
+                .add(reservation::Column::Id.lt(after.id)),
+        );
+    }
+    let rows = query
         .order_by_desc(reservation::Column::StartAt)
         .order_by_desc(reservation::Column::Id)
+        .limit(page.fetch())
         .all(db)
         .await?;
-    views(db, rows, now).await
+    let page = Page::from_rows(rows, page, ListKind::Reservations, |row| {
+        Cursor::at(row.start_at, row.id)
+    });
+    let next = page.next;
+    Ok(Page {
+        items: views(db, page.items, now).await?,
+        next,
+    })
 }
 
 /// The team's confirmed bookings that overlap `[from, to)`, soonest first (at most 500).
@@ -1046,20 +1117,6 @@ pub async fn team_bookings(
         .order_by_asc(reservation::Column::StartAt)
         .order_by_asc(reservation::Column::Id)
         .limit(500)
-        .all(db)
-        .await?;
-    views(db, rows, now).await
-}
-
-/// The latest 1,000 reservations of everyone, latest start first (platform admins).
-pub async fn list_all(
-    db: &impl ConnectionTrait,
-    now: DateTime<Utc>,
-) -> Result<Vec<Reservation>, DbErr> {
-    let rows = reservation::Entity::find()
-        .order_by_desc(reservation::Column::StartAt)
-        .order_by_desc(reservation::Column::Id)
-        .limit(1000)
         .all(db)
         .await?;
     views(db, rows, now).await

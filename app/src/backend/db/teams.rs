@@ -377,7 +377,36 @@ pub async fn summaries(
     if let Some(ids) = only {
         query = query.filter(team::Column::Id.is_in(ids.iter().copied()));
     }
-    let teams = query.all(db).await?;
+    summarize(db, query.all(db).await?).await
+}
+
+/// A page of teams (all, or `only` these), oldest first (by id), with their counts.
+pub async fn summaries_page(
+    db: &impl ConnectionTrait,
+    only: Option<&[i64]>,
+    page: &crate::domain::paging::PageRequest,
+) -> Result<crate::domain::paging::Page<TeamSummary>, DbErr> {
+    use crate::domain::paging::{Cursor, ListKind, Page};
+    let mut query = team::Entity::find().order_by_asc(team::Column::Id);
+    if let Some(ids) = only {
+        query = query.filter(team::Column::Id.is_in(ids.iter().copied()));
+    }
+    if let Some(after) = page.after {
+        query = query.filter(team::Column::Id.gt(after.id));
+    }
+    let rows = query.limit(page.fetch()).all(db).await?;
+    let page = Page::from_rows(rows, page, ListKind::Teams, |team| Cursor::id(team.id));
+    Ok(Page {
+        items: summarize(db, page.items).await?,
+        next: page.next,
+    })
+}
+
+/// The member, admin and open invitation counts of `teams`, in their order.
+async fn summarize(
+    db: &impl ConnectionTrait,
+    teams: Vec<team::Model>,
+) -> Result<Vec<TeamSummary>, DbErr> {
     let ids: Vec<i64> = teams.iter().map(|team| team.id).collect();
     let members = team_member::Entity::find()
         .filter(team_member::Column::TeamId.is_in(ids.iter().copied()))

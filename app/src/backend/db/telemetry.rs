@@ -649,12 +649,23 @@ pub async fn events(
     gpu_id: i64,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
+    after: Option<crate::domain::paging::Cursor>,
     limit: u64,
 ) -> Result<Vec<GpuEvent>, DbErr> {
-    gpu_event::Entity::find()
+    let mut query = gpu_event::Entity::find()
         .filter(gpu_event::Column::GpuId.eq(gpu_id))
         .filter(gpu_event::Column::At.gte(from))
-        .filter(gpu_event::Column::At.lt(to))
+        .filter(gpu_event::Column::At.lt(to));
+    if let Some(after) = after {
+        // (at, id) before the cursor's, newest first.
+        let at = after.time();
+        query = query.filter(gpu_event::Column::At.lte(at)).filter(
+            sea_orm::Condition::any()
+                .add(gpu_event::Column::At.lt(at))
+                .add(gpu_event::Column::Id.lt(after.id)),
+        );
+    }
+    query
         .order_by_desc(gpu_event::Column::At)
         .order_by_desc(gpu_event::Column::Id)
         .limit(limit)

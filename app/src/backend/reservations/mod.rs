@@ -245,17 +245,29 @@ pub async fn cancel(
 pub struct Mine {
     /// The reservations.
     pub list: Vec<Reservation>,
+    /// The cursor of the next (older) page, if any.
+    pub next: Option<String>,
     /// What cancelling each paid, not yet started one would refund now (id, minor units).
     pub refunds_now: Vec<(i64, i64)>,
     /// The running ones idle now (every GPU below its idle policy's threshold).
     pub idle_now: Vec<i64>,
 }
 
-/// The viewer's reservations, latest first, what cancelling each paid, not yet started one would
-/// refund now, and which running ones are idle now.
-pub async fn mine(state: &AppState, actor: &Actor, now: DateTime<Utc>) -> Result<Mine, AppError> {
+/// A page of the viewer's reservations, latest first, what cancelling each paid, not yet started
+/// one would refund now, and which running ones are idle now.
+pub async fn mine(
+    state: &AppState,
+    actor: &Actor,
+    page: &crate::domain::paging::PageRequest,
+    now: DateTime<Utc>,
+) -> Result<Mine, AppError> {
     use crate::domain::reservation::{PaymentStatus, ReservationStatus};
-    let list = db::reservations::list_for_owner(&state.db, actor.user.id, now).await?;
+    let filter = db::reservations::ListFilter {
+        owner_id: Some(actor.user.id),
+        ..Default::default()
+    };
+    let crate::domain::paging::Page { items: list, next } =
+        db::reservations::list_page(&state.db, &filter, page, now).await?;
     let running: Vec<&Reservation> = list
         .iter()
         .filter(|r| r.status == ReservationStatus::Active)
@@ -300,6 +312,7 @@ pub async fn mine(state: &AppState, actor: &Actor, now: DateTime<Utc>) -> Result
         .collect();
     Ok(Mine {
         list,
+        next,
         refunds_now,
         idle_now,
     })
@@ -320,19 +333,23 @@ pub async fn one(
         .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))
 }
 
-/// Reservations for the JSON API, latest first: the actor's own, or with `everyone` all of them
-/// (platform admins).
+/// A page of reservations for the JSON API, latest start first: the actor's own, or with
+/// `everyone` all of them (platform admins), narrowed by `filter` (whose owner is set here).
 pub async fn list(
     state: &AppState,
     actor: &Actor,
     everyone: bool,
+    mut filter: db::reservations::ListFilter,
+    page: &crate::domain::paging::PageRequest,
     now: DateTime<Utc>,
-) -> Result<Vec<Reservation>, AppError> {
+) -> Result<crate::domain::paging::Page<Reservation>, AppError> {
     if everyone {
         actor.require_platform_admin()?;
-        return Ok(db::reservations::list_all(&state.db, now).await?);
+        filter.owner_id = None;
+    } else {
+        filter.owner_id = Some(actor.user.id);
     }
-    Ok(db::reservations::list_for_owner(&state.db, actor.user.id, now).await?)
+    Ok(db::reservations::list_page(&state.db, &filter, page, now).await?)
 }
 
 /// Retires GPU `gpu_id` (platform admins): it can no longer be booked, and every reservation

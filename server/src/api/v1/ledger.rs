@@ -30,7 +30,10 @@ pub struct ApiWallet {
     /// The balance as a decimal string in the currency (`125.00`).
     balance: String,
     currency: String,
+    /// A page of movements, newest first (`limit`, default 100, and `cursor`).
     entries: Vec<ApiEntry>,
+    /// The cursor of the next (older) page of `entries`; also in the `Link` header.
+    next_cursor: Option<String>,
 }
 
 /// A reservation waiting for credits: paid as soon as the wallet holds `price_minor`, released
@@ -69,11 +72,15 @@ impl ApiEntry {
     }
 }
 
-/// `?format=json` (default) or `?format=csv`.
+/// `?format=json` (default) or `?format=csv`; `limit` and `cursor` page the movements.
 #[derive(Debug, serde::Deserialize)]
 pub struct WalletQuery {
     #[serde(default)]
     format: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+    #[serde(default)]
+    cursor: Option<String>,
 }
 
 /// `GET /api/v1/wallet`: the caller's balance and movements; `?format=csv` downloads the
@@ -81,6 +88,7 @@ pub struct WalletQuery {
 pub async fn wallet(
     State(state): State<AppState>,
     actor: Actor,
+    axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
     query: Result<axum::extract::Query<WalletQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<axum::response::Response, AppError> {
     use axum::response::IntoResponse;
@@ -92,12 +100,19 @@ pub async fn wallet(
             },
         )
     })?;
-    let wallet = ledger::wallet(&state, actor.user.id).await?;
+    let page = super::page_request(
+        berth_app::domain::paging::ListKind::WalletEntries,
+        query.limit,
+        query.cursor.as_deref(),
+    )?;
+    let wallet = ledger::wallet(&state, actor.user.id, &page).await?;
+    let headers = super::next_page_headers(&uri, wallet.next.as_deref());
     match query.format.as_deref() {
-        None | Some("json") => Ok(Json(api_wallet(wallet)).into_response()),
+        None | Some("json") => Ok((headers, Json(api_wallet(wallet))).into_response()),
         Some("csv") => {
             let csv = wallet_csv(&wallet).map_err(AppError::internal)?;
             Ok((
+                headers,
                 [
                     (axum::http::header::CONTENT_TYPE, "text/csv; charset=utf-8"),
                     (
@@ -158,6 +173,7 @@ fn api_wallet(wallet: Wallet) -> ApiWallet {
         entries,
         on_hold,
         payments_due,
+        next,
         ..
     } = wallet;
     let utc =
@@ -179,6 +195,7 @@ fn api_wallet(wallet: Wallet) -> ApiWallet {
         balance: balance.to_decimal_string(&currency),
         currency: currency.code().to_owned(),
         entries: entries.into_iter().map(ApiEntry::new).collect(),
+        next_cursor: next,
     }
 }
 

@@ -29,6 +29,7 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::routing::{delete, get, patch, post, put};
 use berth_app::backend::reservations::MAX_IDEMPOTENCY_KEY_CHARS;
 use berth_app::backend::state::AppState;
+use berth_app::domain::paging::{ListKind, Page, PageRequest};
 use berth_app::domain::problem::Problem;
 use berth_app::error::AppError;
 
@@ -66,6 +67,56 @@ pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, 
             })
         })
         .transpose()
+}
+
+/// `limit` and `cursor` of a paged list (`kind`): 422 on the parameter at fault.
+pub fn page_request(
+    kind: ListKind,
+    limit: Option<i64>,
+    cursor: Option<&str>,
+) -> Result<PageRequest, AppError> {
+    PageRequest::parse(kind, limit, cursor)
+        .map_err(|(field, problem)| AppError::invalid(field, problem))
+}
+
+/// The request's own address with `cursor` set to `next`: the next page, as a relative URL.
+fn next_page_url(uri: &axum::http::Uri, next: &str) -> String {
+    let pairs = url::form_urlencoded::parse(uri.query().unwrap_or_default().as_bytes())
+        .filter(|(name, _)| name != "cursor")
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
+        .collect::<Vec<_>>();
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in &pairs {
+        query.append_pair(name, value);
+    }
+    query.append_pair("cursor", next);
+    format!("{}?{}", uri.path(), query.finish())
+}
+
+/// The headers that point at the next page of a list: `Link: <…>; rel="next"` (RFC 8288) and
+/// `X-Next-Cursor` with the cursor alone. None on the last page.
+pub fn next_page_headers(uri: &axum::http::Uri, next: Option<&str>) -> axum::http::HeaderMap {
+    let mut headers = axum::http::HeaderMap::new();
+    if let Some(next) = next {
+        let link = format!("<{}>; rel=\"next\"", next_page_url(uri, next));
+        if let (Ok(link), Ok(cursor)) = (link.parse(), next.parse()) {
+            headers.insert(axum::http::header::LINK, link);
+            headers.insert("x-next-cursor", cursor);
+        }
+    }
+    headers
+}
+
+/// A page of a list as the API answers it: the rows as a JSON array, the next page in the
+/// headers ([`next_page_headers`]).
+pub fn paged<T: serde::Serialize>(
+    uri: &axum::http::Uri,
+    page: Page<T>,
+) -> (axum::http::HeaderMap, axum::Json<Vec<T>>) {
+    (
+        next_page_headers(uri, page.next.as_deref()),
+        axum::Json(page.items),
+    )
 }
 
 /// The JSON API's routes, relative to `/api/v1`.

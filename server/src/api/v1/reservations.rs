@@ -11,6 +11,7 @@ use berth_app::backend::auth::actor::Actor;
 use berth_app::backend::reservations::{self, BookingForm, SlotForm};
 use berth_app::backend::state::AppState;
 use berth_app::domain::inventory::GpuListing;
+use berth_app::domain::problem::Problem;
 use berth_app::domain::reservation::{GpuAvailability, Reservation, SlotOffer};
 use berth_app::error::AppError;
 use serde::{Deserialize, Serialize};
@@ -110,24 +111,78 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(reservation)))
 }
 
-/// `?mine=true` (default): your own; `?mine=false`: everyone's (platform admins).
+/// `?mine=true` (default): your own; `?mine=false`: everyone's (platform admins). Paged
+/// (`limit`, `cursor`) and filtered by `from` / `to` (RFC 3339: those overlapping), `gpu` (an id)
+/// and `status` (`confirmed`, `active`, `completed`, `cancelled`).
 #[derive(Debug, Deserialize)]
 pub struct ListQuery {
     #[serde(default)]
     mine: Option<bool>,
+    #[serde(default)]
+    limit: Option<i64>,
+    #[serde(default)]
+    cursor: Option<String>,
+    #[serde(default)]
+    from: Option<String>,
+    #[serde(default)]
+    to: Option<String>,
+    #[serde(default)]
+    gpu: Option<i64>,
+    #[serde(default)]
+    status: Option<String>,
 }
 
-/// `GET /api/v1/reservations?mine=true`: the caller's reservations, latest first.
+/// `GET /api/v1/reservations`: a page of the caller's reservations (or everyone's with
+/// `mine=false`), latest start first; the next page is in the `Link` header.
 pub async fn list(
     State(state): State<AppState>,
     actor: Actor,
+    axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
     query: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<Vec<Reservation>>, AppError> {
+) -> Result<impl axum::response::IntoResponse, AppError> {
+    use berth_app::backend::db::reservations::ListFilter;
+    use berth_app::domain::paging::ListKind;
     let Query(query) = query.map_err(query_error)?;
     let everyone = query.mine == Some(false);
-    Ok(Json(
-        reservations::list(&state, &actor, everyone, state.now()).await?,
-    ))
+    let page = super::page_request(ListKind::Reservations, query.limit, query.cursor.as_deref())?;
+    let time = |field: &'static str, text: Option<&String>| {
+        text.map(|text| {
+            chrono::DateTime::parse_from_rfc3339(text)
+                .map(|at| at.with_timezone(&chrono::Utc))
+                .map_err(|_| AppError::invalid(field, Problem::NotADateTime { raw: text.clone() }))
+        })
+        .transpose()
+    };
+    let status = query
+        .status
+        .as_deref()
+        .map(|text| {
+            serde_json::from_value(serde_json::Value::String(text.to_owned())).map_err(|_| {
+                AppError::invalid(
+                    "status",
+                    Problem::Unreadable {
+                        detail: format!(
+                            "unknown status `{text}`: use confirmed, active, completed or cancelled"
+                        ),
+                    },
+                )
+            })
+        })
+        .transpose()?;
+    let filter = ListFilter {
+        owner_id: None,
+        from: time("from", query.from.as_ref())?,
+        to: time("to", query.to.as_ref())?,
+        gpu_id: query.gpu,
+        status,
+    };
+    if let (Some(from), Some(to)) = (filter.from, filter.to)
+        && to <= from
+    {
+        return Err(AppError::invalid("to", Problem::ToNotAfterFrom));
+    }
+    let listed = reservations::list(&state, &actor, everyone, filter, &page, state.now()).await?;
+    Ok(super::paged(&uri, listed))
 }
 
 /// `GET /api/v1/reservations/{id}`: one reservation (its owner or a platform admin), with

@@ -10,6 +10,7 @@ use berth_app::backend::auth::actor::Actor;
 use berth_app::backend::state::AppState;
 use berth_app::backend::teams;
 use berth_app::domain::audit::{AuditEntry, AuditFilter};
+use berth_app::domain::paging::{Cursor, ListKind, Page, PageRequest};
 use berth_app::domain::problem::Problem;
 use berth_app::domain::team::{Invitation, TeamAccess, TeamRoster, TeamSummary};
 use berth_app::error::AppError;
@@ -17,12 +18,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::v1::{body_error, query_error};
 
-/// `GET /api/v1/teams`: the caller's teams (platform admins: every team).
+/// `?limit=&cursor=`
+#[derive(Debug, Deserialize)]
+pub struct TeamsQuery {
+    #[serde(default)]
+    limit: Option<i64>,
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+/// `GET /api/v1/teams`: a page of the caller's teams (platform admins: every team), oldest
+/// first; the next page is in the `Link` header.
 pub async fn list(
     State(state): State<AppState>,
     actor: Actor,
-) -> Result<Json<Vec<TeamSummary>>, AppError> {
-    Ok(Json(teams::list(&state, &actor).await?))
+    axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
+    query: Result<Query<TeamsQuery>, QueryRejection>,
+) -> Result<(axum::http::HeaderMap, Json<Vec<TeamSummary>>), AppError> {
+    let Query(query) = query.map_err(query_error)?;
+    let page = super::page_request(ListKind::Teams, query.limit, query.cursor.as_deref())?;
+    Ok(super::paged(
+        &uri,
+        teams::list(&state, &actor, &page).await?,
+    ))
 }
 
 /// A team with what the caller may do with it.
@@ -235,7 +253,7 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(Created { id, invitation })))
 }
 
-/// `?action=&team_id=&before_id=`.
+/// `?action=&team_id=&limit=&cursor=` (`before_id=` still pages back by id).
 #[derive(Debug, Deserialize)]
 pub struct AuditQuery {
     #[serde(default)]
@@ -244,28 +262,57 @@ pub struct AuditQuery {
     team_id: Option<i64>,
     #[serde(default)]
     before_id: Option<i64>,
+    #[serde(default)]
+    limit: Option<i64>,
+    #[serde(default)]
+    cursor: Option<String>,
 }
 
-fn audit_filter(query: AuditQuery) -> Result<AuditFilter, AppError> {
+/// The filter a query asks for, reading one more entry than the page to know if more follow.
+fn audit_filter(query: AuditQuery) -> Result<(AuditFilter, PageRequest), AppError> {
     let action = teams::parse_audit_action(query.action.as_deref())?;
-    Ok(AuditFilter {
-        action,
-        team_id: query.team_id,
-        before_id: query.before_id,
-    })
+    let page = super::page_request(ListKind::Audit, query.limit, query.cursor.as_deref())?;
+    Ok((
+        AuditFilter {
+            action,
+            team_id: query.team_id,
+            before_id: page.after.map(|cursor| cursor.id).or(query.before_id),
+            limit: Some(page.fetch()),
+        },
+        page,
+    ))
 }
 
-/// `GET /api/v1/admin/audit` (platform admins): the audit log, newest first, 100 at a time
-/// (`before_id` pages back).
+/// A page of the log as the API answers it.
+fn audit_page(
+    uri: &axum::http::Uri,
+    entries: Vec<AuditEntry>,
+    page: &PageRequest,
+) -> (axum::http::HeaderMap, Json<Vec<AuditEntry>>) {
+    super::paged(
+        uri,
+        Page::from_rows(entries, page, ListKind::Audit, |entry| Cursor::id(entry.id)),
+    )
+}
+
+/// `GET /api/v1/admin/audit` (platform admins): the audit log, newest first, a page of
+/// `limit` (default 100) after `cursor`; the next page is in the `Link` header.
 pub async fn audit(
     State(state): State<AppState>,
     actor: Actor,
+    axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
     query: Result<Query<AuditQuery>, QueryRejection>,
-) -> Result<Json<Vec<AuditEntry>>, AppError> {
-    let filter = query
+) -> Result<(axum::http::HeaderMap, Json<Vec<AuditEntry>>), AppError> {
+    let parsed = query
         .map_err(query_error)
         .and_then(|Query(query)| audit_filter(query));
-    Ok(Json(teams::audit_log(&state, &actor, None, filter).await?))
+    let page = parsed
+        .as_ref()
+        .map(|(_, page)| *page)
+        .unwrap_or_else(|_| PageRequest::first());
+    let filter = parsed.map(|(filter, _)| filter);
+    let entries = teams::audit_log(&state, &actor, None, filter).await?;
+    Ok(audit_page(&uri, entries, &page))
 }
 
 /// `GET /api/v1/teams/{id}/audit` (team admins): the team's part of the audit log.
@@ -273,12 +320,17 @@ pub async fn team_audit(
     State(state): State<AppState>,
     actor: Actor,
     Path(team_id): Path<i64>,
+    axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
     query: Result<Query<AuditQuery>, QueryRejection>,
-) -> Result<Json<Vec<AuditEntry>>, AppError> {
-    let filter = query
+) -> Result<(axum::http::HeaderMap, Json<Vec<AuditEntry>>), AppError> {
+    let parsed = query
         .map_err(query_error)
         .and_then(|Query(query)| audit_filter(query));
-    Ok(Json(
-        teams::audit_log(&state, &actor, Some(team_id), filter).await?,
-    ))
+    let page = parsed
+        .as_ref()
+        .map(|(_, page)| *page)
+        .unwrap_or_else(|_| PageRequest::first());
+    let filter = parsed.map(|(filter, _)| filter);
+    let entries = teams::audit_log(&state, &actor, Some(team_id), filter).await?;
+    Ok(audit_page(&uri, entries, &page))
 }

@@ -1,6 +1,6 @@
 //! GPU history in the JSON API: `GET /api/v1/gpus/{id}/telemetry?from=&to=` and
-//! `GET /api/v1/gpus/{id}/events?from=&to=&limit=` (RFC 3339 times; default: the last hour of
-//! samples, the last 30 days of events).
+//! `GET /api/v1/gpus/{id}/events?from=&to=&limit=&cursor=` (RFC 3339 times; default: the last
+//! hour of samples, the last 30 days of events, paged).
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -14,12 +14,13 @@ use berth_app::error::AppError;
 use chrono::{DateTime, Duration, Utc};
 use serde::Deserialize;
 
-/// `?from=&to=&limit=`
+/// `?from=&to=&limit=&cursor=`
 #[derive(Debug, Deserialize)]
 pub struct RangeQuery {
     from: Option<String>,
     to: Option<String>,
-    limit: Option<u64>,
+    limit: Option<i64>,
+    cursor: Option<String>,
 }
 
 fn parse_time(field: &str, raw: Option<&str>) -> Result<Option<DateTime<Utc>>, AppError> {
@@ -62,15 +63,24 @@ pub async fn history(
     Ok(Json(telemetry::history(&state, id, from, to, now).await?))
 }
 
-/// `GET /api/v1/gpus/{id}/events`: newest first, at most `limit` (default 100, up to 1000).
+/// `GET /api/v1/gpus/{id}/events`: newest first, a page of `limit` (default 100, up to 1000)
+/// after `cursor`; the next page is in the `Link` header.
 pub async fn events(
     State(state): State<AppState>,
     _actor: Actor,
     Path(id): Path<i64>,
-    Query(query): Query<RangeQuery>,
-) -> Result<Json<Vec<GpuEvent>>, AppError> {
+    axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
+    query: Result<Query<RangeQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<(axum::http::HeaderMap, Json<Vec<GpuEvent>>), AppError> {
+    let Query(query) = query.map_err(super::query_error)?;
     let (from, to) = range(&query, Duration::days(30), state.now())?;
-    Ok(Json(
-        telemetry::events(&state, id, from, to, query.limit.unwrap_or(100)).await?,
+    let page = super::page_request(
+        berth_app::domain::paging::ListKind::GpuEvents,
+        query.limit,
+        query.cursor.as_deref(),
+    )?;
+    Ok(super::paged(
+        &uri,
+        telemetry::events(&state, id, from, to, &page).await?,
     ))
 }

@@ -6,6 +6,7 @@
 //! cargo bench -p berth-server --bench portal -- --backend sqlite  # one
 //! cargo bench -p berth-server --bench portal -- --quick           # fewer rounds
 //! cargo bench -p berth-server --bench portal -- --backend sqlite --serve  # just serve the store
+//! cargo bench -p berth-server --bench portal -- --scale large      # 10,000 GPUs, 500,000 reservations
 //! ```
 //!
 //! `--serve` generates the store and serves it (with the built front end in `target/site`) on
@@ -14,34 +15,39 @@
 //! It measures, one after another on the same server:
 //! - the week view of the calendar for 64 GPUs (`GET /calendar`, signed in, whole page);
 //! - find a slot for 4 × one model, 8 hours, from now (`GET /api/v1/slots`);
-//! - booking latency and throughput with 64 concurrent clients (`POST /api/v1/reservations`);
+//! - booking latency, one request at a time (`POST /api/v1/reservations`);
+//! - the inventory: `GET /api/v1/gpus` and the inventory page, every GPU of the fleet;
+//! - pages of 100 of `GET /api/v1/reservations` (everyone's first page, one from the middle by
+//!   cursor, one GPU's, one user's own);
+//! - booking under contention: 200 clients, each its own user, at once (on PostgreSQL through two
+//!   replicas of the portal on one database): first requests that never clash (each client its own
+//!   GPUs), then requests that clash on 64 GPUs; then no GPU overbooked and the ledger audit clean;
 //! - calendar pages per second under load, next to the same server sending a static page of the
-//!   same size.
+//!   same size;
+//! - with `--memory`, the resident memory of a `berth serve` process (the release binary) on the
+//!   generated store: idle, then after a round of the requests above.
 //!
 //! Times are seen by a client on the same machine, so they include loopback HTTP; the server's
 //! own share is smaller. PostgreSQL is reached at `BERTH_TEST_PG_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/postgres`); the bench creates and drops its own database.
 
 use berth_app::backend::db;
-use berth_app::domain::schedule::SLOT_MINUTES;
 use berth_server::configuration::{Config, RawSettings};
 use berth_server::startup::Application;
 use chrono::{TimeDelta, Utc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use std::sync::Arc;
 
 #[path = "support/database.rs"]
 mod database;
 #[path = "support/fleet.rs"]
 mod fleet;
+#[path = "support/memory.rs"]
+mod memory;
 #[path = "support/timing.rs"]
 mod timing;
 use database::{Backend, BenchDatabase, Stores};
-use fleet::{
-    GPUS_PER_NODE, NODES, RESERVATIONS, SLOT_MODEL, Store, WEEK_VIEW_MODEL, WEEKS, generate,
-    slot_ceil,
-};
+use fleet::{SLOT_MODEL, Scale, Store, WEEK_VIEW_MODEL, WEEKS, generate_at, slots_of};
 use std::time::{Duration, Instant};
 use timing::{report, sample};
 
@@ -60,6 +66,12 @@ struct Options {
     /// Measure the cost reports only (not the calendar, slots, bookings and load).
     #[arg(long)]
     reports_only: bool,
+    /// The size of the generated store.
+    #[arg(long, value_enum, default_value = "default")]
+    scale: Scale,
+    /// Also measure a `berth serve` process's memory (needs `target/release/berth`).
+    #[arg(long)]
+    memory: bool,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -79,8 +91,11 @@ fn main() {
         .build()
         .expect("runtime");
     println!(
-        "Berth benchmark: {NODES} nodes, {} GPUs, {RESERVATIONS} reservations over {WEEKS} weeks; {} CPU cores",
-        NODES * GPUS_PER_NODE,
+        "Berth benchmark: {} nodes, {} GPUs, {} reservations over {WEEKS} weeks, {} users; {} CPU cores",
+        options.scale.nodes(),
+        options.scale.nodes() * fleet::GPUS_PER_NODE,
+        options.scale.reservations(),
+        options.scale.users(),
         std::thread::available_parallelism().map_or(0, usize::from)
     );
     for backend in options.backends() {
@@ -118,9 +133,9 @@ async fn bench_backend(backend: Backend, options: &Options) {
 
     let conn = db::connect(&database.url).await.expect("connect");
     let started = Instant::now();
-    let store = generate(&conn, backend).await;
+    let store = generate_at(&conn, backend, options.scale).await;
     println!(
-        "Generated {} GPUs on {} nodes, {} reservations ({} GPU holds, {} slot rows, {} ledger transactions, {} usage rows) in {:.1} s",
+        "Generated {} GPUs on {} nodes, {} reservations ({} GPU holds, {} slot rows, {} ledger transactions, {} usage rows, {} rollups) in {:.1} s",
         store.gpus,
         store.nodes,
         store.reservations,
@@ -128,6 +143,7 @@ async fn bench_backend(backend: Backend, options: &Options) {
         store.slot_rows,
         store.ledger_transactions,
         store.usage_rows,
+        store.rollups,
         started.elapsed().as_secs_f64()
     );
 
@@ -153,11 +169,38 @@ async fn bench_backend(backend: Backend, options: &Options) {
         database.drop_database().await;
         return;
     }
+    // A second replica on the same database (PostgreSQL): the contention bench spreads its
+    // clients over both.
+    let second = if backend == Backend::Postgres && !options.reports_only {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        Some(
+            Application::build_with_listener(config.clone(), listener)
+                .await
+                .expect("second replica"),
+        )
+    } else {
+        None
+    };
     let app = Application::build_with_listener(config, listener)
         .await
         .expect("application");
     let base = format!("http://{}", app.addr());
+    let mut replicas = vec![base.clone()];
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (stop_second, second_stopped) = tokio::sync::oneshot::channel::<()>();
+    if let Some(second) = second {
+        replicas.push(format!("http://{}", second.addr()));
+        tokio::spawn(async move {
+            second
+                .run_until_stopped(async {
+                    let _ = second_stopped.await;
+                })
+                .await
+                .expect("second replica");
+        });
+    }
     let server = tokio::spawn(async move {
         app.run_until_stopped(async {
             let _ = stopped.await;
@@ -259,8 +302,17 @@ async fn bench_backend(backend: Backend, options: &Options) {
         Some(10.0),
     );
 
-    // Booking under 64 concurrent clients.
-    bench_bookings(&api, &base, &token, &store, if quick { 5 } else { 20 }).await;
+    // Booking, one request at a time.
+    bench_sequential_bookings(&api, &base, &token, &store, rounds).await;
+
+    // The whole inventory.
+    bench_inventory(&api, &browser, &base, &token, &store, rounds).await;
+
+    // Pages of the reservations list.
+    bench_reservation_pages(&api, &base, &token, &store, rounds).await;
+
+    // Booking under contention: 200 clients, each its own user.
+    bench_contention(&api, &replicas, &store, &conn, if quick { 5 } else { 25 }).await;
 
     // Calendar pages per second under load, next to a static page of the same size.
     std::fs::write(site.path().join("static.html"), &page).expect("static page");
@@ -273,7 +325,11 @@ async fn bench_backend(backend: Backend, options: &Options) {
     );
 
     let _ = stop.send(());
+    let _ = stop_second.send(());
     let _ = tokio::time::timeout(Duration::from_secs(20), server).await;
+    if options.memory {
+        memory::measure(&database.url, &store).await;
+    }
     let _ = conn.close().await;
     database.drop_database().await;
 }
@@ -325,85 +381,354 @@ async fn bench_reports(api: &reqwest::Client, base: &str, store: &Store, quick: 
     }
 }
 
-/// `clients` clients each make `per_client` bookings of 1–4 hours on a random GPU somewhere in
-/// the next six weeks; reports latency of every answer and the rate of answers and of bookings.
-async fn bench_bookings(
+/// The first slot after the generated bookings: the benches book from here, where only their
+/// own bookings are.
+fn free_from(store: &Store) -> chrono::DateTime<Utc> {
+    store.fleet_end
+}
+
+/// One booking after another by one client, each of 2 hours on the next GPU, never clashing.
+async fn bench_sequential_bookings(
     api: &reqwest::Client,
     base: &str,
     token: &str,
     store: &Store,
+    rounds: usize,
+) {
+    let from = free_from(store) + TimeDelta::days(2);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let url = format!("{base}/api/v1/reservations");
+    let times = sample(rounds, || async {
+        let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let gpu = store.gpu_ids[n % store.gpu_ids.len()];
+        let start = from + TimeDelta::hours(2 * (n / store.gpu_ids.len()) as i64);
+        let body = serde_json::json!({
+            "gpu_ids": [gpu],
+            "share": 1,
+            "start": start.to_rfc3339(),
+            "end": (start + TimeDelta::hours(2)).to_rfc3339(),
+        });
+        let response = api
+            .post(&url)
+            .header("authorization", token)
+            .json(&body)
+            .send()
+            .await
+            .expect("book");
+        assert_eq!(response.status().as_u16(), 201, "a free GPU is booked");
+        response.bytes().await.expect("booking");
+    })
+    .await;
+    report(
+        "Booking, one at a time (2 h, a free GPU)",
+        &times,
+        Some(5.0),
+    );
+}
+
+/// `GET /api/v1/gpus` and the inventory page: every GPU of the fleet.
+async fn bench_inventory(
+    api: &reqwest::Client,
+    browser: &reqwest::Client,
+    base: &str,
+    token: &str,
+    store: &Store,
+    rounds: usize,
+) {
+    let gpus: serde_json::Value = api
+        .get(format!("{base}/api/v1/gpus"))
+        .header("authorization", token)
+        .send()
+        .await
+        .expect("gpus")
+        .json()
+        .await
+        .expect("GPU list");
+    let listed = gpus.as_array().map_or(0, Vec::len);
+    assert_eq!(listed, store.gpus, "every GPU is listed");
+    let rounds = rounds.min(50);
+    let times = sample(rounds, || async {
+        let response = api
+            .get(format!("{base}/api/v1/gpus"))
+            .header("authorization", token)
+            .send()
+            .await
+            .expect("gpus");
+        assert_eq!(response.status().as_u16(), 200);
+        response.bytes().await.expect("GPU list");
+    })
+    .await;
+    report(
+        &format!("`GET /api/v1/gpus`, all {listed} GPUs"),
+        &times,
+        Some(50.0),
+    );
+    let page = browser
+        .get(format!("{base}/"))
+        .send()
+        .await
+        .expect("inventory")
+        .text()
+        .await
+        .expect("page");
+    let times = sample(rounds, || async {
+        let response = browser
+            .get(format!("{base}/"))
+            .send()
+            .await
+            .expect("inventory");
+        assert_eq!(response.status().as_u16(), 200);
+        response.bytes().await.expect("page");
+    })
+    .await;
+    report(
+        &format!(
+            "Inventory page, all GPUs ({} KB of HTML)",
+            page.len() / 1024
+        ),
+        &times,
+        Some(50.0),
+    );
+}
+
+/// Pages of 100 of the reservations list: everyone's newest, one from the middle of the list by
+/// cursor, one GPU's, and one user's own.
+async fn bench_reservation_pages(
+    api: &reqwest::Client,
+    base: &str,
+    token: &str,
+    store: &Store,
+    rounds: usize,
+) {
+    use berth_app::domain::paging::{Cursor, ListKind};
+    let admin = format!("Bearer {}", store.admin_token);
+    let middle = Cursor::at(store.fleet_end - TimeDelta::weeks(WEEKS / 2), i64::MAX)
+        .encode(ListKind::Reservations);
+    for (what, url, auth) in [
+        (
+            "everyone's, first page",
+            format!("{base}/api/v1/reservations?mine=false&limit=100"),
+            &admin,
+        ),
+        (
+            "everyone's, a page from the middle (cursor)",
+            format!("{base}/api/v1/reservations?mine=false&limit=100&cursor={middle}"),
+            &admin,
+        ),
+        (
+            "one GPU's, confirmed",
+            format!(
+                "{base}/api/v1/reservations?mine=false&limit=100&gpu={}&status=confirmed",
+                store.gpu_ids[store.gpu_ids.len() / 2]
+            ),
+            &admin,
+        ),
+        (
+            "a user's own",
+            format!("{base}/api/v1/reservations?limit=100"),
+            &token.to_owned(),
+        ),
+    ] {
+        let first: serde_json::Value = api
+            .get(&url)
+            .header("authorization", auth)
+            .send()
+            .await
+            .expect("reservations")
+            .json()
+            .await
+            .expect("a page");
+        let rows = first.as_array().map_or(0, Vec::len);
+        assert!(rows > 0, "{what}: {first}");
+        let times = sample(rounds, || async {
+            let response = api
+                .get(&url)
+                .header("authorization", auth)
+                .send()
+                .await
+                .expect("reservations");
+            assert_eq!(response.status().as_u16(), 200);
+            response.bytes().await.expect("a page");
+        })
+        .await;
+        report(
+            &format!(
+                "`GET /api/v1/reservations`, {what} ({rows} of {} reservations)",
+                store.reservations
+            ),
+            &times,
+            Some(5.0),
+        );
+    }
+}
+
+/// 200 clients at once, each its own user with credits, spread over the replicas: first
+/// `per_client` bookings each that never clash (every client books its own GPUs), then
+/// `per_client` each on the 64 GPUs of one model over one day, which clash. Then checks that no
+/// GPU is booked twice at once and that the ledger audit is clean.
+async fn bench_contention(
+    api: &reqwest::Client,
+    replicas: &[String],
+    store: &Store,
+    conn: &sea_orm::DatabaseConnection,
     per_client: usize,
 ) {
-    const CLIENTS: usize = 64;
-    let whole_gpus = Arc::new(store.gpu_ids.clone());
-    let url = Arc::new(format!("{base}/api/v1/reservations"));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for client in 0..CLIENTS {
-        let api = api.clone();
-        let token = token.to_owned();
-        let gpus = Arc::clone(&whole_gpus);
-        let url = Arc::clone(&url);
-        tasks.push(tokio::spawn(async move {
-            let mut rng = StdRng::seed_from_u64(7_000 + client as u64);
-            let now = Utc::now();
-            let mut outcomes = Vec::with_capacity(per_client);
-            for _ in 0..per_client {
-                let gpu = gpus[rng.random_range(0..gpus.len())];
-                let start = slot_ceil(now)
-                    + TimeDelta::days(1)
-                    + TimeDelta::minutes(SLOT_MINUTES * rng.random_range(0..(6 * 7 * 96)));
-                let end = start + TimeDelta::minutes(SLOT_MINUTES * rng.random_range(4..=16));
-                let body = serde_json::json!({
+    let clients = store.booker_tokens.len();
+    let own = store.gpu_ids.len() / clients;
+    let from = free_from(store);
+    let (booked, clashed, elapsed, times) =
+        contend(api, replicas, store, per_client, |client, k, _| {
+            let gpu = store.gpu_ids[client * own + k % own];
+            let start = from + TimeDelta::hours(2 * (k / own) as i64);
+            (gpu, start, start + TimeDelta::hours(2))
+        })
+        .await;
+    assert_eq!(clashed, 0, "requests on a client's own GPUs never clash");
+    report(
+        &format!(
+            "Booking under contention, {clients} clients over {} replica(s), no clashes ({booked} booked)",
+            replicas.len()
+        ),
+        &times,
+        None,
+    );
+    println!(
+        "| Booking throughput, no clashes | {:.0} bookings/s | {:.1} s for {} requests |",
+        booked as f64 / elapsed,
+        elapsed,
+        times.len()
+    );
+    let contested = from + TimeDelta::days(4);
+    let (booked, clashed, elapsed, times) =
+        contend(api, replicas, store, per_client, |_, _, rng| {
+            let gpu = store.gpu_ids[rng.random_range(0..64)];
+            let start = contested + slots_of(rng.random_range(0..96));
+            (gpu, start, start + slots_of(rng.random_range(4..=16)))
+        })
+        .await;
+    report(
+        &format!(
+            "Booking under contention, {clients} clients on 64 GPUs over one day ({booked} booked, {clashed} refused as clashes)"
+        ),
+        &times,
+        None,
+    );
+    println!(
+        "| Booking throughput, with clashes | {:.0} answers/s | {:.0} bookings/s | {:.1} s for {} requests |",
+        times.len() as f64 / elapsed,
+        booked as f64 / elapsed,
+        elapsed,
+        times.len()
+    );
+    // No GPU holds two bookings at once where the benches booked (whole GPUs only there).
+    use sea_orm::ConnectionTrait;
+    let overlapping = conn
+        .query_one_raw(sea_orm::Statement::from_sql_and_values(
+            conn.get_database_backend(),
+            match conn.get_database_backend() {
+                sea_orm::DbBackend::Postgres => OVERLAPS.replace('?', "$1"),
+                _ => OVERLAPS.to_owned(),
+            },
+            [from.into()],
+        ))
+        .await
+        .expect("overlaps")
+        .expect("a row")
+        .try_get_by_index::<i64>(0)
+        .expect("count");
+    let audit = db::ledger::audit(conn).await.expect("ledger audit");
+    assert_eq!(overlapping, 0, "no GPU overbooked");
+    assert!(
+        audit.total_minor == 0
+            && audit.unbalanced_transactions.is_empty()
+            && audit.drifted_wallets.is_empty()
+            && audit.negative_wallets.is_empty()
+            && audit.drifted_bookings.is_empty(),
+        "the ledger audit is clean: {audit:?}"
+    );
+    println!(
+        "| After contention | 0 overbooked GPU slots | ledger audit clean over {} transactions |",
+        audit.transactions
+    );
+}
+
+/// Confirmed bookings from `?` on that overlap another on the same GPU.
+const OVERLAPS: &str = "SELECT COUNT(*) FROM reservation_gpus a \
+    JOIN reservation_gpus b ON b.gpu_id = a.gpu_id AND b.reservation_id <> a.reservation_id \
+    AND b.start_at < a.end_at AND a.start_at < b.end_at \
+    JOIN reservations ra ON ra.id = a.reservation_id AND ra.status = 'confirmed' \
+    JOIN reservations rb ON rb.id = b.reservation_id AND rb.status = 'confirmed' \
+    WHERE a.start_at >= ?";
+
+/// Every client (one per booker token) sends `per_client` bookings one after another, all
+/// clients at once, client `c` to replica `c % replicas`; `request(client, k, rng)` says which
+/// GPU and when. Answers (booked, clashed, seconds, sorted latencies in ms).
+async fn contend<F>(
+    api: &reqwest::Client,
+    replicas: &[String],
+    store: &Store,
+    per_client: usize,
+    request: F,
+) -> (usize, usize, f64, Vec<f64>)
+where
+    F: Fn(usize, usize, &mut StdRng) -> (i64, chrono::DateTime<Utc>, chrono::DateTime<Utc>),
+{
+    let mut plans = Vec::new();
+    for client in 0..store.booker_tokens.len() {
+        let mut rng = StdRng::seed_from_u64(9_000 + client as u64);
+        let bodies: Vec<serde_json::Value> = (0..per_client)
+            .map(|k| {
+                let (gpu, start, end) = request(client, k, &mut rng);
+                serde_json::json!({
                     "gpu_ids": [gpu],
                     "share": 1,
                     "start": start.to_rfc3339(),
                     "end": end.to_rfc3339(),
-                });
+                })
+            })
+            .collect();
+        plans.push(bodies);
+    }
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (client, bodies) in plans.into_iter().enumerate() {
+        let api = api.clone();
+        let token = format!("Bearer {}", store.booker_tokens[client]);
+        let url = format!("{}/api/v1/reservations", replicas[client % replicas.len()]);
+        tasks.push(tokio::spawn(async move {
+            let mut outcomes = Vec::with_capacity(bodies.len());
+            for body in bodies {
                 let sent = Instant::now();
                 let response = api
-                    .post(url.as_str())
+                    .post(&url)
                     .header("authorization", &token)
                     .json(&body)
                     .send()
                     .await
                     .expect("book");
                 let status = response.status().as_u16();
-                let _ = response.bytes().await;
+                let text = response.text().await.unwrap_or_default();
+                assert!(matches!(status, 201 | 409), "{status}: {text}");
                 outcomes.push((status, sent.elapsed().as_secs_f64() * 1000.0));
             }
             outcomes
         }));
     }
+    let (mut booked, mut clashed) = (0, 0);
     let mut times = Vec::new();
-    let (mut booked, mut clashed, mut other) = (0usize, 0usize, 0usize);
     for task in tasks {
         for (status, ms) in task.await.expect("client") {
-            match status {
-                201 => booked += 1,
-                409 => clashed += 1,
-                _ => other += 1,
+            if status == 201 {
+                booked += 1;
+            } else {
+                clashed += 1;
             }
             times.push(ms);
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
     times.sort_by(f64::total_cmp);
-    assert_eq!(other, 0, "every booking answer is 201 or 409");
-    report(
-        &format!(
-            "Booking, {CLIENTS} concurrent clients ({booked} booked, {clashed} refused as clashes)"
-        ),
-        &times,
-        None,
-    );
-    println!(
-        "| Booking throughput | {:.0} answers/s | {:.0} bookings/s | {:.1} s for {} requests |",
-        times.len() as f64 / elapsed,
-        booked as f64 / elapsed,
-        elapsed,
-        times.len()
-    );
+    (booked, clashed, elapsed, times)
 }
 
 /// Requests per second that `clients` clients get from `url` in `seconds`.

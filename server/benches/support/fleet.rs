@@ -1,6 +1,8 @@
 //! The generated fleet the benches share: 1,000 GPUs on 125 nodes in five models, 200 users and
 //! 50,000 reservations over 8 weeks (one past, seven ahead) with their GPU holds, slot load,
 //! charges, refunds and usage rows, written straight into the store. Each bench uses part of it.
+//! At [`Scale::Large`]: 10,000 GPUs on 1,250 nodes, 2,000 users, 500,000 reservations and 30
+//! days of one-minute telemetry rollups of the 64 GPUs the week view shows.
 #![allow(dead_code)]
 
 use super::database::Backend;
@@ -44,6 +46,50 @@ pub const MODELS: &[(&str, u64, i64, bool, usize)] = &[
     ("NVIDIA RTX A5000", 24_564, 49, true, 25),
 ];
 
+/// How big a store to generate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scale {
+    /// 1,000 GPUs, 200 users, 50,000 reservations.
+    Default,
+    /// 10,000 GPUs on 1,250 nodes, 2,000 users, 500,000 reservations, 30 days of rollups.
+    Large,
+}
+
+impl Scale {
+    /// Nodes of each model of [`MODELS`]: the week view's model keeps its 64 GPUs.
+    pub fn nodes_of(self, model_index: usize) -> usize {
+        match (self, model_index) {
+            (_, 0) => MODELS[0].4,
+            (Scale::Default, i) => MODELS[i].4,
+            (Scale::Large, 1) => 320,
+            (Scale::Large, 2) => 310,
+            (Scale::Large, 3) => 312,
+            (Scale::Large, _) => 300,
+        }
+    }
+
+    pub fn nodes(self) -> usize {
+        (0..MODELS.len()).map(|i| self.nodes_of(i)).sum()
+    }
+
+    pub fn reservations(self) -> usize {
+        match self {
+            Scale::Default => RESERVATIONS,
+            Scale::Large => 10 * RESERVATIONS,
+        }
+    }
+
+    pub fn users(self) -> usize {
+        match self {
+            Scale::Default => USERS,
+            Scale::Large => 10 * USERS,
+        }
+    }
+}
+
+/// Users who book in the contention bench, each with a token and credits of their own.
+pub const BOOKERS: usize = 200;
+
 pub fn slot_ceil(at: DateTime<Utc>) -> DateTime<Utc> {
     let floor = at
         .duration_trunc(TimeDelta::minutes(SLOT_MINUTES))
@@ -66,10 +112,16 @@ pub struct Store {
     pub gpu_ids: Vec<i64>,
     /// An API token of a user who books.
     pub token: String,
+    /// API tokens of [`BOOKERS`] other users with credits, one per concurrent client.
+    pub booker_tokens: Vec<String>,
+    /// One-minute telemetry rollups written.
+    pub rollups: u64,
     /// An API token of a platform admin (the fleet report).
     pub admin_token: String,
     /// The first day of the dataset (reports cover a month from it).
     pub first_day: chrono::NaiveDate,
+    /// Where the generated bookings end: only the benches' own bookings come after.
+    pub fleet_end: DateTime<Utc>,
     /// Ledger transactions written (charges and refunds).
     pub ledger_transactions: usize,
     /// Reservation usage rows written.
@@ -81,13 +133,23 @@ pub struct Store {
 /// multi-GPU booking starts when all of its GPUs are free, and fractional bookings on shareable
 /// models keep a GPU to themselves. About 4 % are cancelled. Deterministic (fixed seed).
 pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
+    generate_at(conn, backend, Scale::Default).await
+}
+
+/// [`generate`] at `scale`.
+pub async fn generate_at(conn: &DatabaseConnection, backend: Backend, scale: Scale) -> Store {
     let mut rng = StdRng::seed_from_u64(2026);
     let now = Utc::now();
     let fleet_start = slot_ceil(now) - TimeDelta::weeks(1);
     let fleet_end = fleet_start + TimeDelta::weeks(WEEKS);
+    if backend == Backend::Postgres {
+        conn.execute_unprepared("SET synchronous_commit = off")
+            .await
+            .expect("synchronous_commit");
+    }
 
-    let mut users = Vec::with_capacity(USERS);
-    for n in 0..USERS {
+    let mut users = Vec::with_capacity(scale.users());
+    for n in 0..scale.users() {
         let user = db::users::upsert_user(
             conn,
             &NewUser {
@@ -127,6 +189,37 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
     )
     .await
     .expect("token");
+    let mut booker_tokens = Vec::with_capacity(BOOKERS);
+    for (n, user) in users.iter().enumerate().skip(1).take(BOOKERS) {
+        berth_app::backend::ledger::change_credits(
+            conn,
+            &berth_app::domain::money::Currency::new("USD", "$", 2).expect("USD"),
+            berth_app::backend::ledger::CreditRequest {
+                actor_id: None,
+                wallet: berth_app::backend::ledger::CreditWallet::User(&format!(
+                    "bench-user-{n}@berth.invalid"
+                )),
+                amount_minor: berth_app::domain::ledger::MAX_CREDIT_MINOR,
+                reason: "bench credits",
+                idempotency_key: None,
+                provider: &berth_app::backend::ledger::ManualProvider,
+            },
+            now,
+        )
+        .await
+        .expect("credits");
+        let (token, hash) = tokens::generate();
+        db::api_tokens::insert_token(
+            conn,
+            *user,
+            &TokenName::parse("bench").expect("name"),
+            &hash,
+            now,
+        )
+        .await
+        .expect("token");
+        booker_tokens.push(token);
+    }
 
     let admin = db::users::upsert_user(
         conn,
@@ -153,8 +246,8 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
     // Nodes and GPUs: (node id, gpu ids, model index).
     let mut nodes: Vec<(i64, Vec<i64>, usize)> = Vec::new();
     let mut node_number = 0usize;
-    for (model_index, &(model, memory_mib, price, shareable, count)) in MODELS.iter().enumerate() {
-        for _ in 0..count {
+    for (model_index, &(model, memory_mib, price, shareable, _)) in MODELS.iter().enumerate() {
+        for _ in 0..scale.nodes_of(model_index) {
             let gpus: Vec<NewGpu> = (0..GPUS_PER_NODE)
                 .map(|index| NewGpu {
                     device_index: index as u32,
@@ -167,8 +260,8 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 })
                 .collect();
             let node = NewNode {
-                name: format!("bench-{node_number:03}"),
-                hostname: format!("bench-{node_number:03}.berth.invalid"),
+                name: format!("bench-{node_number:04}"),
+                hostname: format!("bench-{node_number:04}.berth.invalid"),
                 is_demo: false,
             };
             let node_id = db::inventory::insert_node_with_gpus(conn, &node, &gpus, now)
@@ -180,13 +273,18 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
     }
     // The GPU ids of each node, in device order.
     let mut gpu_ids = Vec::new();
+    let node_index: std::collections::HashMap<i64, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(index, (id, _, _))| (*id, index))
+        .collect();
     for gpu in berth_app::backend::entity::gpu::Entity::find()
         .all(conn)
         .await
         .expect("gpus")
     {
-        if let Some(node) = nodes.iter_mut().find(|(id, _, _)| *id == gpu.node_id) {
-            node.1.push(gpu.id);
+        if let Some(index) = node_index.get(&gpu.node_id) {
+            nodes[*index].1.push(gpu.id);
             gpu_ids.push(gpu.id);
         }
     }
@@ -194,8 +292,11 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
         node.1.sort_unstable();
     }
 
-    let per_node = RESERVATIONS / nodes.len();
-    let mut rows: Vec<reservation::ActiveModel> = Vec::with_capacity(RESERVATIONS);
+    let per_node = scale.reservations() / nodes.len();
+    let mut rows: Vec<reservation::ActiveModel> = Vec::with_capacity(scale.reservations());
+    // PostgreSQL expands the slot rows itself from the GPU holds (below); SQLite gets them.
+    let client_slots = backend == Backend::Sqlite;
+    let mut slot_count = 0usize;
     let mut holds: Vec<(i64, i64, DateTime<Utc>, DateTime<Utc>)> = Vec::new();
     let mut slots: Vec<(i64, DateTime<Utc>, i16)> = Vec::new();
     // Per reservation: id, owner, price, cancelled, created.
@@ -293,7 +394,10 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
                 if !cancelled {
                     let mut slot = start;
                     while slot < end {
-                        slots.push((node_gpus[*i], slot, i16::from(quarters)));
+                        if client_slots {
+                            slots.push((node_gpus[*i], slot, i16::from(quarters)));
+                        }
+                        slot_count += 1;
                         slot += slots_of(1);
                     }
                 }
@@ -328,11 +432,14 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
         gpus: gpu_ids.len(),
         reservations: rows.len(),
         holds: holds.len(),
-        slot_rows: slots.len(),
+        slot_rows: slot_count,
         gpu_ids,
         token,
+        booker_tokens,
+        rollups: 0,
         admin_token,
         first_day: fleet_start.date_naive(),
+        fleet_end,
         ledger_transactions: money.len() + cancelled_ids.len(),
         usage_rows: usage.len(),
     };
@@ -359,6 +466,17 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
         .exec_without_returning(&txn)
         .await
         .expect("reservation GPUs");
+    }
+    if !client_slots {
+        txn.execute_unprepared(
+            "INSERT INTO gpu_slot_load (gpu_id, slot_start, quarters) \
+             SELECT rg.gpu_id, s.slot, r.quarters FROM reservation_gpus rg \
+             JOIN reservations r ON r.id = rg.reservation_id \
+             CROSS JOIN LATERAL generate_series(rg.start_at, rg.end_at - interval '15 minutes', \
+             interval '15 minutes') AS s(slot) WHERE r.status = 'confirmed'",
+        )
+        .await
+        .expect("slot load");
     }
     for batch in slots.chunks(5_000) {
         let mut insert = Query::insert();
@@ -423,6 +541,10 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
         }
     }
     txn.commit().await.expect("commit");
+    let mut store = store;
+    if scale == Scale::Large {
+        store.rollups = write_rollups(conn, backend, now).await;
+    }
     // Fresh statistics (and on PostgreSQL a visibility map), as autovacuum keeps them in a
     // long-running store.
     let maintenance = if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
@@ -432,6 +554,39 @@ pub async fn generate(conn: &DatabaseConnection, backend: Backend) -> Store {
     };
     conn.execute_unprepared(maintenance).await.expect("analyze");
     store
+}
+
+/// 30 days of one-minute telemetry rollups of the week view's 64 GPUs, up to `now`, a day per
+/// statement, written by the store from a series of minutes.
+async fn write_rollups(conn: &DatabaseConnection, backend: Backend, now: DateTime<Utc>) -> u64 {
+    let minutes: i64 = 30 * 1_440 - 180;
+    let first_ms = now.timestamp_millis() - minutes * 60_000;
+    let mut written = 0;
+    let mut from = 0;
+    while from < minutes {
+        let to = (from + 1_440).min(minutes) - 1;
+        let series = match backend {
+            Backend::Sqlite => format!(
+                "(WITH RECURSIVE s(k) AS (SELECT {from} UNION ALL SELECT k + 1 FROM s WHERE k < {to}) \
+                 SELECT k FROM s) AS m"
+            ),
+            Backend::Postgres => format!("generate_series({from}::bigint, {to}::bigint) AS m(k)"),
+        };
+        let sql = format!(
+            "INSERT INTO gpu_rollups (gpu_id, minute_ms, samples, util_min, util_avg, util_max, \
+             temp_min, temp_avg, temp_max) \
+             SELECT g.id, {first_ms} + m.k * 60000, 12, ((g.id + m.k) % 97) * 0.5, \
+             ((g.id + m.k) % 97) * 1.0, ((g.id + m.k) % 97) + 3.0, 40.0, 55.0, 61.0 \
+             FROM {series} CROSS JOIN gpus g WHERE g.model = '{WEEK_VIEW_MODEL}'"
+        );
+        written += conn
+            .execute_unprepared(&sql)
+            .await
+            .expect("rollups")
+            .rows_affected();
+        from = to + 1;
+    }
+    written
 }
 
 /// A charge for every reservation (the owner's wallet to revenue) and a full refund for the
@@ -470,6 +625,40 @@ async fn write_ledger(
     let mut entry_id = max("ledger_entries").await;
     let mut transactions = Vec::new();
     let mut entries = Vec::new();
+    // Each owner was granted what their kept bookings cost, before the first of them.
+    let funding = db::ledger::account_id(txn, Account::Funding)
+        .await
+        .expect("funding");
+    let mut granted: std::collections::BTreeMap<i64, i64> = std::collections::BTreeMap::new();
+    for (_, owner, price, cancelled, _) in money {
+        if !cancelled {
+            *granted.entry(*owner).or_default() += price;
+        }
+    }
+    let granted_at = money.iter().map(|m| m.4).min().unwrap_or(now) - TimeDelta::days(1);
+    for (owner, amount) in granted {
+        transaction_id += 1;
+        transactions.push(ledger_transaction::ActiveModel {
+            id: Set(transaction_id),
+            kind: Set("grant".to_owned()),
+            user_id: Set(Some(owner)),
+            reservation_id: Set(None),
+            reverses_id: Set(None),
+            reason: Set("bench credits".to_owned()),
+            actor_id: Set(None),
+            provider: Set(None),
+            created_at: Set(granted_at),
+        });
+        for (account, amount) in [(wallets[&owner], amount), (funding, -amount)] {
+            entry_id += 1;
+            entries.push(ledger_entry::ActiveModel {
+                id: Set(entry_id),
+                transaction_id: Set(transaction_id),
+                account_id: Set(account),
+                amount_minor: Set(amount),
+            });
+        }
+    }
     for (reservation_id, owner, price, cancelled, created) in money {
         let wallet = wallets[owner];
         let mut post = |kind: &str, amount: i64, at: DateTime<Utc>, reverses: Option<i64>| {
@@ -518,6 +707,13 @@ async fn write_ledger(
             .await
             .expect("ledger entries");
     }
+    // The accounts' cached balances, as the posting path keeps them.
+    txn.execute_unprepared(
+        "UPDATE ledger_accounts SET balance_minor = (SELECT COALESCE(SUM(e.amount_minor), 0) \
+         FROM ledger_entries e WHERE e.account_id = ledger_accounts.id)",
+    )
+    .await
+    .expect("balances");
 }
 
 pub fn slots_of(n: i64) -> TimeDelta {

@@ -4,16 +4,20 @@ use crate::domain::inventory::Inventory;
 use crate::error::AppError;
 use leptos::prelude::*;
 
-/// Every node with its GPUs, and the currency their prices are in. Requires sign-in.
+/// Every node with its GPUs, and the currency their prices are in; in a fleet of more than one
+/// page of nodes, page `page` of those with GPUs of `model`. Requires sign-in.
 #[server(endpoint = "list_gpus")]
 #[cfg_attr(feature = "ssr", tracing::instrument(skip_all))]
-pub async fn list_gpus() -> Result<Inventory, AppError> {
+pub async fn list_gpus(model: Option<String>, page: Option<u32>) -> Result<Inventory, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
-        Ok(Inventory {
+        let inventory = Inventory {
             nodes: crate::backend::inventory::nodes(&call.state).await?,
             currency: call.state.portal.currency.clone(),
-        })
+            fleet: None,
+        };
+        let page = page.map_or(1, |page| page as usize);
+        Ok(inventory.page(model.as_deref(), page))
     })
     .await
 }

@@ -66,13 +66,40 @@ pub struct NodeInventory {
     pub gpus: Vec<GpuListing>,
 }
 
-/// The whole inventory with what is needed to display it.
+/// The whole inventory with what is needed to display it, or one page of a large one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Inventory {
-    /// Nodes ordered by name.
+    /// Nodes ordered by name (on a page of a large fleet: that page's, already filtered).
     pub nodes: Vec<NodeInventory>,
     /// The currency prices are in.
     pub currency: Currency,
+    /// Set when the fleet is larger than one page: what the page says about all of it.
+    #[serde(default)]
+    pub fleet: Option<FleetPage>,
+}
+
+/// How many nodes one page of the inventory shows.
+pub const INVENTORY_PAGE_NODES: usize = 32;
+
+/// One page of a fleet larger than [`INVENTORY_PAGE_NODES`] nodes, and the whole fleet's facts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetPage {
+    /// Every model of the fleet, sorted.
+    pub models: Vec<String>,
+    /// The whole fleet's per-model counts.
+    pub summary: Vec<ModelSummary>,
+    /// GPUs in the fleet.
+    pub total: usize,
+    /// GPUs matching the filter, on every page.
+    pub matching: usize,
+    /// Whether any node is demo data.
+    pub demo: bool,
+    /// The model filter applied, if any.
+    pub model: Option<String>,
+    /// This page, from 1.
+    pub page: usize,
+    /// Pages in all (at least 1).
+    pub pages: usize,
 }
 
 /// Count of GPUs of one model, in total and bookable now.
@@ -132,6 +159,37 @@ impl Inventory {
                 })
             })
             .collect()
+    }
+
+    /// The inventory as one page shows it: unchanged when the fleet fits in one page; else
+    /// page `page` (from 1, clamped to the last) of the nodes with GPUs of `model` (all when
+    /// `None`), [`INVENTORY_PAGE_NODES`] nodes a page, with the whole fleet's facts.
+    pub fn page(self, model: Option<&str>, page: usize) -> Inventory {
+        if self.nodes.len() <= INVENTORY_PAGE_NODES {
+            return self;
+        }
+        let matching_nodes = self.filtered(model);
+        let pages = matching_nodes.len().div_ceil(INVENTORY_PAGE_NODES).max(1);
+        let page = page.clamp(1, pages);
+        let fleet = FleetPage {
+            models: self.models(),
+            summary: self.summary(),
+            total: self.gpu_count(),
+            matching: matching_nodes.iter().map(|node| node.gpus.len()).sum(),
+            demo: self.has_demo_data(),
+            model: model.map(str::to_owned),
+            page,
+            pages,
+        };
+        Inventory {
+            nodes: matching_nodes
+                .into_iter()
+                .skip((page - 1) * INVENTORY_PAGE_NODES)
+                .take(INVENTORY_PAGE_NODES)
+                .collect(),
+            currency: self.currency,
+            fleet: Some(fleet),
+        }
     }
 
     /// Per-model counts, largest memory first, then by name.
@@ -234,7 +292,58 @@ mod tests {
                 node("b", vec![gpu(0, "L40S", 48, GpuStatus::Active)]),
             ],
             currency: Currency::new("USD", "$", 2).unwrap(),
+            fleet: None,
         }
+    }
+
+    #[test]
+    fn a_large_fleet_comes_a_page_of_nodes_at_a_time_with_the_whole_fleets_facts() {
+        assert_eq!(
+            fleet().page(Some("H100"), 3),
+            fleet(),
+            "a small fleet is one page"
+        );
+        // 70 nodes: 35 of H100 (two GPUs each), 35 of L40S (one each).
+        let nodes = (0..70)
+            .map(|n| {
+                if n % 2 == 0 {
+                    node(
+                        &format!("n{n:02}"),
+                        vec![
+                            gpu(0, "H100", 80, GpuStatus::Active),
+                            gpu(1, "H100", 80, GpuStatus::Active),
+                        ],
+                    )
+                } else {
+                    node(
+                        &format!("n{n:02}"),
+                        vec![gpu(0, "L40S", 48, GpuStatus::Active)],
+                    )
+                }
+            })
+            .collect();
+        let big = Inventory { nodes, ..fleet() };
+        let first = big.clone().page(None, 1);
+        let facts = first.fleet.clone().unwrap();
+        assert_eq!((first.nodes.len(), facts.page, facts.pages), (32, 1, 3));
+        assert_eq!((facts.total, facts.matching), (105, 105));
+        assert_eq!(facts.models, vec!["H100", "L40S"]);
+        assert_eq!(facts.summary[0].total, 70);
+        let last = big.clone().page(None, 99);
+        assert_eq!(
+            (last.nodes.len(), last.fleet.unwrap().page),
+            (6, 3),
+            "clamped to the last page"
+        );
+        let h100 = big.page(Some("H100"), 2);
+        let facts = h100.fleet.unwrap();
+        assert_eq!((h100.nodes.len(), facts.pages, facts.matching), (3, 2, 70));
+        assert!(
+            h100.nodes
+                .iter()
+                .all(|node| node.gpus.iter().all(|g| g.model == "H100"))
+        );
+        assert_eq!(facts.total, 105, "the fleet's facts stay whole");
     }
 
     #[test]

@@ -19,21 +19,22 @@ pub fn InventoryPage() -> impl IntoView {
     let i18n = use_i18n();
     let query = use_query_map();
     let model = query.with_untracked(|q| parse_model_filter(q.get("model").as_deref()));
+    let page = query.with_untracked(|q| q.get("page").and_then(|page| page.parse::<u32>().ok()));
     view! {
         // A plain string, read once: leptos_meta reads a reactive title after the render, and
         // under load its signal was sometimes gone by then (a panic that cut the page off).
         <Title text=t_string!(i18n, inventory_title).to_string() />
-        <InventoryBoard model />
+        <InventoryBoard model page />
     }
 }
 
 /// The inventory with its live values and the instant model filter (an island).
 #[cfg_attr(feature = "hydrate", island(lazy))]
 #[cfg_attr(not(feature = "hydrate"), island)]
-fn InventoryBoard(model: Option<String>) -> impl IntoView {
+fn InventoryBoard(model: Option<String>, page: Option<u32>) -> impl IntoView {
     let i18n = use_i18n();
-    let selected = RwSignal::new(model);
-    let inventory = Resource::new(|| (), |()| list_gpus());
+    let selected = RwSignal::new(model.clone());
+    let inventory = Resource::new(|| (), move |()| list_gpus(model.clone(), page));
     let live = LiveFeed::new();
 
     view! {
@@ -57,20 +58,42 @@ fn InventoryView(
     live: LiveFeed,
 ) -> impl IntoView {
     let i18n = use_i18n();
+    // A large fleet comes a page at a time, filtered by the server: a new filter loads the page.
+    let fleet = inventory.fleet.clone();
+    let paged = fleet.is_some();
     let inventory = StoredValue::new(inventory);
     let nodes = Memo::new(move |_| {
-        inventory.with_value(|inventory| inventory.filtered(selected.get().as_deref()))
+        if paged {
+            inventory.with_value(|inventory| inventory.nodes.clone())
+        } else {
+            inventory.with_value(|inventory| inventory.filtered(selected.get().as_deref()))
+        }
     });
-    let shown = move || nodes.with(|nodes| nodes.iter().map(|node| node.gpus.len()).sum::<usize>());
-    let (models, summary, total, demo, empty) = inventory.with_value(|inventory| {
-        (
-            inventory.models(),
-            inventory.summary(),
-            inventory.gpu_count(),
-            inventory.has_demo_data(),
-            inventory.nodes.is_empty(),
-        )
-    });
+    let matching = fleet.as_ref().map(|fleet| fleet.matching);
+    let shown = move || {
+        matching.unwrap_or_else(|| {
+            nodes.with(|nodes| nodes.iter().map(|node| node.gpus.len()).sum::<usize>())
+        })
+    };
+    let (models, summary, total, demo, empty) = match &fleet {
+        Some(fleet) => (
+            fleet.models.clone(),
+            fleet.summary.clone(),
+            fleet.total,
+            fleet.demo,
+            fleet.total == 0,
+        ),
+        None => inventory.with_value(|inventory| {
+            (
+                inventory.models(),
+                inventory.summary(),
+                inventory.gpu_count(),
+                inventory.has_demo_data(),
+                inventory.nodes.is_empty(),
+            )
+        }),
+    };
+    let pager = fleet.map(|fleet| view! { <InventoryPager fleet /> });
     let currency = inventory.with_value(|inventory| inventory.currency.clone());
 
     view! {
@@ -91,7 +114,7 @@ fn InventoryView(
                         <h1 id="inventory-heading">{t!(i18n, inventory_title)}</h1>
                         <p class="lede">{t!(i18n, inventory_intro)}</p>
                     </div>
-                    <ModelFilter models selected />
+                    <ModelFilter models selected reload=paged />
                 </div>
                 <p class="result-count" aria-live="polite">
                     {move || t_count!(i18n, shown(), gpus_shown_singular, gpus_shown_plural)}
@@ -112,10 +135,39 @@ fn InventoryView(
                         )
                     }
                 }}
+                {pager}
             </section>
             <aside class="inventory-side">
                 <FleetSummary summary total />
             </aside>
         </div>
+    }
+}
+
+/// The links between the pages of a large inventory, keeping the model filter.
+#[component]
+fn InventoryPager(fleet: crate::domain::inventory::FleetPage) -> impl IntoView {
+    let i18n = use_i18n();
+    let (page, pages) = (fleet.page, fleet.pages);
+    let href = move |page: usize| {
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        if let Some(model) = &fleet.model {
+            query.append_pair("model", model);
+        }
+        query.append_pair("page", &page.to_string());
+        format!("/?{}", query.finish())
+    };
+    let previous = (page > 1).then(|| {
+        view! { <a class="pager-previous" rel="prev" href=href(page - 1)>{t!(i18n, pager_previous)}</a> }
+    });
+    let next = (page < pages).then(|| {
+        view! { <a class="pager-next" rel="next" href=href(page + 1)>{t!(i18n, pager_next)}</a> }
+    });
+    view! {
+        <nav class="pager" aria-label=t_string!(i18n, pager_label).to_string()>
+            {previous}
+            <span class="pager-position">{t!(i18n, pager_position, page = move || page, pages = move || pages)}</span>
+            {next}
+        </nav>
     }
 }

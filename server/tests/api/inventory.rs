@@ -182,7 +182,67 @@ async fn a_lost_database_gives_503_and_a_clear_message_not_500(backend: Backend)
     app.stop().await;
 }
 
+async fn a_large_fleet_is_shown_a_page_of_nodes_at_a_time(backend: Backend) {
+    use berth_app::domain::gpu::{GpuMemory, GpuStatus};
+    use berth_app::domain::inventory::{NewGpu, NewNode};
+    use berth_app::domain::money::Money;
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
+    // 40 more nodes of 8 L4 GPUs: 43 nodes in all, two pages.
+    for n in 0..40 {
+        let gpus: Vec<NewGpu> = (0..8)
+            .map(|index| NewGpu {
+                device_index: index,
+                uuid: format!("GPU-1a000000-0000-4000-8000-{n:04x}{index:08x}"),
+                model: "NVIDIA L4".to_owned(),
+                memory: GpuMemory::from_mib(23_034),
+                status: GpuStatus::Active,
+                shareable: false,
+                hourly_price: Money::from_minor(79),
+            })
+            .collect();
+        let node = NewNode {
+            name: format!("rack-{n:02}"),
+            hostname: format!("rack-{n:02}.example.org"),
+            is_demo: false,
+        };
+        berth_app::backend::db::inventory::insert_node_with_gpus(
+            &app.db,
+            &node,
+            &gpus,
+            chrono::Utc::now(),
+        )
+        .await
+        .unwrap();
+    }
+    let (status, first) = app.get_text("/").await;
+    assert_eq!(status, 200);
+    assert_eq!(gpu_rows(&first), 16 + 29 * 8, "32 nodes on a page: the 3 demo nodes and 29 racks");
+    assert!(
+        first.contains("Page 1 of 2") && first.contains("href=\"/?page=2\""),
+        "{first}"
+    );
+    assert!(
+        first.contains("336 GPUs"),
+        "the fleet's total stays whole: {first}"
+    );
+    let (_, second) = app.get_text("/?page=2").await;
+    assert_eq!(gpu_rows(&second), 11 * 8, "the other 11 racks");
+    assert!(second.contains("Page 2 of 2") && second.contains("href=\"/?page=1\""));
+    // The filter is applied by the server, across pages.
+    let (_, h100) = app.get_text("/?model=NVIDIA%20H100%2080GB%20HBM3").await;
+    assert!(h100.contains("Page 1 of 1"), "{h100}");
+    assert!(h100.contains("demo-hopper-01") && !h100.contains("rack-00"));
+    let (_, past_the_end) = app.get_text("/?model=NVIDIA%20L4&page=9").await;
+    assert!(
+        past_the_end.contains("Page 2 of 2"),
+        "clamped to the last page"
+    );
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    a_large_fleet_is_shown_a_page_of_nodes_at_a_time,
     a_lost_database_gives_503_and_a_clear_message_not_500,
     root_lists_the_demo_fleet_grouped_by_node,
     the_model_filter_works_without_javascript,

@@ -415,7 +415,10 @@ async fn the_pages_link_their_older_pages(backend: Backend) {
         "the rest"
     );
     let (status, bad) = app.get_text("/reservations?cursor=forged").await;
-    assert_eq!(status, 422, "a forged cursor is refused, with the reason on the page");
+    assert_eq!(
+        status, 422,
+        "a forged cursor is refused, with the reason on the page"
+    );
     assert!(bad.contains("Not a cursor of this list"), "{bad}");
     app.stop().await;
 }

@@ -5,9 +5,14 @@ use leptos::prelude::*;
 
 /// A select of models; `selected` is the current filter (`None`: all models). After hydration a
 /// change filters at once and puts the filter in the address (so a reload or a shared link shows
-/// the same); without JavaScript the form's button loads the filtered page.
+/// the same) or, with `reload` (a fleet shown a page at a time, filtered by the server), loads the
+/// filtered first page; without JavaScript the form's button loads the filtered page.
 #[component]
-pub fn ModelFilter(models: Vec<String>, selected: RwSignal<Option<String>>) -> impl IntoView {
+pub fn ModelFilter(
+    models: Vec<String>,
+    selected: RwSignal<Option<String>>,
+    #[prop(optional)] reload: bool,
+) -> impl IntoView {
     let i18n = use_i18n();
     // Effects run only in the browser, so this turns true once the page is hydrated.
     let hydrated = RwSignal::new(false);
@@ -23,6 +28,12 @@ pub fn ModelFilter(models: Vec<String>, selected: RwSignal<Option<String>>) -> i
                 form_urlencoded::byte_serialize(model.as_bytes()).collect::<String>()
             )
         };
+        if reload {
+            if let Some(window) = web_sys::window() {
+                let _ = window.location().set_href(&target);
+            }
+            return;
+        }
         if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
             let _ = history.replace_state_with_url(
                 &leptos::wasm_bindgen::JsValue::NULL,

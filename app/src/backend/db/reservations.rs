@@ -917,8 +917,6 @@ pub async fn views(
         .into_iter()
         .map(|n| (n.id, n.name))
         .collect();
-    let refunds =
-        super::ledger::refunds_of(db, &rows.iter().map(|r| r.id).collect::<Vec<_>>()).await?;
     let version_ids: Vec<i64> = rows.iter().filter_map(|r| r.profile_version_id).collect();
     let profiles: HashMap<i64, BookedProfile> =
         super::env_profiles::versions_with_profiles(db, &version_ids)
@@ -976,7 +974,8 @@ pub async fn views(
                 model: row.model,
                 price_minor: row.price_minor,
                 payment_status,
-                refunded_minor: refunds.get(&row.id).map_or(0, |m| m.minor()),
+                // Kept with the booking by every refund (the ledger audit checks it).
+                refunded_minor: row.refunded_minor,
                 charge_mode: row.charge_mode,
                 charge_at: row.charge_at,
                 released: row.released_reason,

@@ -402,12 +402,7 @@ async fn bench_sequential_bookings(
         let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let gpu = store.gpu_ids[n % store.gpu_ids.len()];
         let start = from + TimeDelta::hours(2 * (n / store.gpu_ids.len()) as i64);
-        let body = serde_json::json!({
-            "gpu_ids": [gpu],
-            "share": 1,
-            "start": start.to_rfc3339(),
-            "end": (start + TimeDelta::hours(2)).to_rfc3339(),
-        });
+        let body = fleet::whole_gpu(gpu, start, start + TimeDelta::hours(2));
         let response = api
             .post(&url)
             .header("authorization", token)
@@ -679,12 +674,7 @@ where
         let bodies: Vec<serde_json::Value> = (0..per_client)
             .map(|k| {
                 let (gpu, start, end) = request(client, k, &mut rng);
-                serde_json::json!({
-                    "gpu_ids": [gpu],
-                    "share": 1,
-                    "start": start.to_rfc3339(),
-                    "end": end.to_rfc3339(),
-                })
+                fleet::whole_gpu(gpu, start, end)
             })
             .collect();
         plans.push(bodies);

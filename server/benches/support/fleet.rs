@@ -163,62 +163,11 @@ pub async fn generate_at(conn: &DatabaseConnection, backend: Backend, scale: Sca
         .expect("user");
         users.push(user.id);
     }
-    // The booking user pays for what it books (the benchmark books with a charge).
-    berth_app::backend::ledger::change_credits(
-        conn,
-        &berth_app::domain::money::Currency::new("USD", "$", 2).expect("USD"),
-        berth_app::backend::ledger::CreditRequest {
-            actor_id: None,
-            wallet: berth_app::backend::ledger::CreditWallet::User("bench-user-0@berth.invalid"),
-            amount_minor: berth_app::domain::ledger::MAX_CREDIT_MINOR,
-            reason: "bench credits",
-            idempotency_key: None,
-            provider: &berth_app::backend::ledger::ManualProvider,
-        },
-        now,
-    )
-    .await
-    .expect("credits");
-    let (token, hash) = tokens::generate();
-    db::api_tokens::insert_token(
-        conn,
-        users[0],
-        &TokenName::parse("bench").expect("name"),
-        &hash,
-        now,
-    )
-    .await
-    .expect("token");
+    // The booking users pay for what they book (the benchmark books with a charge).
+    let token = funded_token(conn, 0, users[0], now).await;
     let mut booker_tokens = Vec::with_capacity(BOOKERS);
     for (n, user) in users.iter().enumerate().skip(1).take(BOOKERS) {
-        berth_app::backend::ledger::change_credits(
-            conn,
-            &berth_app::domain::money::Currency::new("USD", "$", 2).expect("USD"),
-            berth_app::backend::ledger::CreditRequest {
-                actor_id: None,
-                wallet: berth_app::backend::ledger::CreditWallet::User(&format!(
-                    "bench-user-{n}@berth.invalid"
-                )),
-                amount_minor: berth_app::domain::ledger::MAX_CREDIT_MINOR,
-                reason: "bench credits",
-                idempotency_key: None,
-                provider: &berth_app::backend::ledger::ManualProvider,
-            },
-            now,
-        )
-        .await
-        .expect("credits");
-        let (token, hash) = tokens::generate();
-        db::api_tokens::insert_token(
-            conn,
-            *user,
-            &TokenName::parse("bench").expect("name"),
-            &hash,
-            now,
-        )
-        .await
-        .expect("token");
-        booker_tokens.push(token);
+        booker_tokens.push(funded_token(conn, n, *user, now).await);
     }
 
     let admin = db::users::upsert_user(
@@ -556,6 +505,43 @@ pub async fn generate_at(conn: &DatabaseConnection, backend: Backend, scale: Sca
     store
 }
 
+/// Gives bench user `n` (id `user`) the most credits a grant may give, and an API token.
+async fn funded_token(
+    conn: &DatabaseConnection,
+    n: usize,
+    user: i64,
+    now: DateTime<Utc>,
+) -> String {
+    berth_app::backend::ledger::change_credits(
+        conn,
+        &berth_app::domain::money::Currency::new("USD", "$", 2).expect("USD"),
+        berth_app::backend::ledger::CreditRequest {
+            actor_id: None,
+            wallet: berth_app::backend::ledger::CreditWallet::User(&format!(
+                "bench-user-{n}@berth.invalid"
+            )),
+            amount_minor: berth_app::domain::ledger::MAX_CREDIT_MINOR,
+            reason: "bench credits",
+            idempotency_key: None,
+            provider: &berth_app::backend::ledger::ManualProvider,
+        },
+        now,
+    )
+    .await
+    .expect("credits");
+    let (token, hash) = tokens::generate();
+    db::api_tokens::insert_token(
+        conn,
+        user,
+        &TokenName::parse("bench").expect("name"),
+        &hash,
+        now,
+    )
+    .await
+    .expect("token");
+    token
+}
+
 /// 30 days of one-minute telemetry rollups of the week view's 64 GPUs, up to `now`, a day per
 /// statement, written by the store from a series of minutes.
 async fn write_rollups(conn: &DatabaseConnection, backend: Backend, now: DateTime<Utc>) -> u64 {
@@ -714,6 +700,16 @@ async fn write_ledger(
     )
     .await
     .expect("balances");
+}
+
+/// The body of a booking of one whole GPU over `[start, end)`.
+pub fn whole_gpu(gpu: i64, start: DateTime<Utc>, end: DateTime<Utc>) -> serde_json::Value {
+    serde_json::json!({
+        "gpu_ids": [gpu],
+        "share": 1,
+        "start": start.to_rfc3339(),
+        "end": end.to_rfc3339(),
+    })
 }
 
 pub fn slots_of(n: i64) -> TimeDelta {

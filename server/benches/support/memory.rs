@@ -135,12 +135,7 @@ pub async fn measure(url: &str, store: &Store) {
         tasks.push(tokio::spawn(async move {
             for k in 0..5 {
                 let start = from + TimeDelta::hours(2 * k);
-                let body = serde_json::json!({
-                    "gpu_ids": [gpus[0]],
-                    "share": 1,
-                    "start": start.to_rfc3339(),
-                    "end": (start + TimeDelta::hours(2)).to_rfc3339(),
-                });
+                let body = super::fleet::whole_gpu(gpus[0], start, start + TimeDelta::hours(2));
                 let response = client
                     .post(&url)
                     .header("authorization", &token)

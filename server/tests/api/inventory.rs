@@ -217,7 +217,11 @@ async fn a_large_fleet_is_shown_a_page_of_nodes_at_a_time(backend: Backend) {
     }
     let (status, first) = app.get_text("/").await;
     assert_eq!(status, 200);
-    assert_eq!(gpu_rows(&first), 16 + 29 * 8, "32 nodes on a page: the 3 demo nodes and 29 racks");
+    assert_eq!(
+        gpu_rows(&first),
+        16 + 29 * 8,
+        "32 nodes on a page: the 3 demo nodes and 29 racks"
+    );
     assert!(
         first.contains("Page 1 of 2") && first.contains("href=\"/?page=2\""),
         "{first}"

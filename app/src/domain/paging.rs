@@ -215,7 +215,7 @@ mod tests {
             Cursor::decode(ListKind::Teams, &cursor),
             Err(Problem::BadCursor)
         );
-        for bad in ["", "%%%", "abc", &"A".repeat(65), "cjEuLTEuNQ"] {
+        for bad in ["", "%%%", "abc", &"A".repeat(65), "cjEuNS4tMQ"] {
             assert_eq!(
                 Cursor::decode(ListKind::Reservations, bad),
                 Err(Problem::BadCursor),

@@ -93,6 +93,10 @@ fn InventoryView(
             )
         }),
     };
+    // Above and below the node cards: a page is 32 nodes long.
+    let pager_top = fleet
+        .clone()
+        .map(|fleet| view! { <InventoryPager fleet /> });
     let pager = fleet.map(|fleet| view! { <InventoryPager fleet /> });
     let currency = inventory.with_value(|inventory| inventory.currency.clone());
 
@@ -119,6 +123,7 @@ fn InventoryView(
                 <p class="result-count" aria-live="polite">
                     {move || t_count!(i18n, shown(), gpus_shown_singular, gpus_shown_plural)}
                 </p>
+                {pager_top}
                 {move || {
                     if empty {
                         EitherOf3::A(view! { <p class="empty">{t!(i18n, empty_inventory)}</p> })

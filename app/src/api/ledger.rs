@@ -42,11 +42,10 @@ pub struct CardsPanel {
 #[server(endpoint = "get_wallet")]
 pub async fn get_wallet(cursor: Option<String>) -> Result<WalletPage, AppError> {
     use crate::api::context::signed_in;
-    use crate::domain::paging::{ListKind, PageRequest};
+    use crate::domain::paging::ListKind;
     signed_in(|call| async move {
         let state = &call.state;
-        let page = PageRequest::parse(ListKind::WalletEntries, None, cursor.as_deref())
-            .map_err(|(field, problem)| AppError::invalid(field, problem))?;
+        let page = crate::backend::input::page(ListKind::WalletEntries, None, cursor.as_deref())?;
         let wallet = crate::backend::ledger::wallet(state, call.actor.user.id, &page).await?;
         let now = call.now;
         let from = wallet.entries.iter().map(|e| e.at).min().unwrap_or(now);

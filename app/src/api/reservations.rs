@@ -152,10 +152,9 @@ pub async fn cancel_reservation(id: i64) -> Result<Reservation, AppError> {
 #[server(endpoint = "list_my_reservations")]
 pub async fn list_my_reservations(cursor: Option<String>) -> Result<MyReservations, AppError> {
     use crate::api::context::signed_in;
-    use crate::domain::paging::{ListKind, PageRequest};
+    use crate::domain::paging::ListKind;
     signed_in(|call| async move {
-        let page = PageRequest::parse(ListKind::Reservations, None, cursor.as_deref())
-            .map_err(|(field, problem)| AppError::invalid(field, problem))?;
+        let page = crate::backend::input::page(ListKind::Reservations, None, cursor.as_deref())?;
         let crate::backend::reservations::Mine {
             list,
             next,

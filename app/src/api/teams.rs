@@ -25,12 +25,11 @@ pub struct TeamsPage {
 pub async fn get_teams_page(cursor: Option<String>) -> Result<TeamsPage, AppError> {
     use crate::api::context::signed_in;
     use crate::backend::teams;
-    use crate::domain::paging::{ListKind, PageRequest};
+    use crate::domain::paging::ListKind;
     use crate::domain::user::PlatformRole;
     signed_in(|call| async move {
         let (state, actor) = (&call.state, &call.actor);
-        let page = PageRequest::parse(ListKind::Teams, None, cursor.as_deref())
-            .map_err(|(field, problem)| AppError::invalid(field, problem))?;
+        let page = crate::backend::input::page(ListKind::Teams, None, cursor.as_deref())?;
         teams::accept_invitations(state, actor.user.id, &actor.user.email, call.now).await?;
         let listed = teams::list(state, actor, &page).await?;
         Ok(TeamsPage {

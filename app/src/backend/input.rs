@@ -61,6 +61,17 @@ pub fn required<'a>(field: &str, raw: Option<&'a str>) -> Result<&'a str, AppErr
         })
 }
 
+/// The `limit` and `cursor` of a request for a page of list `kind`; a problem names the
+/// parameter at fault.
+pub fn page(
+    kind: crate::domain::paging::ListKind,
+    limit: Option<i64>,
+    cursor: Option<&str>,
+) -> Result<crate::domain::paging::PageRequest, AppError> {
+    crate::domain::paging::PageRequest::parse(kind, limit, cursor)
+        .map_err(|(field, problem)| AppError::invalid(field, problem))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

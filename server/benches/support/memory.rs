@@ -125,17 +125,11 @@ pub async fn measure(url: &str, store: &Store) {
         let client = client.clone();
         let token = format!("Bearer {booker}");
         let url = format!("{base}/api/v1/reservations");
-        let gpus: Vec<i64> = store
-            .gpu_ids
-            .iter()
-            .skip(client_index)
-            .step_by(store.booker_tokens.len())
-            .copied()
-            .collect();
+        let gpu = store.gpu_ids[client_index];
         tasks.push(tokio::spawn(async move {
             for k in 0..5 {
                 let start = from + TimeDelta::hours(2 * k);
-                let body = super::fleet::whole_gpu(gpus[0], start, start + TimeDelta::hours(2));
+                let body = super::fleet::whole_gpu(gpu, start, start + TimeDelta::hours(2));
                 let response = client
                     .post(&url)
                     .header("authorization", &token)

@@ -100,7 +100,7 @@ pub async fn wallet(
             },
         )
     })?;
-    let page = super::page_request(
+    let page = berth_app::backend::input::page(
         berth_app::domain::paging::ListKind::WalletEntries,
         query.limit,
         query.cursor.as_deref(),

@@ -29,7 +29,7 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::routing::{delete, get, patch, post, put};
 use berth_app::backend::reservations::MAX_IDEMPOTENCY_KEY_CHARS;
 use berth_app::backend::state::AppState;
-use berth_app::domain::paging::{ListKind, Page, PageRequest};
+use berth_app::domain::paging::Page;
 use berth_app::domain::problem::Problem;
 use berth_app::error::AppError;
 
@@ -67,16 +67,6 @@ pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<&str>, 
             })
         })
         .transpose()
-}
-
-/// `limit` and `cursor` of a paged list (`kind`): 422 on the parameter at fault.
-pub fn page_request(
-    kind: ListKind,
-    limit: Option<i64>,
-    cursor: Option<&str>,
-) -> Result<PageRequest, AppError> {
-    PageRequest::parse(kind, limit, cursor)
-        .map_err(|(field, problem)| AppError::invalid(field, problem))
 }
 
 /// The request's own address with `cursor` set to `next`: the next page, as a relative URL.

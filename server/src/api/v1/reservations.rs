@@ -144,7 +144,11 @@ pub async fn list(
     use berth_app::domain::paging::ListKind;
     let Query(query) = query.map_err(query_error)?;
     let everyone = query.mine == Some(false);
-    let page = super::page_request(ListKind::Reservations, query.limit, query.cursor.as_deref())?;
+    let page = berth_app::backend::input::page(
+        ListKind::Reservations,
+        query.limit,
+        query.cursor.as_deref(),
+    )?;
     let time = |field: &'static str, text: Option<&String>| {
         text.map(|text| {
             chrono::DateTime::parse_from_rfc3339(text)

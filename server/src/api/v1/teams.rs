@@ -36,7 +36,8 @@ pub async fn list(
     query: Result<Query<TeamsQuery>, QueryRejection>,
 ) -> Result<(axum::http::HeaderMap, Json<Vec<TeamSummary>>), AppError> {
     let Query(query) = query.map_err(query_error)?;
-    let page = super::page_request(ListKind::Teams, query.limit, query.cursor.as_deref())?;
+    let page =
+        berth_app::backend::input::page(ListKind::Teams, query.limit, query.cursor.as_deref())?;
     Ok(super::paged(
         &uri,
         teams::list(&state, &actor, &page).await?,
@@ -271,7 +272,8 @@ pub struct AuditQuery {
 /// The filter a query asks for, reading one more entry than the page to know if more follow.
 fn audit_filter(query: AuditQuery) -> Result<(AuditFilter, PageRequest), AppError> {
     let action = teams::parse_audit_action(query.action.as_deref())?;
-    let page = super::page_request(ListKind::Audit, query.limit, query.cursor.as_deref())?;
+    let page =
+        berth_app::backend::input::page(ListKind::Audit, query.limit, query.cursor.as_deref())?;
     Ok((
         AuditFilter {
             action,
@@ -283,16 +285,28 @@ fn audit_filter(query: AuditQuery) -> Result<(AuditFilter, PageRequest), AppErro
     ))
 }
 
-/// A page of the log as the API answers it.
-fn audit_page(
+/// A page of the log (all of it, or team `team_id`'s) as the API answers it. A problem with the
+/// query is answered only once the actor is known to be allowed.
+async fn audit_answer(
+    state: &AppState,
+    actor: &Actor,
+    team_id: Option<i64>,
     uri: &axum::http::Uri,
-    entries: Vec<AuditEntry>,
-    page: &PageRequest,
-) -> (axum::http::HeaderMap, Json<Vec<AuditEntry>>) {
-    super::paged(
+    query: Result<Query<AuditQuery>, QueryRejection>,
+) -> Result<(axum::http::HeaderMap, Json<Vec<AuditEntry>>), AppError> {
+    let parsed = query
+        .map_err(query_error)
+        .and_then(|Query(query)| audit_filter(query));
+    let page = parsed
+        .as_ref()
+        .map_or_else(|_| PageRequest::first(), |(_, page)| *page);
+    let entries = teams::audit_log(state, actor, team_id, parsed.map(|(filter, _)| filter)).await?;
+    Ok(super::paged(
         uri,
-        Page::from_rows(entries, page, ListKind::Audit, |entry| Cursor::id(entry.id)),
-    )
+        Page::from_rows(entries, &page, ListKind::Audit, |entry| {
+            Cursor::id(entry.id)
+        }),
+    ))
 }
 
 /// `GET /api/v1/admin/audit` (platform admins): the audit log, newest first, a page of
@@ -303,16 +317,7 @@ pub async fn audit(
     axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<(axum::http::HeaderMap, Json<Vec<AuditEntry>>), AppError> {
-    let parsed = query
-        .map_err(query_error)
-        .and_then(|Query(query)| audit_filter(query));
-    let page = parsed
-        .as_ref()
-        .map(|(_, page)| *page)
-        .unwrap_or_else(|_| PageRequest::first());
-    let filter = parsed.map(|(filter, _)| filter);
-    let entries = teams::audit_log(&state, &actor, None, filter).await?;
-    Ok(audit_page(&uri, entries, &page))
+    audit_answer(&state, &actor, None, &uri, query).await
 }
 
 /// `GET /api/v1/teams/{id}/audit` (team admins): the team's part of the audit log.
@@ -323,14 +328,5 @@ pub async fn team_audit(
     axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
     query: Result<Query<AuditQuery>, QueryRejection>,
 ) -> Result<(axum::http::HeaderMap, Json<Vec<AuditEntry>>), AppError> {
-    let parsed = query
-        .map_err(query_error)
-        .and_then(|Query(query)| audit_filter(query));
-    let page = parsed
-        .as_ref()
-        .map(|(_, page)| *page)
-        .unwrap_or_else(|_| PageRequest::first());
-    let filter = parsed.map(|(filter, _)| filter);
-    let entries = teams::audit_log(&state, &actor, Some(team_id), filter).await?;
-    Ok(audit_page(&uri, entries, &page))
+    audit_answer(&state, &actor, Some(team_id), &uri, query).await
 }

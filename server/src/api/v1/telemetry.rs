@@ -74,7 +74,7 @@ pub async fn events(
 ) -> Result<(axum::http::HeaderMap, Json<Vec<GpuEvent>>), AppError> {
     let Query(query) = query.map_err(super::query_error)?;
     let (from, to) = range(&query, Duration::days(30), state.now())?;
-    let page = super::page_request(
+    let page = berth_app::backend::input::page(
         berth_app::domain::paging::ListKind::GpuEvents,
         query.limit,
         query.cursor.as_deref(),

@@ -22,7 +22,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction,
-    DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, RelationTrait,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -62,18 +62,31 @@ pub async fn gpus_where(
     db: &impl ConnectionTrait,
     filter: sea_orm::Condition,
 ) -> Result<Vec<BookableGpu>, DbErr> {
-    // One query: each GPU with its node's name.
-    let rows: Vec<(gpu::Model, Option<node::Model>)> = gpu::Entity::find()
-        .find_also_related(node::Entity)
+    // One query of the columns booking needs: each GPU with its node's name (at fleet scale a
+    // model has thousands of GPUs, and whole rows of both tables cost more to decode than to read).
+    let rows: Vec<BookableRow> = gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::Id)
+        .column(gpu::Column::NodeId)
+        .column_as(node::Column::Name, "node_name")
+        .column(gpu::Column::DeviceIndex)
+        .column(gpu::Column::Model)
+        .column(gpu::Column::Status)
+        .column(gpu::Column::Pending)
+        .column(gpu::Column::VanishedAt)
+        .column(gpu::Column::Shareable)
+        .column(gpu::Column::HourlyPriceMinor)
+        .join(sea_orm::JoinType::LeftJoin, gpu::Relation::Node.def())
         .filter(filter)
         .order_by_asc(gpu::Column::NodeId)
         .order_by_asc(gpu::Column::DeviceIndex)
+        .into_model::<BookableRow>()
         .all(db)
         .await?;
     Ok(rows
         .into_iter()
-        .map(|(row, node)| BookableGpu {
-            node_name: node.map(|n| n.name).unwrap_or_default(),
+        .map(|row| BookableGpu {
+            node_name: row.node_name.unwrap_or_default(),
             id: row.id,
             node_id: row.node_id,
             device_index: row.device_index,
@@ -91,6 +104,21 @@ pub async fn gpus_where(
             hourly_price_minor: row.hourly_price_minor,
         })
         .collect())
+}
+
+/// The columns of a GPU and its node that [`gpus_where`] reads.
+#[derive(Debug, sea_orm::FromQueryResult)]
+struct BookableRow {
+    id: i64,
+    node_id: i64,
+    node_name: Option<String>,
+    device_index: i32,
+    model: String,
+    status: GpuStatus,
+    pending: bool,
+    vanished_at: Option<DateTime<Utc>>,
+    shareable: bool,
+    hourly_price_minor: i64,
 }
 
 /// GPUs `ids` (those that exist), by node name and device index.
@@ -119,9 +147,7 @@ pub async fn lock_gpus(txn: &DatabaseTransaction, ids: &[i64]) -> Result<(), DbE
 /// (gpu id, reservation id, start, end): a row of the holds index.
 type HoldRow = (i64, i64, DateTime<Utc>, DateTime<Utc>);
 
-/// Reservation ids per statement when reading the reservations of many holds (well under the
-/// bound-parameter limits of both stores).
-const IDS_PER_STATEMENT: usize = 5000;
+use super::IDS_PER_STATEMENT;
 
 /// A confirmed reservation's hold on one GPU.
 #[derive(Debug, Clone)]
@@ -358,6 +384,11 @@ pub async fn bookable_gpus(
     min_memory_mib: Option<i64>,
     share: Share,
 ) -> Result<Vec<BookableGpu>, DbErr> {
+    gpus_where(db, bookable(model, min_memory_mib, share)).await
+}
+
+/// The condition [`bookable_gpus`] reads.
+fn bookable(model: Option<&str>, min_memory_mib: Option<i64>, share: Share) -> sea_orm::Condition {
     let mut condition = sea_orm::Condition::all()
         .add(gpu::Column::Status.eq(GpuStatus::Active))
         .add(gpu::Column::Pending.eq(false))
@@ -372,7 +403,116 @@ pub async fn bookable_gpus(
     if share != Share::Whole {
         condition = condition.add(gpu::Column::Shareable.eq(true));
     }
-    gpus_where(db, condition).await
+    condition
+}
+
+/// The models of the GPUs [`bookable_gpus`] would read, sorted.
+pub async fn bookable_models(
+    db: &impl ConnectionTrait,
+    model: Option<&str>,
+    min_memory_mib: Option<i64>,
+    share: Share,
+) -> Result<Vec<String>, DbErr> {
+    gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::Model)
+        .filter(bookable(model, min_memory_mib, share))
+        .distinct()
+        .order_by_asc(gpu::Column::Model)
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+/// The first `limit` nodes by name with at least `count` bookable GPUs of `model` (at least
+/// `min_memory_mib` if given) that `share` of fits throughout `window`: no 15-minute slot of it
+/// loaded beyond what the share leaves (the `gpu_slot_load` rows every booking adds to, under
+/// their CHECK) and no maintenance window overlapping it. One query whatever the fleet's size,
+/// answering node ids only.
+pub async fn nodes_with_room(
+    db: &impl ConnectionTrait,
+    model: &str,
+    min_memory_mib: Option<i64>,
+    share: Share,
+    count: usize,
+    window: &Window,
+    limit: usize,
+) -> Result<Vec<i64>, DbErr> {
+    let load = Alias::new("gpu_slot_load");
+    let loaded = Query::select()
+        .expr(Expr::val(1))
+        .from(load.clone())
+        .and_where(
+            Expr::col((load.clone(), Alias::new("gpu_id"))).equals((gpu::Entity, gpu::Column::Id)),
+        )
+        .and_where(Expr::col((load.clone(), Alias::new("slot_start"))).gte(window.start()))
+        .and_where(Expr::col((load.clone(), Alias::new("slot_start"))).lt(window.end()))
+        .and_where(
+            Expr::col((load, Alias::new("quarters")))
+                .gt(i16::from(WHOLE_GPU.saturating_sub(share.quarters()))),
+        )
+        .to_owned();
+    let maintained = Query::select()
+        .expr(Expr::val(1))
+        .from(maintenance_window::Entity)
+        .and_where(
+            Expr::col((
+                maintenance_window::Entity,
+                maintenance_window::Column::GpuId,
+            ))
+            .equals((gpu::Entity, gpu::Column::Id)),
+        )
+        .and_where(
+            Expr::col((
+                maintenance_window::Entity,
+                maintenance_window::Column::StartAt,
+            ))
+            .lt(window.end()),
+        )
+        .and_where(
+            Expr::col((
+                maintenance_window::Entity,
+                maintenance_window::Column::EndAt,
+            ))
+            .gt(window.start()),
+        )
+        .to_owned();
+    gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::NodeId)
+        .join(sea_orm::JoinType::InnerJoin, gpu::Relation::Node.def())
+        .filter(bookable(Some(model), min_memory_mib, share))
+        .filter(Expr::exists(loaded).not())
+        .filter(Expr::exists(maintained).not())
+        .group_by(gpu::Column::NodeId)
+        .group_by(node::Column::Name)
+        .having(
+            gpu::Column::Id
+                .count()
+                .gte(i64::try_from(count).unwrap_or(i64::MAX)),
+        )
+        .order_by_asc(node::Column::Name)
+        .order_by_asc(gpu::Column::NodeId)
+        .limit(u64::try_from(limit).unwrap_or(u64::MAX))
+        .into_tuple()
+        .all(db)
+        .await
+}
+
+/// The bookable GPUs of `model` (at least `min_memory_mib` if given) on `nodes`, by node and
+/// device index.
+pub async fn bookable_on_nodes(
+    db: &impl ConnectionTrait,
+    model: &str,
+    min_memory_mib: Option<i64>,
+    share: Share,
+    nodes: &[i64],
+) -> Result<Vec<BookableGpu>, DbErr> {
+    gpus_where(
+        db,
+        bookable(Some(model), min_memory_mib, share).add(gpu::Column::NodeId.is_in(nodes.to_vec())),
+    )
+    .await
 }
 
 /// Bookable GPUs of `model` (shareable ones when a share is asked), by node and device index.

@@ -240,12 +240,22 @@ pub async fn suggest_for_gpus(
 /// reading a day of bookings costs a fraction of reading the whole horizon.
 const FIRST_SEARCH_SPAN: TimeDelta = TimeDelta::days(1);
 
+/// Nodes whose bookings one read of a stretch covers. At fleet scale a model has hundreds of
+/// nodes; reading them a batch at a time lets the search stop, or look less far ahead, once the
+/// batches read already hold enough early offers.
+const NODES_PER_READ: usize = 32;
+
 /// Up to `limit` earliest windows of `length` starting in `[earliest, latest_start]` where
-/// `count` of `candidates` on one node fit `share`, earliest first (one per node).
+/// `count` of `candidates` on one node fit `share`, earliest first (one per node, ties by node
+/// name).
 ///
-/// The horizon is searched in stretches that double in length (a day, two, four, …), reading only the bookings that
-/// touch each stretch: a node that has no fit starting in one stretch can only have a later one,
-/// so once `limit` nodes have a fit the rest of the horizon cannot offer anything earlier.
+/// The horizon is searched in stretches that double in length (a day, two, four, …), reading only
+/// the bookings that touch each stretch: a node that has no fit starting in one stretch can only
+/// have a later one, so once `limit` nodes have a fit the rest of the horizon cannot offer
+/// anything earlier. Within a stretch the nodes are read [`NODES_PER_READ`] at a time in name
+/// order: once `limit` offers are in hand, a node further on (a later name) ranks before the last
+/// of them only by starting strictly earlier, so the next batches are searched only up to that
+/// start, and not at all when it is the earliest possible.
 #[expect(
     clippy::too_many_arguments,
     reason = "a query with many independent knobs"
@@ -261,6 +271,9 @@ pub async fn find_offers(
     limit: usize,
 ) -> Result<Vec<SlotOffer>, DbErr> {
     let mut offers: Vec<SlotOffer> = Vec::new();
+    if limit == 0 {
+        return Ok(offers);
+    }
     // On the grid, so that consecutive stretches leave no slot untried between them.
     let mut from = crate::domain::schedule::slot_ceil(earliest);
     let mut span = FIRST_SEARCH_SPAN;
@@ -271,13 +284,37 @@ pub async fn find_offers(
             .filter(|g| !offers.iter().any(|offer| offer.node_id == g.node_id))
             .cloned()
             .collect();
-        offers.extend(find_offers_in(db, &open, count, share, length, from, to).await?);
+        for batch in by_node(&open).chunks(NODES_PER_READ) {
+            let until = match offer_to_beat(&mut offers, limit) {
+                // Only a strictly earlier start beats it from a later node.
+                Some(start) => std::cmp::min(to, start - TimeDelta::microseconds(1)),
+                None => to,
+            };
+            if until < from {
+                break;
+            }
+            let gpus: Vec<BookableGpu> = batch
+                .iter()
+                .flat_map(|(_, gpus)| gpus.iter().cloned())
+                .collect();
+            offers.extend(find_offers_in(db, &gpus, count, share, length, from, until).await?);
+        }
         from = to + TimeDelta::minutes(SLOT_MINUTES);
         span = span * 2;
     }
     offers.sort_by_key(|offer| (offer.window.start(), offer.node_name.clone()));
     offers.truncate(limit);
     Ok(offers)
+}
+
+/// With `limit` or more offers in hand, the start of the last one that would be kept (`offers`
+/// sorted as the answer is).
+fn offer_to_beat(offers: &mut [SlotOffer], limit: usize) -> Option<DateTime<Utc>> {
+    if offers.len() < limit {
+        return None;
+    }
+    offers.sort_by(|a, b| (a.window.start(), &a.node_name).cmp(&(b.window.start(), &b.node_name)));
+    Some(offers[limit - 1].window.start())
 }
 
 /// For each node of `candidates`, the earliest window of `length` starting in
@@ -360,6 +397,19 @@ pub async fn search(
     latest_start: DateTime<Utc>,
     limit: usize,
 ) -> Result<Vec<SlotOffer>, DbErr> {
+    if let Some(offers) = search_at_earliest(db, query, latest_start, limit).await? {
+        return Ok(offers);
+    }
+    search_all(db, query, latest_start, limit).await
+}
+
+/// [`search`] without its shortcut: every GPU of the matching models, stretch by stretch.
+pub async fn search_all(
+    db: &impl ConnectionTrait,
+    query: &SlotQuery,
+    latest_start: DateTime<Utc>,
+    limit: usize,
+) -> Result<Vec<SlotOffer>, DbErr> {
     let candidates = db::reservations::bookable_gpus(
         db,
         query.model.as_deref(),
@@ -388,6 +438,86 @@ pub async fn search(
             .await?,
         );
     }
+    rank(&mut offers);
+    offers.truncate(limit);
+    Ok(offers)
+}
+
+/// The common case at fleet scale, answered without reading every GPU of the model: when at
+/// least `limit` nodes have room right at the earliest start, nothing can start earlier, and
+/// those nodes are the answer. Per model, the first `limit` nodes by name with room for the
+/// whole window (one grouped query over the slot-load rows each booking adds to and the
+/// maintenance windows), each then checked on its bookings by [`find_offers_in`]; ranked as
+/// [`search`] ranks. None when fewer than `limit` such offers exist (or the check disagrees
+/// with the slot rows): then the full search decides.
+async fn search_at_earliest(
+    db: &impl ConnectionTrait,
+    query: &SlotQuery,
+    latest_start: DateTime<Utc>,
+    limit: usize,
+) -> Result<Option<Vec<SlotOffer>>, DbErr> {
+    let start = query.earliest;
+    if limit == 0 || start > latest_start || crate::domain::schedule::slot_ceil(start) != start {
+        return Ok(None);
+    }
+    let Ok(window) = Window::new(start, start + query.length) else {
+        return Ok(None);
+    };
+    let models = db::reservations::bookable_models(
+        db,
+        query.model.as_deref(),
+        query.min_memory_mib,
+        query.share,
+    )
+    .await?;
+    let mut offers = Vec::new();
+    for model in models {
+        let nodes = db::reservations::nodes_with_room(
+            db,
+            &model,
+            query.min_memory_mib,
+            query.share,
+            query.count,
+            &window,
+            limit,
+        )
+        .await?;
+        if nodes.is_empty() {
+            continue;
+        }
+        let gpus = db::reservations::bookable_on_nodes(
+            db,
+            &model,
+            query.min_memory_mib,
+            query.share,
+            &nodes,
+        )
+        .await?;
+        let found = find_offers_in(
+            db,
+            &gpus,
+            query.count,
+            query.share,
+            query.length,
+            start,
+            start,
+        )
+        .await?;
+        if found.len() != nodes.len() {
+            return Ok(None);
+        }
+        offers.extend(found);
+    }
+    if offers.len() < limit {
+        return Ok(None);
+    }
+    rank(&mut offers);
+    offers.truncate(limit);
+    Ok(Some(offers))
+}
+
+/// Earliest first, then cheapest, then by node name.
+fn rank(offers: &mut [SlotOffer]) {
     offers.sort_by_key(|offer| {
         (
             offer.window.start(),
@@ -395,6 +525,4 @@ pub async fn search(
             offer.node_name.clone(),
         )
     });
-    offers.truncate(limit);
-    Ok(offers)
 }

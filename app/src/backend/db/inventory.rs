@@ -41,9 +41,24 @@ pub async fn list_matching_gpus(
     if let Some(memory) = min_memory_mib {
         condition = condition.add(gpu::Column::MemoryMib.gte(memory));
     }
-    let mut nodes = nodes_with_gpus_where(db, condition).await?;
-    nodes.retain(|node| !node.gpus.is_empty());
-    Ok(nodes)
+    let gpus = gpus_where(db, condition).await?;
+    // Only the nodes of the GPUs found: at fleet scale the calendar of one model shows a few
+    // nodes out of more than a thousand.
+    let mut node_ids: Vec<i64> = gpus.iter().map(|gpu| gpu.node_id).collect();
+    node_ids.sort_unstable();
+    node_ids.dedup();
+    let mut nodes = Vec::with_capacity(node_ids.len());
+    for chunk in node_ids.chunks(super::IDS_PER_STATEMENT) {
+        nodes.extend(
+            nodes_query()
+                .filter(node::Column::Id.is_in(chunk.to_vec()))
+                .into_model::<NodeRow>()
+                .all(db)
+                .await?,
+        );
+    }
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    group_by_node(nodes, gpus)
 }
 
 /// Every GPU model in the inventory, sorted.
@@ -63,18 +78,77 @@ async fn nodes_with_gpus_where(
     db: &impl ConnectionTrait,
     condition: Condition,
 ) -> Result<Vec<NodeInventory>, DbErr> {
-    let nodes = node::Entity::find()
+    let nodes = nodes_query()
         .order_by_asc(node::Column::Name)
+        .into_model::<NodeRow>()
         .all(db)
         .await?;
-    let gpus = gpu::Entity::find()
+    group_by_node(nodes, gpus_where(db, condition).await?)
+}
+
+/// The columns of a node the inventory shows.
+#[derive(Debug, sea_orm::FromQueryResult)]
+struct NodeRow {
+    id: i64,
+    name: String,
+    hostname: String,
+    is_demo: bool,
+    created_at: DateTime<Utc>,
+}
+
+/// The columns of a GPU the inventory shows (at fleet scale the whole rows, with their three
+/// timestamps, cost more to decode than to read).
+#[derive(Debug, sea_orm::FromQueryResult)]
+struct ListingRow {
+    id: i64,
+    node_id: i64,
+    device_index: i32,
+    uuid: String,
+    model: String,
+    memory_mib: i64,
+    status: GpuStatus,
+    shareable: bool,
+    hourly_price_minor: i64,
+}
+
+/// Nodes, the columns of a [`NodeRow`].
+fn nodes_query() -> sea_orm::Select<node::Entity> {
+    node::Entity::find()
+        .select_only()
+        .column(node::Column::Id)
+        .column(node::Column::Name)
+        .column(node::Column::Hostname)
+        .column(node::Column::IsDemo)
+        .column(node::Column::CreatedAt)
+}
+
+/// Accepted GPUs matching `condition`, by node and device index.
+async fn gpus_where(
+    db: &impl ConnectionTrait,
+    condition: Condition,
+) -> Result<Vec<ListingRow>, DbErr> {
+    gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::Id)
+        .column(gpu::Column::NodeId)
+        .column(gpu::Column::DeviceIndex)
+        .column(gpu::Column::Uuid)
+        .column(gpu::Column::Model)
+        .column(gpu::Column::MemoryMib)
+        .column(gpu::Column::Status)
+        .column(gpu::Column::Shareable)
+        .column(gpu::Column::HourlyPriceMinor)
         .filter(condition)
         .filter(gpu::Column::Pending.eq(false))
         .order_by_asc(gpu::Column::NodeId)
         .order_by_asc(gpu::Column::DeviceIndex)
+        .into_model::<ListingRow>()
         .all(db)
-        .await?;
+        .await
+}
 
+/// `nodes` (in their order), each with its GPUs among `gpus`.
+fn group_by_node(nodes: Vec<NodeRow>, gpus: Vec<ListingRow>) -> Result<Vec<NodeInventory>, DbErr> {
     let mut by_node: HashMap<i64, Vec<GpuListing>> = HashMap::new();
     for row in gpus {
         by_node.entry(row.node_id).or_default().push(listing(row)?);
@@ -190,7 +264,7 @@ pub async fn insert_node_with_gpus(
     Ok(inserted.id)
 }
 
-fn listing(row: gpu::Model) -> Result<GpuListing, DbErr> {
+fn listing(row: ListingRow) -> Result<GpuListing, DbErr> {
     let corrupt = |what: &str| DbErr::Custom(format!("gpus.id={}: invalid {what}", row.id));
     Ok(GpuListing {
         id: row.id,

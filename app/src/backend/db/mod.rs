@@ -9,6 +9,7 @@ pub mod env_profiles;
 pub mod idempotency;
 pub mod incidents;
 pub mod inventory;
+pub mod leases;
 pub mod ledger;
 pub mod maintenance;
 pub mod node_access;
@@ -33,6 +34,10 @@ use sea_orm::{
     DbErr, RuntimeErr, SqliteTransactionMode, TransactionOptions, TransactionTrait,
 };
 use std::time::Duration;
+
+/// Ids per `IN (…)` list when reading many rows by id (well under the bound-parameter limits of
+/// both stores).
+const IDS_PER_STATEMENT: usize = 5000;
 
 /// How long to wait for a connection before giving up (start-up and requests).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

@@ -72,14 +72,46 @@ struct Options {
     /// Also measure a `berth serve` process's memory (needs `target/release/berth`).
     #[arg(long)]
     memory: bool,
+    /// Only these measures (comma-separated); all when not given.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    only: Vec<Measure>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
 }
 
+/// The measures, for `--only`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Measure {
+    /// The cost reports.
+    Reports,
+    /// The week view.
+    Calendar,
+    /// Find a slot.
+    Slots,
+    /// Booking one at a time.
+    Bookings,
+    /// `GET /api/v1/gpus` and the inventory page.
+    Inventory,
+    /// Pages of the reservations list.
+    Pages,
+    /// Booking under contention.
+    Contention,
+    /// The calendar page under load, next to a static page.
+    Load,
+}
+
 impl Options {
     fn backends(&self) -> Vec<Backend> {
         self.backend.backends()
+    }
+
+    /// Whether `measure` is taken.
+    fn takes(&self, measure: Measure) -> bool {
+        if self.reports_only {
+            return measure == Measure::Reports;
+        }
+        self.only.is_empty() || self.only.contains(&measure)
     }
 }
 
@@ -231,13 +263,8 @@ async fn bench_backend(backend: Backend, options: &Options) {
 
     let rounds = if quick { 30 } else { 200 };
 
-    bench_reports(&api, &base, &store, quick).await;
-    if options.reports_only {
-        let _ = stop.send(());
-        let _ = tokio::time::timeout(Duration::from_secs(20), server).await;
-        let _ = conn.close().await;
-        database.drop_database().await;
-        return;
+    if options.takes(Measure::Reports) {
+        bench_reports(&api, &base, &store, quick).await;
     }
 
     // Week view, 64 GPUs.
@@ -254,8 +281,57 @@ async fn bench_backend(backend: Backend, options: &Options) {
         "the week view shows the 64 GPUs of {WEEK_VIEW_MODEL}"
     );
     let blocks = page.matches("class=\"cal-block").count();
+    if options.takes(Measure::Calendar) {
+        bench_week_view(&browser, &week, &page, blocks, rounds).await;
+    }
+    if options.takes(Measure::Slots) {
+        bench_slots(&api, &base, &token, rounds).await;
+    }
+    if options.takes(Measure::Bookings) {
+        bench_sequential_bookings(&api, &base, &token, &store, rounds).await;
+    }
+    if options.takes(Measure::Inventory) {
+        bench_inventory(&api, &browser, &base, &token, &store, rounds).await;
+    }
+    if options.takes(Measure::Pages) {
+        bench_reservation_pages(&api, &base, &token, &store, rounds).await;
+    }
+    if options.takes(Measure::Contention) {
+        // 200 clients, each its own user.
+        bench_contention(&api, &replicas, &store, &conn, if quick { 5 } else { 25 }).await;
+    }
+    if options.takes(Measure::Load) {
+        // Calendar pages per second under load, next to a static page of the same size.
+        std::fs::write(site.path().join("static.html"), &page).expect("static page");
+        let seconds = if quick { 3 } else { 10 };
+        let dynamic = throughput(&browser, &week, 16, seconds).await;
+        let fixed = throughput(&browser, &format!("{base}/static.html"), 16, seconds).await;
+        println!(
+            "| Calendar page under load (16 clients, {seconds} s) | {dynamic:.0} req/s | static page of the same size: {fixed:.0} req/s | ratio {:.2} |",
+            dynamic / fixed
+        );
+    }
+
+    let _ = stop.send(());
+    let _ = stop_second.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(20), server).await;
+    if options.memory {
+        memory::measure(&database.url, &store).await;
+    }
+    let _ = conn.close().await;
+    database.drop_database().await;
+}
+
+/// The week view of 64 GPUs, the whole page, signed in.
+async fn bench_week_view(
+    browser: &reqwest::Client,
+    week: &str,
+    page: &str,
+    blocks: usize,
+    rounds: usize,
+) {
     let times = sample(rounds, || async {
-        let response = browser.get(&week).send().await.expect("calendar");
+        let response = browser.get(week).send().await.expect("calendar");
         assert_eq!(response.status().as_u16(), 200);
         response.bytes().await.expect("page");
     })
@@ -268,15 +344,17 @@ async fn bench_backend(backend: Backend, options: &Options) {
         &times,
         Some(15.0),
     );
+}
 
-    // Find a slot: 4 × one model, 8 hours, from now.
+/// Find a slot: 4 × one model, 8 hours, from now.
+async fn bench_slots(api: &reqwest::Client, base: &str, token: &str, rounds: usize) {
     let slots = format!(
         "{base}/api/v1/slots?model={}&count=4&share=1&hours=8",
         SLOT_MODEL.replace(' ', "%20")
     );
     let offers: serde_json::Value = api
         .get(&slots)
-        .header("authorization", &token)
+        .header("authorization", token)
         .send()
         .await
         .expect("slots")
@@ -288,7 +366,7 @@ async fn bench_backend(backend: Backend, options: &Options) {
     let times = sample(rounds, || async {
         let response = api
             .get(&slots)
-            .header("authorization", &token)
+            .header("authorization", token)
             .send()
             .await
             .expect("slots");
@@ -301,37 +379,6 @@ async fn bench_backend(backend: Backend, options: &Options) {
         &times,
         Some(10.0),
     );
-
-    // Booking, one request at a time.
-    bench_sequential_bookings(&api, &base, &token, &store, rounds).await;
-
-    // The whole inventory.
-    bench_inventory(&api, &browser, &base, &token, &store, rounds).await;
-
-    // Pages of the reservations list.
-    bench_reservation_pages(&api, &base, &token, &store, rounds).await;
-
-    // Booking under contention: 200 clients, each its own user.
-    bench_contention(&api, &replicas, &store, &conn, if quick { 5 } else { 25 }).await;
-
-    // Calendar pages per second under load, next to a static page of the same size.
-    std::fs::write(site.path().join("static.html"), &page).expect("static page");
-    let seconds = if quick { 3 } else { 10 };
-    let dynamic = throughput(&browser, &week, 16, seconds).await;
-    let fixed = throughput(&browser, &format!("{base}/static.html"), 16, seconds).await;
-    println!(
-        "| Calendar page under load (16 clients, {seconds} s) | {dynamic:.0} req/s | static page of the same size: {fixed:.0} req/s | ratio {:.2} |",
-        dynamic / fixed
-    );
-
-    let _ = stop.send(());
-    let _ = stop_second.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(20), server).await;
-    if options.memory {
-        memory::measure(&database.url, &store).await;
-    }
-    let _ = conn.close().await;
-    database.drop_database().await;
 }
 
 /// The cost reports over a month of the dataset: the fleet view, and everyone's usage by user.

@@ -38,6 +38,7 @@ mod m20261210_000030_start_early;
 mod m20261211_000031_incidents;
 mod m20261212_000032_card_payments;
 mod m20261214_000033_booking_by_card;
+mod m20261215_000034_leader_leases;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -80,6 +81,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261211_000031_incidents::Migration),
             Box::new(m20261212_000032_card_payments::Migration),
             Box::new(m20261214_000033_booking_by_card::Migration),
+            Box::new(m20261215_000034_leader_leases::Migration),
         ]
     }
 }

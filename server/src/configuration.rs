@@ -127,6 +127,10 @@ pub struct RawSettings {
     pub agent_interval_seconds: u32,
     /// Path of `libnvidia-ml.so` for the agent inside `berth serve` (default: the system's).
     pub nvml_library: Option<PathBuf>,
+    /// Seconds a replica's hold on the local agent's work lasts unless renewed (renewed every
+    /// third of it): after a replica dies, another takes the demo fleet's simulation (or this
+    /// host's GPUs) over within this time.
+    pub local_agent_lease_seconds: u32,
     /// Seconds between runs of the telemetry rollup-and-prune job.
     pub telemetry_job_seconds: u32,
     /// If set, `GET /metrics` requires `Authorization: Bearer <this>`.
@@ -215,6 +219,8 @@ pub struct LocalAgentSettings {
     pub interval: std::time::Duration,
     /// `libnvidia-ml.so` to load instead of the system's.
     pub nvml_library: Option<PathBuf>,
+    /// How long a replica's hold on a local agent's work lasts unless renewed.
+    pub lease: std::time::Duration,
     /// Time between rollup-and-prune runs.
     pub job_every: std::time::Duration,
 }
@@ -333,6 +339,7 @@ impl Default for RawSettings {
             local_agent: LocalAgentMode::Auto,
             agent_interval_seconds: 5,
             nvml_library: None,
+            local_agent_lease_seconds: 15,
             telemetry_job_seconds: 60,
             metrics_token: None,
             smtp_url: None,
@@ -659,12 +666,13 @@ impl Config {
             || !(1..=100).contains(&raw.idle_util_percent)
             || !(1..=3600).contains(&raw.agent_interval_seconds)
             || !(1..=3600).contains(&raw.telemetry_job_seconds)
+            || !(1..=3600).contains(&raw.local_agent_lease_seconds)
             || raw.new_gpu_price_minor < 0
         {
             return Err(ConfigError::BookingLimit(
                 "telemetry settings: raw_samples_hours 1-720, rollup_days 1-3660, \
                  idle_util_percent 1-100, agent_interval_seconds 1-3600, telemetry_job_seconds 1-3600, \
-                 new_gpu_price_minor at least 0",
+                 local_agent_lease_seconds 1-3600, new_gpu_price_minor at least 0",
             ));
         }
         if raw.sign_in_rate_per_minute == 0 {
@@ -755,6 +763,7 @@ impl Config {
                 mode: raw.local_agent,
                 interval: std::time::Duration::from_secs(u64::from(raw.agent_interval_seconds)),
                 nvml_library: raw.nvml_library,
+                lease: std::time::Duration::from_secs(u64::from(raw.local_agent_lease_seconds)),
                 job_every: std::time::Duration::from_secs(u64::from(raw.telemetry_job_seconds)),
             },
             metrics_token: raw.metrics_token.filter(|t| !t.trim().is_empty()),

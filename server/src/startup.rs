@@ -96,6 +96,8 @@ pub struct Application {
     clock: Arc<dyn berth_app::backend::clock::Clock>,
     metrics: Arc<berth_app::backend::metrics::PortalMetrics>,
     state: AppState,
+    /// This process among the portal's replicas (the holder named in its leases).
+    replica: String,
 }
 
 impl std::fmt::Debug for Application {
@@ -225,9 +227,11 @@ impl Application {
             crate::ops::metrics::MetricsToken(config.metrics_token.clone()),
             extra,
         );
+        let replica = format!("{}-{:016x}", std::process::id(), rand::random::<u64>());
         tracing::info!(
             http.addr = %addr,
             db.url = %config.database.redacted_url(),
+            replica = %replica,
             "Berth is listening on http://{addr}/"
         );
         Ok(Self {
@@ -246,7 +250,13 @@ impl Application {
             clock: config.clock.clone(),
             metrics: state.metrics.clone(),
             state,
+            replica,
         })
+    }
+
+    /// This replica's id: the holder its leases name.
+    pub fn replica(&self) -> &str {
+        &self.replica
     }
 
     /// The bound address (with the real port when 0 was asked for).
@@ -281,9 +291,10 @@ impl Application {
                 tokio::time::sleep(SESSION_SWEEP_INTERVAL).await;
             }
         });
-        let agents = crate::agent::local::start(&self.db, &self.telemetry, &self.local_agent)
-            .await
-            .map_err(StartupError::Agent)?;
+        let agents =
+            crate::agent::local::start(&self.db, &self.telemetry, &self.local_agent, &self.replica)
+                .await
+                .map_err(StartupError::Agent)?;
         let job = crate::agent::local::spawn_job(
             self.db.clone(),
             self.telemetry.clone(),
@@ -318,9 +329,7 @@ impl Application {
         if let Some(cards) = cards {
             cards.abort();
         }
-        for agent in agents {
-            let _ = agent.stop().await;
-        }
+        agents.stop().await;
         served.map_err(StartupError::Serve)?;
         tracing::info!("server stopped");
         if let Err(err) = self.db.close().await {

@@ -162,6 +162,8 @@ pub struct TestApp {
     pub db: DatabaseConnection,
     /// The application's state, for tests that call a service directly.
     pub state: berth_app::backend::state::AppState,
+    /// The replica's id (the holder its leases name).
+    pub replica: String,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<()>>,
 }
@@ -291,6 +293,7 @@ async fn spawn_with_config(
     let addr = app.addr();
     let db = app.db().clone();
     let state = app.state().clone();
+    let replica = app.replica().to_owned();
     let (shutdown, stopped) = oneshot::channel::<()>();
     let server = tokio::spawn(async move {
         app.run_until_stopped(async {
@@ -309,6 +312,7 @@ async fn spawn_with_config(
         client,
         db,
         state,
+        replica,
         shutdown: Some(shutdown),
         server: Some(server),
     }

@@ -184,3 +184,58 @@ pub async fn change_credits(
     let _ = conn.close().await;
     done
 }
+
+/// Copies the embedded SQLite database to `target` while the portal may be serving: one
+/// consistent snapshot (`VACUUM INTO`, which reads in one transaction and writes a compact file),
+/// never over an existing file. Answers the copy's size in bytes. PostgreSQL is backed up with
+/// its own tools (`pg_dump`), as the README says.
+pub async fn backup(config: &Config, target: &std::path::Path) -> Result<u64, AdminError> {
+    use sea_orm::ConnectionTrait;
+    use secrecy::ExposeSecret;
+    let url = config.database.url.expose_secret();
+    if !url.starts_with("sqlite:") {
+        return Err(AdminError::Input(
+            "berth backup copies the embedded SQLite database; back PostgreSQL up with \
+             `pg_dump --format=custom --file=berth.dump \"$DATABASE_URL\"` (README: Backups)"
+                .to_owned(),
+        ));
+    }
+    let file = url
+        .trim_start_matches("sqlite:")
+        .trim_start_matches("//")
+        .split('?')
+        .next()
+        .unwrap_or_default();
+    if !std::path::Path::new(file).is_file() {
+        return Err(AdminError::Input(format!(
+            "there is no database at {file} to back up"
+        )));
+    }
+    if target.exists() {
+        return Err(AdminError::Input(format!(
+            "{} exists already; choose a new file (a backup never overwrites one)",
+            target.display()
+        )));
+    }
+    let Some(name) = target.to_str() else {
+        return Err(AdminError::Input(format!(
+            "{} is not a UTF-8 path",
+            target.display()
+        )));
+    };
+    let conn = db::connect(url).await.map_err(AdminError::Database)?;
+    let copied = conn
+        .execute_raw(sea_orm::Statement::from_sql_and_values(
+            sea_orm::DbBackend::Sqlite,
+            "VACUUM INTO ?",
+            [name.into()],
+        ))
+        .await;
+    let _ = conn.close().await;
+    if let Err(err) = copied {
+        // Nothing half-written is left behind under the backup's name.
+        let _ = std::fs::remove_file(target);
+        return Err(AdminError::Database(err));
+    }
+    Ok(std::fs::metadata(target).map(|m| m.len()).unwrap_or(0))
+}

@@ -52,6 +52,12 @@ pub enum Command {
     /// Run the node agent on a GPU host: register its GPUs with the portal and report their
     /// values every interval, until SIGTERM or Ctrl-C.
     Agent(Box<AgentArgs>),
+    /// Copy the embedded SQLite database to a new file, consistently, while the portal runs.
+    /// (PostgreSQL: use `pg_dump`, see the README.)
+    Backup {
+        /// The file to write; it must not exist.
+        target: std::path::PathBuf,
+    },
 }
 
 /// `berth node …`
@@ -371,6 +377,7 @@ pub fn main() -> ExitCode {
             Command::Node(command) => node(&config, command).await.map_err(boxed),
             Command::Credits(command) => credits(&config, command).await.map_err(boxed),
             Command::Agent(args) => run_agent(*args).await.map_err(boxed),
+            Command::Backup { target } => backup(&config, &target).await.map_err(boxed),
         }
     });
     match result {
@@ -595,6 +602,15 @@ fn print_user(user: &UserSummary) {
 async fn serve(config: Config) -> Result<(), StartupError> {
     let app = Application::build(config).await?;
     app.run_until_stopped(startup::shutdown_signal()).await
+}
+
+async fn backup(config: &Config, target: &std::path::Path) -> Result<(), AdminError> {
+    let bytes = admin::backup(config, target).await?;
+    println!(
+        "berth: the database is copied to {} ({bytes} bytes); restore it by stopping the portal and putting it in place of the database file",
+        target.display()
+    );
+    Ok(())
 }
 
 async fn migrate(config: Config) -> Result<(), StartupError> {

@@ -665,3 +665,101 @@ fn identity_providers_can_be_configured_from_the_environment() {
     );
     assert_fails_cleanly(dir.path(), &output, "colour");
 }
+
+#[tokio::test]
+async fn backup_copies_a_serving_portals_database_and_the_copy_restores_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut serving = Served::start(dir.path());
+    let _ = serving.base_url();
+    // Written while the portal serves.
+    let added = berth(dir.path())
+        .args(["user", "add", "restored@example.com", "--name", "Restored"])
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{}", stderr_of(&added));
+
+    let copied = berth(dir.path())
+        .args(["backup", "copy.db"])
+        .output()
+        .unwrap();
+    assert!(copied.status.success(), "{}", stderr_of(&copied));
+    assert!(
+        String::from_utf8_lossy(&copied.stdout).contains("copied to copy.db"),
+        "{}",
+        String::from_utf8_lossy(&copied.stdout)
+    );
+    // Never over an existing file.
+    let again = berth(dir.path())
+        .args(["backup", "copy.db"])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(
+        stderr_of(&again).contains("copy.db exists already"),
+        "{}",
+        stderr_of(&again)
+    );
+    serving.terminate();
+
+    // Restored on another machine: the copy in place of the database file.
+    let restored = tempfile::tempdir().unwrap();
+    std::fs::create_dir(restored.path().join("data")).unwrap();
+    std::fs::copy(
+        dir.path().join("copy.db"),
+        restored.path().join("data/berth.db"),
+    )
+    .unwrap();
+    let users = berth(restored.path())
+        .args(["user", "list"])
+        .output()
+        .unwrap();
+    assert!(users.status.success(), "{}", stderr_of(&users));
+    assert!(
+        String::from_utf8_lossy(&users.stdout).contains("restored@example.com"),
+        "{}",
+        String::from_utf8_lossy(&users.stdout)
+    );
+    let mut second = Served::start(restored.path());
+    let url = second.base_url();
+    let client = crate::helpers::client_builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let html = client
+        .post(format!("{url}/auth/dev"))
+        .form(&[("role", "user"), ("return_to", "/")])
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        crate::helpers::gpu_rows(&html),
+        16,
+        "the demo fleet came along"
+    );
+    let logs = second.terminate();
+    assert!(
+        !logs
+            .iter()
+            .any(|line| line.contains("added the demo fleet")),
+        "the restored store is not empty"
+    );
+
+    // Nothing to copy, and PostgreSQL has its own tools.
+    let (empty, output) = run_in_empty_dir(&["backup", "copy.db"], &[], None);
+    assert!(!output.status.success());
+    assert!(
+        stderr_of(&output).contains("there is no database at"),
+        "{}",
+        stderr_of(&output)
+    );
+    assert!(!empty.path().join("copy.db").exists());
+    let env = [(
+        "BERTH_DATABASE_URL",
+        "postgres://berth:secret@127.0.0.1:1/berth",
+    )];
+    let (dir, output) = run_in_empty_dir(&["backup", "copy.db"], &env, None);
+    assert_fails_cleanly(dir.path(), &output, "pg_dump --format=custom");
+}

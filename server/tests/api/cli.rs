@@ -666,39 +666,30 @@ fn identity_providers_can_be_configured_from_the_environment() {
     assert_fails_cleanly(dir.path(), &output, "colour");
 }
 
+/// Runs `berth ARGS` in `dir`, asserts it succeeded, and answers what it printed.
+fn succeeds(dir: &Path, args: &[&str]) -> String {
+    let output = berth(dir).args(args).output().unwrap();
+    assert!(output.status.success(), "{args:?}: {}", stderr_of(&output));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
 #[tokio::test]
 async fn backup_copies_a_serving_portals_database_and_the_copy_restores_it() {
     let dir = tempfile::tempdir().unwrap();
     let mut serving = Served::start(dir.path());
     let _ = serving.base_url();
     // Written while the portal serves.
-    let added = berth(dir.path())
-        .args(["user", "add", "restored@example.com", "--name", "Restored"])
-        .output()
-        .unwrap();
-    assert!(added.status.success(), "{}", stderr_of(&added));
-
-    let copied = berth(dir.path())
-        .args(["backup", "copy.db"])
-        .output()
-        .unwrap();
-    assert!(copied.status.success(), "{}", stderr_of(&copied));
-    assert!(
-        String::from_utf8_lossy(&copied.stdout).contains("copied to copy.db"),
-        "{}",
-        String::from_utf8_lossy(&copied.stdout)
-    );
+    succeeds(dir.path(), &["user", "add", "restored@example.com"]);
+    let copied = succeeds(dir.path(), &["backup", "copy.db"]);
+    assert!(copied.contains("copied to copy.db"), "{copied}");
     // Never over an existing file.
     let again = berth(dir.path())
         .args(["backup", "copy.db"])
         .output()
         .unwrap();
     assert!(!again.status.success());
-    assert!(
-        stderr_of(&again).contains("copy.db exists already"),
-        "{}",
-        stderr_of(&again)
-    );
+    let refused = stderr_of(&again);
+    assert!(refused.contains("copy.db exists already"), "{refused}");
     serving.terminate();
 
     // Restored on another machine: the copy in place of the database file.
@@ -709,16 +700,8 @@ async fn backup_copies_a_serving_portals_database_and_the_copy_restores_it() {
         restored.path().join("data/berth.db"),
     )
     .unwrap();
-    let users = berth(restored.path())
-        .args(["user", "list"])
-        .output()
-        .unwrap();
-    assert!(users.status.success(), "{}", stderr_of(&users));
-    assert!(
-        String::from_utf8_lossy(&users.stdout).contains("restored@example.com"),
-        "{}",
-        String::from_utf8_lossy(&users.stdout)
-    );
+    let users = succeeds(restored.path(), &["user", "list"]);
+    assert!(users.contains("restored@example.com"), "{users}");
     let mut second = Served::start(restored.path());
     let url = second.base_url();
     let client = crate::helpers::client_builder()

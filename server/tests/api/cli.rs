@@ -320,6 +320,20 @@ impl Served {
     }
 }
 
+/// Signs in with the dev sign-in (turned on, on loopback) at `url`, which redirects to the
+/// inventory; answers that page.
+async fn signed_in_inventory(client: &reqwest::Client, url: &str) -> String {
+    client
+        .post(format!("{url}/auth/dev"))
+        .form(&[("role", "user"), ("return_to", "/")])
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn serve_logs_each_request_stops_on_sigterm_and_keeps_its_data() {
     let dir = tempfile::tempdir().unwrap();
@@ -330,16 +344,7 @@ async fn serve_logs_each_request_stops_on_sigterm_and_keeps_its_data() {
 
     let mut first = Served::start(dir.path());
     let url = first.base_url();
-    // The dev sign-in (turned on, on loopback) redirects to the inventory.
-    let html = client
-        .post(format!("{url}/auth/dev"))
-        .form(&[("role", "user"), ("return_to", "/")])
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = signed_in_inventory(&client, &url).await;
     assert_eq!(crate::helpers::gpu_rows(&html), 16);
     let health = client.get(format!("{url}/healthz")).send().await.unwrap();
     assert_eq!(health.status().as_u16(), 200);
@@ -708,15 +713,7 @@ async fn backup_copies_a_serving_portals_database_and_the_copy_restores_it() {
         .cookie_store(true)
         .build()
         .unwrap();
-    let html = client
-        .post(format!("{url}/auth/dev"))
-        .form(&[("role", "user"), ("return_to", "/")])
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = signed_in_inventory(&client, &url).await;
     assert_eq!(
         crate::helpers::gpu_rows(&html),
         16,

@@ -345,7 +345,19 @@ pub fn main() -> ExitCode {
     {
         return workspace_action(what, dir, portal, token, *wait_seconds);
     }
-    let mut config = match Config::load(cli.config.as_deref()) {
+    // Rendering a large page (a week of 64 GPUs) recurses deeply in debug builds: give the
+    // worker threads room.
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_stack_size(WORKER_STACK_BYTES)
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => return fail(&err),
+    };
+    // Settings are read inside the runtime: the SMTP transport they build starts its connection
+    // pool's task on it.
+    let mut config = match runtime.block_on(async { Config::load(cli.config.as_deref()) }) {
         Ok(config) => config,
         Err(err) => return fail(&err),
     };
@@ -358,16 +370,6 @@ pub fn main() -> ExitCode {
     if let Err(err) = crate::logging::init(&config.log) {
         return fail(&err);
     }
-    // Rendering a large page (a week of 64 GPUs) recurses deeply in debug builds: give the
-    // worker threads room.
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_stack_size(WORKER_STACK_BYTES)
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(err) => return fail(&err),
-    };
     let result: Result<(), Box<dyn std::fmt::Display>> = runtime.block_on(async move {
         match cli.command.unwrap_or(Command::Serve) {
             Command::Serve => serve(config).await.map_err(boxed),

@@ -6,8 +6,11 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -22,15 +25,16 @@ struct RouteLabels {
     route: String,
 }
 
+/// Jobs are told apart by `task`: Prometheus gives every series of a scrape its own `job` label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct JobLabels {
-    job: String,
+    task: String,
     outcome: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct JobName {
-    job: String,
+    task: String,
 }
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -46,6 +50,7 @@ pub struct PortalMetrics {
     request_seconds: HistogramFamily<RouteLabels>,
     job_runs: Family<JobLabels, Counter>,
     job_seconds: HistogramFamily<JobName>,
+    job_last_ok: Family<JobName, Gauge<f64, AtomicU64>>,
     samples: Counter,
 }
 
@@ -56,6 +61,7 @@ impl Default for PortalMetrics {
             request_seconds: Family::new_with_constructor(latency_histogram),
             job_runs: Family::default(),
             job_seconds: Family::new_with_constructor(latency_histogram),
+            job_last_ok: Family::default(),
             samples: Counter::default(),
         }
     }
@@ -80,17 +86,28 @@ impl PortalMetrics {
             .observe(seconds);
     }
 
-    /// Records one run of a background job.
+    /// Records one run of a background job; a successful one also sets the job's last-success
+    /// time (wall clock), from which alerts read how far a job lags.
     pub fn job_run(&self, job: &str, ok: bool, seconds: f64) {
+        if ok {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0.0, |since| since.as_secs_f64());
+            self.job_last_ok
+                .get_or_create(&JobName {
+                    task: job.to_owned(),
+                })
+                .set(now);
+        }
         self.job_runs
             .get_or_create(&JobLabels {
-                job: job.to_owned(),
+                task: job.to_owned(),
                 outcome: if ok { "ok" } else { "error" }.to_owned(),
             })
             .inc();
         self.job_seconds
             .get_or_create(&JobName {
-                job: job.to_owned(),
+                task: job.to_owned(),
             })
             .observe(seconds);
     }
@@ -121,6 +138,11 @@ impl PortalMetrics {
             "berth_job_duration_seconds",
             "Background job run time.",
             self.job_seconds.clone(),
+        );
+        registry.register(
+            "berth_job_last_success_timestamp_seconds",
+            "When the job last ran without error on this portal (Unix time).",
+            self.job_last_ok.clone(),
         );
         registry.register(
             "berth_telemetry_samples_ingested",
@@ -155,8 +177,25 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(text.contains(r#"berth_job_runs_total{job="payments",outcome="ok"} 1"#));
+        assert!(text.contains(r#"berth_job_runs_total{task="payments",outcome="ok"} 1"#));
         assert!(text.contains("berth_telemetry_samples_ingested_total 8"));
+        let last_ok: f64 = text
+            .lines()
+            .find_map(|line| {
+                line.strip_prefix(r#"berth_job_last_success_timestamp_seconds{task="payments"} "#)
+            })
+            .and_then(|value| value.parse().ok())
+            .unwrap_or_else(|| panic!("no last success in {text}"));
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        assert!((now - 60.0..=now).contains(&last_ok), "{last_ok} vs {now}");
+        one.job_run("mail", false, 0.1);
+        assert!(
+            !scrape(&one).contains(r#"berth_job_last_success_timestamp_seconds{task="mail"}"#),
+            "a failed run is no success"
+        );
         assert!(!scrape(&other).contains("route=\"/calendar\""));
     }
 }

@@ -509,15 +509,32 @@ pub struct Scrape {
     pub nodes: Vec<crate::domain::inventory::NodeInventory>,
     /// GPU id → its last XID code.
     pub last_xids: HashMap<i64, i64>,
+    /// GPU id → the quarters confirmed reservations hold on it now (GPUs with none left out).
+    pub reserved: HashMap<i64, i64>,
+    /// Notification deliveries by status.
+    pub deliveries: crate::domain::notify::DeliveryCounts,
+    /// When the oldest delivery still queued was written.
+    pub oldest_queued: Option<DateTime<Utc>>,
 }
 
 /// Reads what `/metrics` reports at `now`.
 pub async fn scrape(state: &AppState, now: DateTime<Utc>) -> Result<Scrape, AppError> {
     let db = &state.db;
+    let (fleet, nodes, last_xids, reserved, deliveries, oldest_queued) = tokio::try_join!(
+        live_fleet(state, now),
+        async { Ok::<_, AppError>(db::inventory::list_nodes_with_gpus(db).await?) },
+        async { Ok::<_, AppError>(store::last_xids(db).await?) },
+        async { Ok::<_, AppError>(db::reservations::reserved_quarters_at(db, now).await?) },
+        async { Ok::<_, AppError>(db::notify::delivery_counts(db).await?) },
+        async { Ok::<_, AppError>(db::notify::oldest_queued(db).await?) },
+    )?;
     Ok(Scrape {
-        fleet: live_fleet(state, now).await?,
-        nodes: db::inventory::list_nodes_with_gpus(db).await?,
-        last_xids: store::last_xids(db).await?,
+        fleet,
+        nodes,
+        last_xids,
+        reserved,
+        deliveries,
+        oldest_queued,
     })
 }
 

@@ -12,6 +12,7 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use berth_app::backend::state::AppState;
+use berth_app::domain::schedule::WHOLE_GPU;
 use berth_app::domain::telemetry::SourceKind;
 use berth_app::error::AppError;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -99,7 +100,29 @@ struct NodeLabels {
     source: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: String,
+}
+
 type GaugeFamily<L> = Family<L, Gauge<f64, AtomicU64>>;
+
+/// The labels that name one GPU, as dcgm-exporter's (plus Berth's node and id). `source` is
+/// what its node's agent reports from, if it reports at all.
+fn gpu_ids(
+    node: &berth_app::domain::inventory::NodeInventory,
+    gpu: &berth_app::domain::inventory::GpuListing,
+    source: Option<SourceKind>,
+) -> GpuIds {
+    GpuIds {
+        UUID: gpu.uuid.clone(),
+        modelName: gpu.model.clone(),
+        Hostname: node.hostname.clone(),
+        node: node.name.clone(),
+        berth_gpu_id: gpu.id.to_string(),
+        simulated: (source == Some(SourceKind::Simulated)).to_string(),
+    }
+}
 
 /// The bearer token `/metrics` requires (`metrics_token`), if any.
 #[derive(Debug, Clone, Default)]
@@ -121,6 +144,9 @@ pub async fn metrics(
         fleet,
         nodes,
         last_xids: xids,
+        reserved,
+        deliveries,
+        oldest_queued,
     } = berth_app::backend::telemetry::scrape(&state, now).await?;
 
     let mut registry = Registry::default();
@@ -156,11 +182,24 @@ pub async fn metrics(
     .into_iter()
     .map(|(name, help)| (name, help, GaugeFamily::<GpuLabels>::default()))
     .collect();
+    let reserved_share = GaugeFamily::<GpuIds>::default();
     let node_up = GaugeFamily::<NodeLabels>::default();
     let node_age = GaugeFamily::<NodeLabels>::default();
 
     let live: HashMap<i64, _> = fleet.gpus.iter().map(|g| (g.gpu_id, g)).collect();
     for node in &nodes {
+        let source = fleet
+            .nodes
+            .iter()
+            .find(|n| n.node_id == node.id)
+            .and_then(|agent| agent.source);
+        // Every GPU's reserved share, reporting or not: a reservation holds whatever its agent.
+        for gpu in &node.gpus {
+            let quarters = reserved.get(&gpu.id).copied().unwrap_or(0);
+            reserved_share
+                .get_or_create(&gpu_ids(node, gpu, source))
+                .set(quarters as f64 / f64::from(WHOLE_GPU));
+        }
         let Some(agent) = fleet.nodes.iter().find(|n| n.node_id == node.id) else {
             continue;
         };
@@ -189,14 +228,7 @@ pub async fn metrics(
             }
             let labels = GpuLabels {
                 gpu: gpu.device_index.to_string(),
-                ids: GpuIds {
-                    UUID: gpu.uuid.clone(),
-                    modelName: gpu.model.clone(),
-                    Hostname: node.hostname.clone(),
-                    node: node.name.clone(),
-                    berth_gpu_id: gpu.id.to_string(),
-                    simulated: (source == SourceKind::Simulated).to_string(),
-                },
+                ids: gpu_ids(node, gpu, Some(source)),
             };
             let r = &reading.readings;
             let total = gpu.memory.mib() as f64;
@@ -224,6 +256,37 @@ pub async fn metrics(
     for (name, help, family) in gauges {
         registry.register(name, help, family);
     }
+    registry.register(
+        "berth_gpu_reserved_share",
+        "Share of the GPU (0 to 1) that confirmed reservations hold now.",
+        reserved_share,
+    );
+    let outbox = GaugeFamily::<StatusLabel>::default();
+    for (status, count) in [
+        ("queued", deliveries.queued),
+        ("sent", deliveries.sent),
+        ("failed", deliveries.failed),
+    ] {
+        outbox
+            .get_or_create(&StatusLabel {
+                status: status.to_owned(),
+            })
+            .set(count as f64);
+    }
+    registry.register(
+        "berth_outbox_deliveries",
+        "Notification deliveries (e-mail, webhooks) by status.",
+        outbox,
+    );
+    let oldest = Gauge::<f64, AtomicU64>::default();
+    oldest.set(oldest_queued.map_or(0.0, |at| {
+        (now - at).num_milliseconds().max(0) as f64 / 1000.0
+    }));
+    registry.register(
+        "berth_outbox_oldest_queued_age_seconds",
+        "Age of the oldest notification delivery still queued (0 when none is).",
+        oldest,
+    );
     registry.register(
         "berth_node_up",
         "1 when the node's agent reported recently, 0 when it is silent.",

@@ -539,3 +539,16 @@ pub async fn save_preferences(
     .await?;
     Ok(())
 }
+
+/// When the oldest delivery still queued was written, if any.
+pub async fn oldest_queued(db: &impl ConnectionTrait) -> Result<Option<DateTime<Utc>>, DbErr> {
+    notification_delivery::Entity::find()
+        .select_only()
+        .column(notification_delivery::Column::CreatedAt)
+        .filter(notification_delivery::Column::Status.eq(DeliveryStatus::Queued))
+        .order_by_asc(notification_delivery::Column::CreatedAt)
+        .limit(1)
+        .into_tuple()
+        .one(db)
+        .await
+}

@@ -1279,3 +1279,33 @@ pub async fn maintenance_overlapping(
         })
         .collect()
 }
+
+/// The quarters booked on each GPU at `now` by confirmed reservations (GPUs with none left out),
+/// for the metrics' reserved-versus-used view.
+pub async fn reserved_quarters_at(
+    db: &impl ConnectionTrait,
+    now: DateTime<Utc>,
+) -> Result<HashMap<i64, i64>, DbErr> {
+    let rows: Vec<(i64, Option<i64>)> = reservation_gpu::Entity::find()
+        .select_only()
+        .column(reservation_gpu::Column::GpuId)
+        .column_as(
+            Expr::cust("CAST(SUM(reservations.quarters) AS BIGINT)"),
+            "quarters",
+        )
+        .join(
+            sea_orm::JoinType::InnerJoin,
+            reservation_gpu::Relation::Reservation.def(),
+        )
+        .filter(reservation_gpu::Column::StartAt.lte(now))
+        .filter(reservation_gpu::Column::EndAt.gt(now))
+        .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
+        .group_by(reservation_gpu::Column::GpuId)
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(gpu, quarters)| (gpu, quarters.unwrap_or(0)))
+        .collect())
+}

@@ -114,9 +114,60 @@ async fn connect_once(url: &str) -> Result<DatabaseConnection, DbErr> {
 /// Key of the PostgreSQL advisory lock held while migrating.
 const MIGRATION_LOCK_KEY: i64 = 0x6265_7274_686d; // "berthm"
 
+/// Where the database's schema stands against this release's migrations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SchemaState {
+    /// This release's migrations not applied yet, in order.
+    pub pending: Vec<String>,
+    /// Migrations applied that this release does not know: a newer release migrated the
+    /// database (expand/contract keeps it usable by this one, see the README's upgrades).
+    pub ahead: Vec<String>,
+}
+
+/// Reads which migrations are applied (without creating anything: safe for a readiness probe)
+/// and sets them against this release's.
+pub async fn schema_state<'c, C>(db: &'c C) -> Result<SchemaState, DbErr>
+where
+    C: ConnectionTrait,
+    &'c C: berth_migrations::IntoSchemaManagerConnection<'c>,
+{
+    use berth_migrations::{Alias, Query, SchemaManager};
+    let applied: Vec<String> = if SchemaManager::new(db).has_table("seaql_migrations").await? {
+        let select = Query::select()
+            .column(Alias::new("version"))
+            .from(Alias::new("seaql_migrations"))
+            .to_owned();
+        db.query_all(&select)
+            .await?
+            .iter()
+            .map(|row| row.try_get::<String>("", "version"))
+            .collect::<Result<_, _>>()?
+    } else {
+        Vec::new()
+    };
+    let known: Vec<String> = Migrator::migrations()
+        .iter()
+        .map(|migration| migration.name().to_owned())
+        .collect();
+    Ok(SchemaState {
+        pending: known
+            .iter()
+            .filter(|name| !applied.contains(name))
+            .cloned()
+            .collect(),
+        ahead: applied
+            .iter()
+            .filter(|name| !known.contains(name))
+            .cloned()
+            .collect(),
+    })
+}
+
 /// Applies every pending migration in one transaction; returns how many ran. Replicas that start
 /// together queue on a lock (PostgreSQL advisory lock, SQLite write lock): one migrates, the
-/// others then find nothing to do.
+/// others then find nothing to do. A database a newer release has migrated already is left as
+/// it is (this release runs on the expanded schema); one that is both behind and ahead of this
+/// release (a migration of it missing from the database, another unknown to it) is refused.
 pub async fn migrate(db: &DatabaseConnection) -> Result<usize, DbErr> {
     let txn = begin_write(db).await?;
     if db.get_database_backend() == DbBackend::Postgres {
@@ -125,16 +176,33 @@ pub async fn migrate(db: &DatabaseConnection) -> Result<usize, DbErr> {
         ))
         .await?;
     }
-    let pending = Migrator::get_pending_migrations(&txn).await?.len();
+    let state = schema_state(&txn).await?;
+    if !state.ahead.is_empty() {
+        if !state.pending.is_empty() {
+            return Err(DbErr::Custom(format!(
+                "the database lacks this release's migrations {:?} but has {:?}, which this \
+                 release does not know: upgrade through each release in turn",
+                state.pending, state.ahead
+            )));
+        }
+        tracing::warn!(
+            newer = ?state.ahead,
+            "the database was migrated by a newer release; running on its expanded schema \
+             until this replica is upgraded too"
+        );
+        txn.commit().await?;
+        return Ok(0);
+    }
+    let pending = state.pending.len();
     Migrator::up(&txn, None).await?;
     txn.commit().await?;
     Ok(pending)
 }
 
-/// Number of migrations not yet applied (0 when the schema is current). Reads only: safe for a
-/// readiness probe.
+/// Number of this release's migrations not yet applied (0 when the schema is current, or ahead
+/// of this release). Reads only: safe for a readiness probe.
 pub async fn pending_migrations(db: &DatabaseConnection) -> Result<usize, DbErr> {
-    Ok(Migrator::get_pending_migrations_read_only(db).await?.len())
+    Ok(schema_state(db).await?.pending.len())
 }
 
 /// Starts a transaction for a write. On SQLite it takes the write lock up front (`BEGIN

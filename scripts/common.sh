@@ -42,3 +42,12 @@ ensure_wasm_opt() {
     (cd "$TOOLS" && npm install --no-audit --no-fund --no-save "binaryen@$BINARYEN_VERSION" >/dev/null)
   fi
 }
+
+# The release build `scripts/run.sh` serves and `deploy/Containerfile` packs: target/release/berth
+# and the site in target/site.
+build_release() {
+  ensure_rust_tools
+  ensure_wasm_opt
+  say "Building Berth (release)"
+  cargo leptos build --release --split
+}

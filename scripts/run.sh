@@ -7,11 +7,7 @@
 # BERTH_DEV_SIGN_IN_PUBLIC=true.)
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
-ensure_rust_tools
-ensure_wasm_opt
-
-say "Building Berth (release)"
-cargo leptos build --release --split
+build_release
 
 say "Starting Berth"
 export BERTH_BIND="${BERTH_BIND:-127.0.0.1:3000}"

@@ -26,6 +26,18 @@ ensure_node_tools() {
   fi
 }
 
+# What the deployment tests run: Caddy (deploy/Caddyfile in front of the replicas) and promtool
+# (from Debian's prometheus package: checks and unit-tests the alert rules). Debian packages;
+# no service is started.
+ensure_deploy_tools() {
+  if ! command -v caddy >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1; then
+    say "Installing caddy and prometheus (Debian packages) for the deployment tests"
+    if [ "$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends caddy prometheus >/dev/null
+  fi
+}
+
 ensure_node_modules() {
   if [ ! -x end2end/node_modules/.bin/playwright ] \
      || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
@@ -67,6 +79,7 @@ check_postgres() {
 ensure_rust_tools
 ensure_chromium
 ensure_node_tools
+ensure_deploy_tools
 ensure_node_modules
 ensure_python_tools
 check_postgres

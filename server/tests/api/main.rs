@@ -8,6 +8,7 @@ mod card_bookings;
 mod card_payments;
 mod cli;
 mod csrf;
+mod deploy;
 mod email;
 mod env_profiles;
 mod events;

@@ -7,6 +7,7 @@ use berth_app::backend::auth::tokens;
 use berth_app::backend::db;
 use berth_app::domain::user::{Email, NewUser, PlatformRole, TokenName, UserName};
 use chrono::Utc;
+use sea_orm::DatabaseConnection;
 
 /// Credits every test user from [`user_token`] starts with (10,000.00).
 pub(crate) const TEST_CREDITS_MINOR: i64 = 1_000_000;
@@ -14,9 +15,18 @@ pub(crate) const TEST_CREDITS_MINOR: i64 = 1_000_000;
 /// A user with `email` and `role`, holding [`TEST_CREDITS_MINOR`] in their wallet; returns an
 /// API token for them.
 pub(crate) async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -> String {
-    let token = unfunded_user_token(app, email, role).await;
+    user_token_on(&app.db, email, role).await
+}
+
+/// [`user_token`] on a database a portal of its own process serves.
+pub(crate) async fn user_token_on(
+    db: &DatabaseConnection,
+    email: &str,
+    role: PlatformRole,
+) -> String {
+    let token = unfunded_user_token_on(db, email, role).await;
     berth_app::backend::ledger::change_credits(
-        &app.db,
+        db,
         &berth_app::domain::money::Currency::new("USD", "$", 2).unwrap(),
         berth_app::backend::ledger::CreditRequest {
             actor_id: None,
@@ -35,9 +45,17 @@ pub(crate) async fn user_token(app: &TestApp, email: &str, role: PlatformRole) -
 
 /// A user with `email` and `role` and an empty wallet; returns an API token for them.
 pub(crate) async fn unfunded_user_token(app: &TestApp, email: &str, role: PlatformRole) -> String {
+    unfunded_user_token_on(&app.db, email, role).await
+}
+
+async fn unfunded_user_token_on(
+    database: &DatabaseConnection,
+    email: &str,
+    role: PlatformRole,
+) -> String {
     let now = Utc::now();
     let user = db::users::upsert_user(
-        &app.db,
+        database,
         &NewUser {
             email: Email::parse(email).unwrap(),
             name: UserName::parse(email.split('@').next().unwrap()).unwrap(),
@@ -49,7 +67,7 @@ pub(crate) async fn unfunded_user_token(app: &TestApp, email: &str, role: Platfo
     .unwrap();
     let (token, hash) = tokens::generate();
     db::api_tokens::insert_token(
-        &app.db,
+        database,
         user.id,
         &TokenName::parse("test").unwrap(),
         &hash,

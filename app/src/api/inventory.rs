@@ -11,13 +11,8 @@ use leptos::prelude::*;
 pub async fn list_gpus(model: Option<String>, page: Option<u32>) -> Result<Inventory, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
-        let inventory = Inventory {
-            nodes: crate::backend::inventory::nodes(&call.state).await?,
-            currency: call.state.portal.currency.clone(),
-            fleet: None,
-        };
         let page = page.map_or(1, |page| page as usize);
-        Ok(inventory.page(model.as_deref(), page))
+        crate::backend::inventory::page(&call.state, model.as_deref(), page).await
     })
     .await
 }

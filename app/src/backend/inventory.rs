@@ -5,7 +5,9 @@ use crate::backend::auth::actor::Actor;
 use crate::backend::db;
 use crate::backend::db::telemetry::NodeAgentState;
 use crate::backend::state::AppState;
-use crate::domain::inventory::{NodeInventory, PendingGpu};
+use crate::domain::inventory::{
+    FleetPage, INVENTORY_PAGE_NODES, Inventory, NodeInventory, PendingGpu,
+};
 use crate::error::AppError;
 use std::collections::HashMap;
 
@@ -13,6 +15,50 @@ use std::collections::HashMap;
 pub async fn nodes(state: &AppState) -> Result<Vec<NodeInventory>, AppError> {
     let db = &state.db;
     Ok(db::inventory::list_nodes_with_gpus(db).await?)
+}
+
+/// What the inventory page `page` shows of the nodes with GPUs of `model` (all when `None`):
+/// the whole inventory when it fits one page, else that page read from the store with the
+/// fleet's facts from grouped counts (equal to `Inventory::page` of the whole inventory, without
+/// reading the other pages' nodes).
+pub async fn page(
+    state: &AppState,
+    model: Option<&str>,
+    page: usize,
+) -> Result<Inventory, AppError> {
+    let db = &state.db;
+    let currency = state.portal.currency.clone();
+    if db::inventory::count_nodes(db).await? <= INVENTORY_PAGE_NODES as u64 {
+        return Ok(Inventory {
+            nodes: db::inventory::list_nodes_with_gpus(db).await?,
+            currency,
+            fleet: None,
+        });
+    }
+    let (summary, demo, matching_nodes) = tokio::try_join!(
+        db::inventory::model_counts(db),
+        db::inventory::any_demo_node(db),
+        db::inventory::count_nodes_with(db, model),
+    )?;
+    let fleet = FleetPage::new(
+        summary,
+        demo,
+        model,
+        usize::try_from(matching_nodes).unwrap_or(usize::MAX),
+        page,
+    );
+    let nodes = db::inventory::node_page(
+        db,
+        model,
+        fleet.first_node() as u64,
+        INVENTORY_PAGE_NODES as u64,
+    )
+    .await?;
+    Ok(Inventory {
+        nodes,
+        currency,
+        fleet: Some(fleet),
+    })
 }
 
 /// The PCI bus id GPU `id`'s agent reported, when known.

@@ -163,28 +163,25 @@ impl Inventory {
 
     /// The inventory as one page shows it: unchanged when the fleet fits in one page; else
     /// page `page` (from 1, clamped to the last) of the nodes with GPUs of `model` (all when
-    /// `None`), [`INVENTORY_PAGE_NODES`] nodes a page, with the whole fleet's facts.
+    /// `None`), [`INVENTORY_PAGE_NODES`] nodes a page, with the whole fleet's facts. (The
+    /// portal reads such a page from the store directly, `backend::inventory::page`; this is
+    /// what it must equal.)
     pub fn page(self, model: Option<&str>, page: usize) -> Inventory {
         if self.nodes.len() <= INVENTORY_PAGE_NODES {
             return self;
         }
         let matching_nodes = self.filtered(model);
-        let pages = matching_nodes.len().div_ceil(INVENTORY_PAGE_NODES).max(1);
-        let page = page.clamp(1, pages);
-        let fleet = FleetPage {
-            models: self.models(),
-            summary: self.summary(),
-            total: self.gpu_count(),
-            matching: matching_nodes.iter().map(|node| node.gpus.len()).sum(),
-            demo: self.has_demo_data(),
-            model: model.map(str::to_owned),
+        let fleet = FleetPage::new(
+            self.summary(),
+            self.has_demo_data(),
+            model,
+            matching_nodes.len(),
             page,
-            pages,
-        };
+        );
         Inventory {
             nodes: matching_nodes
                 .into_iter()
-                .skip((page - 1) * INVENTORY_PAGE_NODES)
+                .skip(fleet.first_node())
                 .take(INVENTORY_PAGE_NODES)
                 .collect(),
             currency: self.currency,
@@ -208,9 +205,57 @@ impl Inventory {
                 entry.active += 1;
             }
         }
-        let mut summary: Vec<ModelSummary> = by_model.into_values().collect();
+        ModelSummary::ordered(by_model.into_values().collect())
+    }
+}
+
+impl ModelSummary {
+    /// `summary` largest memory first, then by name.
+    pub fn ordered(mut summary: Vec<ModelSummary>) -> Vec<ModelSummary> {
         summary.sort_by(|a, b| b.memory.cmp(&a.memory).then_with(|| a.model.cmp(&b.model)));
         summary
+    }
+}
+
+impl FleetPage {
+    /// The facts of a fleet with per-model counts `summary` and (when `demo`) demo nodes, for
+    /// page `page` (from 1, clamped to the last) of the `matching_nodes` nodes that have GPUs of
+    /// `model` (every node when `None`).
+    pub fn new(
+        summary: Vec<ModelSummary>,
+        demo: bool,
+        model: Option<&str>,
+        matching_nodes: usize,
+        page: usize,
+    ) -> Self {
+        let summary = ModelSummary::ordered(summary);
+        let pages = matching_nodes.div_ceil(INVENTORY_PAGE_NODES).max(1);
+        let mut models: Vec<String> = summary.iter().map(|m| m.model.clone()).collect();
+        models.sort();
+        let total = summary.iter().map(|m| m.total).sum();
+        let matching = match model {
+            None => total,
+            Some(model) => summary
+                .iter()
+                .filter(|m| m.model == model)
+                .map(|m| m.total)
+                .sum(),
+        };
+        FleetPage {
+            models,
+            summary,
+            total,
+            matching,
+            demo,
+            model: model.map(str::to_owned),
+            page: page.clamp(1, pages),
+            pages,
+        }
+    }
+
+    /// How many matching nodes come before this page's first.
+    pub fn first_node(&self) -> usize {
+        (self.page - 1) * INVENTORY_PAGE_NODES
     }
 }
 

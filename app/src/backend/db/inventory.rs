@@ -2,9 +2,12 @@
 
 use crate::backend::entity::{gpu, node};
 use crate::domain::gpu::{GpuMemory, GpuStatus};
-use crate::domain::inventory::{GpuListing, NewGpu, NewNode, NodeInventory, PendingGpu};
+use crate::domain::inventory::{
+    GpuListing, ModelSummary, NewGpu, NewNode, NodeInventory, PendingGpu,
+};
 use crate::domain::money::Money;
 use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, Query};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr,
     EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
@@ -58,6 +61,107 @@ pub async fn list_matching_gpus(
         );
     }
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    group_by_node(nodes, gpus)
+}
+
+/// Accepted GPUs counted per model: how many, how many active, the largest memory (in no
+/// particular order).
+#[tracing::instrument(skip_all)]
+pub async fn model_counts(db: &impl ConnectionTrait) -> Result<Vec<ModelSummary>, DbErr> {
+    let rows: Vec<(String, i64, i64, i64)> = gpu::Entity::find()
+        .select_only()
+        .column(gpu::Column::Model)
+        .column_as(Expr::cust("COUNT(*)"), "total")
+        .column_as(
+            Expr::cust(format!(
+                "CAST(SUM(CASE WHEN status = '{}' THEN 1 ELSE 0 END) AS BIGINT)",
+                GpuStatus::Active.as_str()
+            )),
+            "active",
+        )
+        .column_as(Expr::cust("MAX(memory_mib)"), "memory")
+        .filter(gpu::Column::Pending.eq(false))
+        .group_by(gpu::Column::Model)
+        .into_tuple()
+        .all(db)
+        .await?;
+    rows.into_iter()
+        .map(|(model, total, active, memory)| {
+            Ok(ModelSummary {
+                memory: GpuMemory::from_mib(u64::try_from(memory).map_err(|_| {
+                    DbErr::Custom(format!("gpus.memory_mib of {model} is negative"))
+                })?),
+                model,
+                total: usize::try_from(total).unwrap_or(0),
+                active: usize::try_from(active).unwrap_or(0),
+            })
+        })
+        .collect()
+}
+
+/// Whether any node is demo data.
+pub async fn any_demo_node(db: &impl ConnectionTrait) -> Result<bool, DbErr> {
+    Ok(node::Entity::find()
+        .select_only()
+        .column(node::Column::Id)
+        .filter(node::Column::IsDemo.eq(true))
+        .into_tuple::<i64>()
+        .one(db)
+        .await?
+        .is_some())
+}
+
+/// The condition on nodes of having an accepted GPU of `model`.
+fn has_model(model: &str) -> Condition {
+    Condition::all().add(
+        node::Column::Id.in_subquery(
+            Query::select()
+                .column(gpu::Column::NodeId)
+                .from(gpu::Entity)
+                .and_where(gpu::Column::Model.eq(model))
+                .and_where(gpu::Column::Pending.eq(false))
+                .to_owned(),
+        ),
+    )
+}
+
+/// How many nodes have accepted GPUs of `model` (every node when `None`).
+pub async fn count_nodes_with(
+    db: &impl ConnectionTrait,
+    model: Option<&str>,
+) -> Result<u64, DbErr> {
+    let mut nodes = node::Entity::find();
+    if let Some(model) = model {
+        nodes = nodes.filter(has_model(model));
+    }
+    nodes.count(db).await
+}
+
+/// `limit` nodes from the `offset`-th in name order of those with accepted GPUs of `model`
+/// (every node when `None`), each with its GPUs of that model (all of them when `None`).
+#[tracing::instrument(skip_all)]
+pub async fn node_page(
+    db: &impl ConnectionTrait,
+    model: Option<&str>,
+    offset: u64,
+    limit: u64,
+) -> Result<Vec<NodeInventory>, DbErr> {
+    let mut nodes = nodes_query();
+    if let Some(model) = model {
+        nodes = nodes.filter(has_model(model));
+    }
+    let nodes = nodes
+        .order_by_asc(node::Column::Name)
+        .offset(offset)
+        .limit(limit)
+        .into_model::<NodeRow>()
+        .all(db)
+        .await?;
+    let mut condition = Condition::all().add(gpu::Column::NodeId.is_in(nodes.iter().map(|n| n.id)));
+    if let Some(model) = model {
+        condition = condition.add(gpu::Column::Model.eq(model));
+    }
+    let gpus = gpus_where(db, condition).await?;
     group_by_node(nodes, gpus)
 }
 

@@ -1261,12 +1261,14 @@ pub async fn team_bookings(
     views(db, rows, now).await
 }
 
-/// Maintenance windows overlapping `range`: (gpu id, window, reason).
+/// Maintenance windows of `gpu_ids` overlapping `range`: (gpu id, window, reason).
 pub async fn maintenance_overlapping(
     db: &impl ConnectionTrait,
+    gpu_ids: &[i64],
     range: &Window,
 ) -> Result<Vec<(i64, Window, String)>, DbErr> {
     maintenance_window::Entity::find()
+        .filter(maintenance_window::Column::GpuId.is_in(gpu_ids.iter().copied()))
         .filter(maintenance_window::Column::StartAt.lt(range.end()))
         .filter(maintenance_window::Column::EndAt.gt(range.start()))
         .all(db)

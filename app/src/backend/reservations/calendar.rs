@@ -66,7 +66,7 @@ async fn busy_blocks(
         gpus.iter().map(|id| (*id, Vec::new())).collect();
     let (holds, maintenance, teams) = tokio::try_join!(
         db::reservations::holds_on(&state.db, gpus, range),
-        db::reservations::maintenance_overlapping(&state.db, range),
+        db::reservations::maintenance_overlapping(&state.db, gpus, range),
         db::teams::memberships_of(&state.db, actor.user.id),
     )?;
     let borrowing = borrowing_holds(&holds, models, guarantees);

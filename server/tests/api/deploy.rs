@@ -392,14 +392,7 @@ async fn the_dashboard_and_the_alerts_name_only_series_the_portal_exports(backen
     let start = grid(chrono::Utc::now()) - TimeDelta::hours(1);
     past_booking(&app.db, ana, &gpu, start, 3).await;
     let scrape = eventually("GPU series and a job's success", || async {
-        let text = client()
-            .get(app.url("/metrics"))
-            .send()
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
+        let text = app.metrics_text().await?;
         (text.contains("DCGM_FI_DEV_GPU_UTIL{")
             && text.contains("berth_job_last_success_timestamp_seconds{")
             && text.contains("berth_http_request_duration_seconds_bucket{"))

@@ -184,7 +184,7 @@ async fn a_lost_database_gives_503_and_a_clear_message_not_500(backend: Backend)
 
 async fn a_large_fleet_is_shown_a_page_of_nodes_at_a_time(backend: Backend) {
     use berth_app::domain::gpu::{GpuMemory, GpuStatus};
-    use berth_app::domain::inventory::{NewGpu, NewNode};
+    use berth_app::domain::inventory::NewGpu;
     use berth_app::domain::money::Money;
     let (app, _db) = spawn_app(backend).await;
     app.sign_in("user").await;
@@ -201,19 +201,7 @@ async fn a_large_fleet_is_shown_a_page_of_nodes_at_a_time(backend: Backend) {
                 hourly_price: Money::from_minor(79),
             })
             .collect();
-        let node = NewNode {
-            name: format!("rack-{n:02}"),
-            hostname: format!("rack-{n:02}.example.org"),
-            is_demo: false,
-        };
-        berth_app::backend::db::inventory::insert_node_with_gpus(
-            &app.db,
-            &node,
-            &gpus,
-            chrono::Utc::now(),
-        )
-        .await
-        .unwrap();
+        crate::helpers::add_node(&app, &format!("rack-{n:02}"), &gpus).await;
     }
     let (status, first) = app.get_text("/").await;
     assert_eq!(status, 200);
@@ -251,7 +239,7 @@ async fn a_large_fleet_is_shown_a_page_of_nodes_at_a_time(backend: Backend) {
 async fn a_page_read_from_the_store_equals_the_page_of_the_whole_inventory(backend: Backend) {
     use berth_app::backend::entity::gpu;
     use berth_app::domain::gpu::{GpuMemory, GpuStatus};
-    use berth_app::domain::inventory::{Inventory, NewGpu, NewNode};
+    use berth_app::domain::inventory::{Inventory, NewGpu};
     use berth_app::domain::money::Money;
     use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait};
     let (app, _db) = spawn_app(backend).await;
@@ -280,20 +268,8 @@ async fn a_page_read_from_the_store_equals_the_page_of_the_whole_inventory(backe
                 }
             })
             .collect();
-        let node = NewNode {
-            // Out of name order, so that the order is the store's.
-            name: format!("node-{:02}", (n * 17) % 45),
-            hostname: format!("node-{n:02}.example.org"),
-            is_demo: false,
-        };
-        berth_app::backend::db::inventory::insert_node_with_gpus(
-            &app.db,
-            &node,
-            &gpus,
-            chrono::Utc::now(),
-        )
-        .await
-        .unwrap();
+        // Added out of name order, so that the order is the store's.
+        crate::helpers::add_node(&app, &format!("node-{:02}", (n * 17) % 45), &gpus).await;
     }
     // One GPU waits for a platform admin: in neither answer.
     let waiting = gpu::Entity::find()

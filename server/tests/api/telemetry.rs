@@ -694,14 +694,7 @@ async fn demo_nodes_get_simulated_values(backend: Backend) {
     settings.agent_interval_seconds = 1;
     let app = spawn_with(settings).await;
     let metrics = eventually("simulated values for the demo fleet", || async {
-        let text = client()
-            .get(app.url("/metrics"))
-            .send()
-            .await
-            .ok()?
-            .text()
-            .await
-            .ok()?;
+        let text = app.metrics_text().await?;
         (text.matches("DCGM_FI_DEV_GPU_UTIL{").count() >= 8).then_some(text)
     })
     .await;

@@ -195,6 +195,18 @@ impl TestApp {
         request.send().await.expect("POST")
     }
 
+    /// What `GET /metrics` answers, if it answers.
+    pub async fn metrics_text(&self) -> Option<String> {
+        client()
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()
+    }
+
     /// The page at `path` as a browser with `Accept-Language: accept_language` gets it.
     pub async fn get_in_language(&self, path: &str, accept_language: &str) -> String {
         let response = self

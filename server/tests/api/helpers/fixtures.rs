@@ -4,6 +4,7 @@
 use crate::helpers::{TestApp, get, post_json, user_id};
 use berth_app::backend::entity::{gpu, reservation, reservation_gpu};
 use berth_app::domain::gpu::GpuStatus;
+use berth_app::domain::inventory::{NewGpu, NewNode};
 use berth_app::domain::payment::ChargeMode;
 use berth_app::domain::quota::Priority;
 use berth_app::domain::reservation::PaymentStatus;
@@ -23,6 +24,18 @@ pub(crate) async fn gpus_of(app: &TestApp, model: &str) -> Vec<i64> {
         .unwrap();
     rows.sort_by_key(|g| (g.node_id, g.device_index));
     rows.into_iter().map(|g| g.id).collect()
+}
+
+/// Adds node `name` (not demo data) with `gpus`.
+pub(crate) async fn add_node(app: &TestApp, name: &str, gpus: &[NewGpu]) {
+    let node = NewNode {
+        name: name.to_owned(),
+        hostname: format!("{name}.example.org"),
+        is_demo: false,
+    };
+    berth_app::backend::db::inventory::insert_node_with_gpus(&app.db, &node, gpus, Utc::now())
+        .await
+        .unwrap();
 }
 
 /// The first active GPU of `model`.

@@ -1,7 +1,7 @@
 //! The files in `deploy/`, each used as an operator would: the systemd units pass
 //! `systemd-analyze verify` and the portal's sandbox `systemd-analyze security`; the portal
 //! starts with the environment file and with the compose file's settings; the Caddyfile is
-//! what the fault tests put in front of the replicas (`faults.rs`); the alert rules pass
+//! what the fault tests put in front of the replicas (`tests/faults/`); the alert rules pass
 //! `promtool`'s checks and unit tests; and the rules and the Grafana dashboard name only series a
 //! running portal exports.
 

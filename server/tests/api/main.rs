@@ -13,7 +13,6 @@ mod email;
 mod env_profiles;
 mod events;
 mod failover;
-mod faults;
 mod guarantees;
 mod health;
 mod helpers;

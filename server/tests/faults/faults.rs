@@ -8,6 +8,7 @@
 //! again with the same key until it gets one.
 
 use crate::helpers::*;
+use crate::services::{Caddy, PrivatePostgres, restart};
 use berth_app::backend::entity::{gpu, idempotency_key, reservation};
 use berth_app::domain::gpu::GpuStatus;
 use berth_app::domain::user::PlatformRole;
@@ -44,6 +45,9 @@ fn replica_env(database_url: &str, dir: &Path, public_url: &str) -> Vec<(String,
         &["BERTH_SMTP_URL", "BERTH_MAIL_FROM"],
     )
 }
+
+/// One fault test at a time: each one loads both cores by itself.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// What one request finally got, and how many times it was sent.
 #[derive(Debug, Clone)]
@@ -269,6 +273,7 @@ fn load_base() -> DateTime<Utc> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_replica_killed_under_load_behind_the_proxy_loses_and_doubles_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let database = TestDatabase::create(Backend::Postgres).await;
     let dirs = tempfile::tempdir().unwrap();
     // Caddy needs the replicas' ports before they start.
@@ -347,7 +352,7 @@ async fn a_replica_killed_under_load_behind_the_proxy_loses_and_doubles_nothing(
         assert_eq!(wallet().await, 200, "signed in through the survivor");
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
-    one.restart().await;
+    restart(&mut one).await;
     let seen = load.await.expect("the load");
     eprintln!(
         "killed after {killed_at} answers; {} booked ({} after a lost answer), {} refused, {} cancelled",
@@ -440,6 +445,7 @@ fn compose_proxy_environment(upstreams: &str) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_restarted_under_load_makes_readyz_fail_then_recover_by_itself() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let postgres = PrivatePostgres::start();
     let admin = connect(&postgres.url("postgres")).await;
     sea_orm::ConnectionTrait::execute_unprepared(&admin, "CREATE DATABASE berth")
@@ -517,6 +523,7 @@ async fn postgres_restarted_under_load_makes_readyz_fail_then_recover_by_itself(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sqlite_default_keeps_every_acknowledged_booking_through_kill_9() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("berth.db");
     let url = format!("sqlite://{}", file.display());
@@ -561,7 +568,7 @@ async fn the_sqlite_default_keeps_every_acknowledged_booking_through_kill_9() {
     // kill -9 in the middle of bookings; the clients retry with their keys until it is back.
     portal.kill();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    portal.restart().await;
+    restart(&mut portal).await;
     let seen = load.await.expect("the load");
     assert!(seen.booked.len() > 100, "{seen:?}");
     assert_store_matches(&db, &seen).await;
@@ -570,6 +577,7 @@ async fn the_sqlite_default_keeps_every_acknowledged_booking_through_kill_9() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_postgres_dump_restores_into_a_portal_that_serves_the_same_data() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let source = TestDatabase::create(Backend::Postgres).await;
     let dir = tempfile::tempdir().unwrap();
     let mut portal = Served::start(
@@ -681,6 +689,7 @@ async fn apply_next_release_expansion(db: &DatabaseConnection) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replicas_of_this_release_keep_serving_while_the_next_one_migrates() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let database = TestDatabase::create(Backend::Postgres).await;
     let dir = tempfile::tempdir().unwrap();
     let env = |name: &str| {
@@ -728,7 +737,7 @@ async fn replicas_of_this_release_keep_serving_while_the_next_one_migrates() {
     assert_store_matches(&db, &seen).await;
     // A replica of this release (re)started on the newer schema starts and serves.
     one.terminate();
-    one.restart().await;
+    restart(&mut one).await;
     assert!(
         one.log().contains("migrated by a newer release"),
         "{}",

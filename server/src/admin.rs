@@ -193,22 +193,20 @@ pub async fn backup(config: &Config, target: &std::path::Path) -> Result<u64, Ad
     use sea_orm::ConnectionTrait;
     use secrecy::ExposeSecret;
     let url = config.database.url.expose_secret();
-    if !url.starts_with("sqlite:") {
+    if config.database.backend != crate::configuration::Backend::Sqlite {
         return Err(AdminError::Input(
             "berth backup copies the embedded SQLite database; back PostgreSQL up with \
              `pg_dump --format=custom --file=berth.dump \"$DATABASE_URL\"` (README: Backups)"
                 .to_owned(),
         ));
     }
-    let file = url
-        .trim_start_matches("sqlite:")
-        .trim_start_matches("//")
-        .split('?')
-        .next()
-        .unwrap_or_default();
-    if !std::path::Path::new(file).is_file() {
+    let options = <sea_orm::sqlx::sqlite::SqliteConnectOptions as std::str::FromStr>::from_str(url)
+        .map_err(|err| AdminError::Input(format!("cannot read the SQLite URL: {err}")))?;
+    let file = options.get_filename();
+    if !file.is_file() {
         return Err(AdminError::Input(format!(
-            "there is no database at {file} to back up"
+            "there is no database at {} to back up",
+            file.display()
         )));
     }
     if target.exists() {

@@ -28,17 +28,24 @@ pub async fn page(
 ) -> Result<Inventory, AppError> {
     let db = &state.db;
     let currency = state.portal.currency.clone();
-    if db::inventory::count_nodes(db).await? <= INVENTORY_PAGE_NODES as u64 {
+    let nodes = db::inventory::count_nodes(db).await?;
+    if nodes <= INVENTORY_PAGE_NODES as u64 {
         return Ok(Inventory {
             nodes: db::inventory::list_nodes_with_gpus(db).await?,
             currency,
             fleet: None,
         });
     }
+    let matching_nodes = async {
+        match model {
+            Some(model) => db::inventory::count_nodes_with(db, model).await,
+            None => Ok(nodes),
+        }
+    };
     let (summary, demo, matching_nodes) = tokio::try_join!(
         db::inventory::model_counts(db),
         db::inventory::any_demo_node(db),
-        db::inventory::count_nodes_with(db, model),
+        matching_nodes,
     )?;
     let fleet = FleetPage::new(
         summary,

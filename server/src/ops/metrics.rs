@@ -188,19 +188,15 @@ pub async fn metrics(
 
     let live: HashMap<i64, _> = fleet.gpus.iter().map(|g| (g.gpu_id, g)).collect();
     for node in &nodes {
-        let source = fleet
-            .nodes
-            .iter()
-            .find(|n| n.node_id == node.id)
-            .and_then(|agent| agent.source);
+        let agent = fleet.nodes.iter().find(|n| n.node_id == node.id);
         // Every GPU's reserved share, reporting or not: a reservation holds whatever its agent.
         for gpu in &node.gpus {
             let quarters = reserved.get(&gpu.id).copied().unwrap_or(0);
             reserved_share
-                .get_or_create(&gpu_ids(node, gpu, source))
+                .get_or_create(&gpu_ids(node, gpu, agent.and_then(|a| a.source)))
                 .set(quarters as f64 / f64::from(WHOLE_GPU));
         }
-        let Some(agent) = fleet.nodes.iter().find(|n| n.node_id == node.id) else {
+        let Some(agent) = agent else {
             continue;
         };
         let Some(source) = agent.source else { continue };

@@ -159,46 +159,6 @@ async fn the_portal_starts_with_the_example_environment_and_the_compose_settings
     portal.terminate();
 }
 
-/// `deploy/compose.yaml`, merge keys resolved.
-fn compose_file() -> serde_yaml::Value {
-    let text = std::fs::read_to_string(deploy_file("compose.yaml")).unwrap();
-    let mut value: serde_yaml::Value = serde_yaml::from_str(&text).expect("compose.yaml is YAML");
-    value.apply_merge().expect("merge keys");
-    value
-}
-
-/// A service's `environment` map with `${VAR:-default}` replaced by its default.
-fn compose_environment(service: &serde_yaml::Value) -> Vec<(String, String)> {
-    service["environment"]
-        .as_mapping()
-        .expect("an environment map")
-        .iter()
-        .map(|(k, v)| {
-            let value = match v {
-                serde_yaml::Value::String(s) => s.clone(),
-                other => serde_yaml::to_string(other).unwrap().trim().to_owned(),
-            };
-            (k.as_str().unwrap().to_owned(), with_defaults(&value))
-        })
-        .collect()
-}
-
-/// `text` with each `${VAR:-default}` replaced by its default, as compose does with the
-/// variable unset.
-fn with_defaults(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let end = rest[start..].find('}').expect("closing brace") + start;
-        let inner = &rest[start + 2..end];
-        out.push_str(inner.split_once(":-").map_or("", |(_, default)| default));
-        rest = &rest[end + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
 /// The compose file and the container image agree with each other and with the portal: two
 /// replicas with the same settings behind the proxy, whose address is the one trusted; the image
 /// is multi-stage, non-root, and holds the binary and the site only.

@@ -427,20 +427,11 @@ async fn a_replica_killed_under_load_behind_the_proxy_loses_and_doubles_nothing(
 
 /// The proxy's environment in `deploy/compose.yaml`, with `upstreams` for its replicas.
 fn compose_proxy_environment(upstreams: &str) -> Vec<(String, String)> {
-    let text = std::fs::read_to_string(deploy_file("compose.yaml")).unwrap();
-    let compose: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
-    let env: Vec<(String, String)> = compose["services"]["proxy"]["environment"]
-        .as_mapping()
-        .unwrap()
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().unwrap().to_owned(),
-                v.as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect();
-    with_overrides(&env, &[("BERTH_UPSTREAMS", upstreams.to_owned())], &[])
+    with_overrides(
+        &compose_environment(&compose_file()["services"]["proxy"]),
+        &[("BERTH_UPSTREAMS", upstreams.to_owned())],
+        &[],
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -125,16 +125,12 @@ fn has_model(model: &str) -> Condition {
     )
 }
 
-/// How many nodes have accepted GPUs of `model` (every node when `None`).
-pub async fn count_nodes_with(
-    db: &impl ConnectionTrait,
-    model: Option<&str>,
-) -> Result<u64, DbErr> {
-    let mut nodes = node::Entity::find();
-    if let Some(model) = model {
-        nodes = nodes.filter(has_model(model));
-    }
-    nodes.count(db).await
+/// How many nodes have accepted GPUs of `model`.
+pub async fn count_nodes_with(db: &impl ConnectionTrait, model: &str) -> Result<u64, DbErr> {
+    node::Entity::find()
+        .filter(has_model(model))
+        .count(db)
+        .await
 }
 
 /// `limit` nodes from the `offset`-th in name order of those with accepted GPUs of `model`

@@ -26,6 +26,8 @@ use sea_orm::{
 };
 use std::collections::{BTreeMap, HashMap};
 
+use super::IDS_PER_STATEMENT;
+
 /// Rows per `gpu_slot_load` insert statement.
 const SLOT_ROWS_PER_STATEMENT: usize = 1000;
 
@@ -146,8 +148,6 @@ pub async fn lock_gpus(txn: &DatabaseTransaction, ids: &[i64]) -> Result<(), DbE
 
 /// (gpu id, reservation id, start, end): a row of the holds index.
 type HoldRow = (i64, i64, DateTime<Utc>, DateTime<Utc>);
-
-use super::IDS_PER_STATEMENT;
 
 /// A confirmed reservation's hold on one GPU.
 #[derive(Debug, Clone)]

@@ -6,7 +6,9 @@ use crate::auth;
 use crate::configuration::SessionSettings;
 use crate::middleware::rate_limit::SignInLimiter;
 use crate::middleware::security_headers::SecurityHeaders;
-use crate::middleware::{csrf, guard, locale, panic, rate_limit, request_log, security_headers};
+use crate::middleware::{
+    csrf, guard, locale, panic, rate_limit, request_log, security_headers, server_fn_status,
+};
 use crate::ops::health;
 use crate::ops::metrics::{self, MetricsToken};
 use crate::startup::SESSION_COOKIE;
@@ -78,6 +80,9 @@ pub fn router(
         // Also registers the server functions, with `AppState` in their context.
         .leptos_routes(&state, routes, move || shell(shell_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(axum::middleware::from_fn(
+            server_fn_status::client_errors_as_4xx,
+        ))
         // Layers run outside-in from the bottom: set the security headers (and the page's script
         // nonce), count, log, turn a panic into a 500, compress, refuse cross-site writes, limit
         // sign-in attempts, load the session, then require sign-in for pages.

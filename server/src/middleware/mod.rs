@@ -9,3 +9,4 @@ pub mod panic;
 pub mod rate_limit;
 pub mod request_log;
 pub mod security_headers;
+pub mod server_fn_status;

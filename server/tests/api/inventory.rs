@@ -312,7 +312,32 @@ async fn a_page_read_from_the_store_equals_the_page_of_the_whole_inventory(backe
     app.stop().await;
 }
 
+/// Arguments a server function cannot read (a page past u32, not a number) are the caller's
+/// input: 422 with the reason, not 500.
+async fn unreadable_server_function_arguments_answer_422(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
+    for page in ["99999999999999999999", "abc"] {
+        let response = app
+            .client
+            .post(app.url("/api/list_gpus"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("page={page}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 422, "page={page}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(
+            body["Validation"]["problem"]["code"], "unreadable",
+            "{body}"
+        );
+    }
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    unreadable_server_function_arguments_answer_422,
     a_large_fleet_is_shown_a_page_of_nodes_at_a_time,
     a_page_read_from_the_store_equals_the_page_of_the_whole_inventory,
     a_lost_database_gives_503_and_a_clear_message_not_500,

@@ -428,7 +428,7 @@ pub async fn bookable_models(
 /// `min_memory_mib` if given) that `share` of fits throughout `window`: no 15-minute slot of it
 /// loaded beyond what the share leaves (the `gpu_slot_load` rows every booking adds to, under
 /// their CHECK) and no maintenance window overlapping it. One query whatever the fleet's size,
-/// answering node ids only.
+/// answering node ids only; it reads the nodes up to the last one it answers.
 pub async fn nodes_with_room(
     db: &impl ConnectionTrait,
     model: &str,
@@ -477,22 +477,28 @@ pub async fn nodes_with_room(
             .gt(window.start()),
         )
         .to_owned();
-    gpu::Entity::find()
+    // Per node, how many of its GPUs have room: a correlated count, so that the nodes are walked
+    // in name order (their unique index) and the walk stops at the `limit`-th node with room,
+    // instead of grouping every GPU of the model first.
+    let with_room = Query::select()
+        .expr(Expr::col((gpu::Entity, gpu::Column::Id)).count())
+        .from(gpu::Entity)
+        .and_where(
+            Expr::col((gpu::Entity, gpu::Column::NodeId)).equals((node::Entity, node::Column::Id)),
+        )
+        .cond_where(bookable(Some(model), min_memory_mib, share))
+        .and_where(Expr::exists(loaded).not())
+        .and_where(Expr::exists(maintained).not())
+        .to_owned();
+    node::Entity::find()
         .select_only()
-        .column(gpu::Column::NodeId)
-        .join(sea_orm::JoinType::InnerJoin, gpu::Relation::Node.def())
-        .filter(bookable(Some(model), min_memory_mib, share))
-        .filter(Expr::exists(loaded).not())
-        .filter(Expr::exists(maintained).not())
-        .group_by(gpu::Column::NodeId)
-        .group_by(node::Column::Name)
-        .having(
-            gpu::Column::Id
-                .count()
+        .column(node::Column::Id)
+        .filter(
+            Expr::SubQuery(None, Box::new(with_room.into()))
                 .gte(i64::try_from(count).unwrap_or(i64::MAX)),
         )
         .order_by_asc(node::Column::Name)
-        .order_by_asc(gpu::Column::NodeId)
+        .order_by_asc(node::Column::Id)
         .limit(u64::try_from(limit).unwrap_or(u64::MAX))
         .into_tuple()
         .all(db)

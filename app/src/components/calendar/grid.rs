@@ -3,13 +3,14 @@
 //! show as partial occupancy. Rendered on the server; the calendar's island selects a window on a
 //! row by pointer drag or the keyboard (arrows, Enter, Escape), see `select.rs`.
 
-use super::{local_time, pct};
-use crate::domain::calendar::{CalendarGpu, CalendarView, Span};
+use super::{pct, push_pct};
+use crate::domain::calendar::{CalendarGpu, CalendarView, PlacedBlock, Span, fraction_of};
 use crate::domain::reservation::BlockKind;
-use crate::domain::schedule::WHOLE_GPU;
+use crate::domain::schedule::{WHOLE_GPU, Window};
+use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
 use crate::text::format::MemoryText;
-use chrono::Datelike;
+use chrono::{Datelike, Timelike};
 use leptos::prelude::*;
 
 /// The calendar grid.
@@ -138,61 +139,17 @@ fn GpuRow(
     let i18n = use_i18n();
     let gpu_id = gpu.gpu.id;
     let bookable = gpu.gpu.status.is_bookable();
-    // One reactive closure for all of a row's blocks (not two per block): it re-renders the row's
-    // blocks when the language changes, and costs little to create for 64 rows × a week.
-    let placed = StoredValue::new(gpu.blocks.clone());
-    let blocks = move || {
-        let mine = t_string!(i18n, calendar_mine).to_string();
-        let booked = t_string!(i18n, calendar_booked).to_string();
-        let maintenance = t_string!(i18n, calendar_maintenance).to_string();
-        let idle = t_string!(i18n, calendar_idle_now).to_string();
-        let borrowing = t_string!(i18n, calendar_borrowing).to_string();
-        placed.with_value(|placed| {
-            placed
-                .iter()
-                .map(|placed| {
-                    let block = &placed.block;
-                    let (left, width, from, to) = view.with_value(|v| {
-                        let left = v.fraction(block.start);
-                        (left, v.fraction(block.end) - left, local_time(v, block.start), local_time(v, block.end))
-                    });
-                    let quarters = block.quarters.min(WHOLE_GPU);
-                    let top = f64::from(placed.lane) / f64::from(WHOLE_GPU);
-                    let height = f64::from(quarters) / f64::from(WHOLE_GPU);
-                    let (kind, label) = match block.kind {
-                        BlockKind::Mine => ("mine", &mine),
-                        BlockKind::Booked => ("booked", &booked),
-                        BlockKind::Team => ("team", block.who.as_ref().unwrap_or(&booked)),
-                        BlockKind::Maintenance => ("maintenance", &maintenance),
-                    };
-                    let share = match quarters {
-                        1 => "¼ ",
-                        2 => "½ ",
-                        _ => "",
-                    };
-                    let partial = if quarters < WHOLE_GPU { " partial" } else { "" };
-                    let idle_class = if placed.idle { " idle" } else { "" };
-                    let mut idle_note = if placed.idle { format!(" · {idle}") } else { String::new() };
-                    let borrowing_class = if block.borrowing { " borrowing" } else { "" };
-                    if block.borrowing {
-                        idle_note.push_str(&format!(" · {borrowing}"));
-                    }
-                    view! {
-                        <div
-                            class=format!("cal-block kind-{kind}{partial}{idle_class}{borrowing_class}")
-                            style=format!("left:{};width:{};top:{};height:{}", pct(left), pct(width), pct(top), pct(height))
-                            title=format!("{share}{label} · {from}–{to}{idle_note}")
-                            data-kind=kind
-                            data-idle=placed.idle.then_some("true")
-                            data-borrowing=block.borrowing.then_some("true")
-                        >
-                            <span class="cal-block-label">{format!("{share}{label}{idle_note}")}</span>
-                        </div>
-                    }
-                })
-                .collect_view()
-        })
+    // The row's blocks (1,840 in a busy week of 64 GPUs) are written as one HTML string: a view
+    // node per block was most of the week view's render time. The calendar's island never
+    // renders them; it only reads the track's data attributes and adds the selection.
+    let words = BlockWords {
+        mine: t_string!(i18n, calendar_mine).to_string(),
+        booked: t_string!(i18n, calendar_booked).to_string(),
+        maintenance: t_string!(i18n, calendar_maintenance).to_string(),
+        idle: t_string!(i18n, calendar_idle_now).to_string(),
+        borrowing: t_string!(i18n, calendar_borrowing).to_string(),
     };
+    let track = view.with_value(|v| track_html(&v.range, &v.zone, &gpu.blocks, &words, now_line));
     let label = format!("#{} {}", gpu.gpu.device_index, gpu.gpu.model);
     let aria = {
         let label = label.clone();
@@ -241,10 +198,159 @@ fn GpuRow(
                 aria-label=aria
                 data-gpu=gpu_id
                 data-bookable=bookable.to_string()
-            >
-                {blocks}
-                {now_line.map(|f| view! { <div class="cal-now" style=format!("left:{}", pct(f)) aria-hidden="true"></div> })}
-            </div>
+                inner_html=track
+            ></div>
         </div>
+    }
+}
+
+/// The words a block's label is made of, in the viewer's language.
+struct BlockWords {
+    mine: String,
+    booked: String,
+    maintenance: String,
+    idle: String,
+    borrowing: String,
+}
+
+/// A row track's contents: its blocks, placed by time (left/width) and quarter lane
+/// (top/height), then the now-line. Every text is escaped (a team block names its holder).
+fn track_html(
+    range: &Window,
+    zone: &ZoneOffsets,
+    placed: &[PlacedBlock],
+    words: &BlockWords,
+    now_line: Option<f64>,
+) -> String {
+    use html_escape::{encode_double_quoted_attribute_to_string, encode_text_to_string};
+    let mut out = String::with_capacity(placed.len() * 320 + 80);
+    for placed in placed {
+        let block = &placed.block;
+        let left = fraction_of(range, block.start);
+        let width = fraction_of(range, block.end) - left;
+        let quarters = block.quarters.min(WHOLE_GPU);
+        let top = f64::from(placed.lane) / f64::from(WHOLE_GPU);
+        let height = f64::from(quarters) / f64::from(WHOLE_GPU);
+        let (kind, label) = match block.kind {
+            BlockKind::Mine => ("mine", &words.mine),
+            BlockKind::Booked => ("booked", &words.booked),
+            BlockKind::Team => ("team", block.who.as_ref().unwrap_or(&words.booked)),
+            BlockKind::Maintenance => ("maintenance", &words.maintenance),
+        };
+        let share = match quarters {
+            1 => "¼ ",
+            2 => "½ ",
+            _ => "",
+        };
+        let mut text = format!("{share}{label}");
+        let mut note = String::new();
+        if placed.idle {
+            note.push_str(" · ");
+            note.push_str(&words.idle);
+        }
+        if block.borrowing {
+            note.push_str(" · ");
+            note.push_str(&words.borrowing);
+        }
+        out.push_str("<div class=\"cal-block kind-");
+        out.push_str(kind);
+        if quarters < WHOLE_GPU {
+            out.push_str(" partial");
+        }
+        if placed.idle {
+            out.push_str(" idle");
+        }
+        if block.borrowing {
+            out.push_str(" borrowing");
+        }
+        out.push_str("\" style=\"left:");
+        push_pct(&mut out, left);
+        out.push_str(";width:");
+        push_pct(&mut out, width);
+        out.push_str(";top:");
+        push_pct(&mut out, top);
+        out.push_str(";height:");
+        push_pct(&mut out, height);
+        out.push_str("\" title=\"");
+        let (from, to) = (zone.local(block.start), zone.local(block.end));
+        let title = format!(
+            "{text} · {:02}:{:02}–{:02}:{:02}{note}",
+            from.hour(),
+            from.minute(),
+            to.hour(),
+            to.minute()
+        );
+        encode_double_quoted_attribute_to_string(&title, &mut out);
+        out.push_str("\" data-kind=\"");
+        out.push_str(kind);
+        out.push('"');
+        if placed.idle {
+            out.push_str(" data-idle=\"true\"");
+        }
+        if block.borrowing {
+            out.push_str(" data-borrowing=\"true\"");
+        }
+        out.push_str("><span class=\"cal-block-label\">");
+        text.push_str(&note);
+        encode_text_to_string(&text, &mut out);
+        out.push_str("</span></div>");
+    }
+    if let Some(now) = now_line {
+        out.push_str("<div class=\"cal-now\" style=\"left:");
+        push_pct(&mut out, now);
+        out.push_str("\" aria-hidden=\"true\"></div>");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::reservation::BusyBlock;
+    use crate::domain::zone::OffsetChange;
+    use chrono::{TimeZone, Utc};
+
+    #[test]
+    fn a_track_places_its_blocks_and_escapes_every_name() {
+        let at = |hour| Utc.with_ymd_and_hms(2026, 12, 7, hour, 0, 0).unwrap();
+        let range = Window::new(at(0), at(0) + chrono::TimeDelta::days(1)).unwrap();
+        let zone = ZoneOffsets {
+            name: "America/Sao_Paulo".into(),
+            changes: vec![OffsetChange {
+                at: at(0),
+                offset_seconds: -3 * 3600,
+            }],
+        };
+        let team = PlacedBlock {
+            block: BusyBlock {
+                start: at(6),
+                end: at(12),
+                quarters: 2,
+                kind: BlockKind::Team,
+                reservation_id: None,
+                who: Some("Ana <script>\"&' · Lab".into()),
+                borrowing: true,
+                shared: false,
+            },
+            lane: 2,
+            idle: true,
+        };
+        let words = BlockWords {
+            mine: "Mine".into(),
+            booked: "Booked".into(),
+            maintenance: "Maintenance".into(),
+            idle: "idle now".into(),
+            borrowing: "borrowing".into(),
+        };
+        let html = track_html(&range, &zone, &[team], &words, Some(0.5));
+        assert_eq!(
+            html,
+            "<div class=\"cal-block kind-team partial idle borrowing\" \
+             style=\"left:25.0000%;width:25.0000%;top:50.0000%;height:50.0000%\" \
+             title=\"½ Ana &lt;script&gt;&quot;&amp;' · Lab · 03:00–09:00 · idle now · borrowing\" \
+             data-kind=\"team\" data-idle=\"true\" data-borrowing=\"true\">\
+             <span class=\"cal-block-label\">½ Ana &lt;script&gt;\"&amp;' · Lab · idle now · borrowing</span></div>\
+             <div class=\"cal-now\" style=\"left:50.0000%\" aria-hidden=\"true\"></div>"
+        );
     }
 }

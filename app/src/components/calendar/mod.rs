@@ -16,6 +16,14 @@ use leptos::prelude::*;
 
 /// A percentage for CSS positions (`left`, `width`) of a fraction 0.0–1.0.
 pub fn pct(value: f64) -> String {
+    let mut out = String::with_capacity(10);
+    push_pct(&mut out, value);
+    out
+}
+
+/// [`pct`] written onto `out`.
+pub fn push_pct(out: &mut String, value: f64) {
+    use std::fmt::Write as _;
     // Four decimals by integer arithmetic: a week of 64 GPUs writes thousands of these, and
     // formatting floats exactly was a sixth of the page's time.
     #[expect(
@@ -25,7 +33,12 @@ pub fn pct(value: f64) -> String {
     let scaled = (value * 1_000_000.0).round() as i64;
     let sign = if scaled < 0 { "-" } else { "" };
     let magnitude = scaled.unsigned_abs();
-    format!("{sign}{}.{:04}%", magnitude / 10_000, magnitude % 10_000)
+    let _ = write!(
+        out,
+        "{sign}{}.{:04}%",
+        magnitude / 10_000,
+        magnitude % 10_000
+    );
 }
 
 /// A window being selected on one GPU's row: from the cell at `anchor` to the cell at `head`.
@@ -57,13 +70,6 @@ pub fn cell_floor(view: &CalendarView, at: DateTime<Utc>) -> DateTime<Utc> {
         .num_seconds()
         .clamp(0, view.range.length().num_seconds() - 1);
     view.range.start() + TimeDelta::seconds(offset - offset.rem_euclid(cell))
-}
-
-/// `HH:MM` of an instant in the viewer's zone.
-pub fn local_time(view: &CalendarView, at: DateTime<Utc>) -> String {
-    use chrono::Timelike;
-    let local = view.zone.local(at);
-    format!("{:02}:{:02}", local.hour(), local.minute())
 }
 
 /// `YYYY-MM-DD HH:MM` of an instant in the viewer's zone.

@@ -45,10 +45,7 @@ impl Wake {
 /// Records `events` in `txn`, the transaction of the change that causes them: they exist if and
 /// only if the change commits. An event whose key is already recorded is left as it is.
 pub async fn record(txn: &DatabaseTransaction, events: &[NewEvent]) -> Result<(), DbErr> {
-    for event in events {
-        db::notify::enqueue(txn, event).await?;
-    }
-    Ok(())
+    db::notify::enqueue(txn, events).await
 }
 
 /// Reservation `id` no longer holds its GPUs: its reminders not sent yet are dropped and

@@ -257,13 +257,27 @@ async fn find_a_slot_offers_the_earliest_windows_that_fit(backend: Backend) {
     let ana = user_token(&app, "ana@example.com", PlatformRole::User).await;
     // Take both L40S for tomorrow 08:00–20:00.
     let (start, end) = (tomorrow(8, 0), tomorrow(20, 0));
-    let (status, _) = book(
+    let (status, booked) = book(
         &app,
         &ana,
         json!({"model": "NVIDIA L40S", "count": 2, "start": start.to_rfc3339(), "end": end.to_rfc3339()}),
     )
     .await;
     assert_eq!(status, 201);
+    // The answer to a booking is the reservation as it reads back (its GPUs by id).
+    let (status, read) = get(
+        &app,
+        &ana,
+        &format!("/api/v1/reservations/{}", booked["id"]),
+    )
+    .await;
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(read, booked);
+    let held = booked["gpu_ids"].as_array().unwrap();
+    assert!(
+        held.len() == 2 && held[0].as_i64() < held[1].as_i64(),
+        "{booked}"
+    );
     let after = start.to_rfc3339().replace('+', "%2B");
     let (status, offers) = get(
         &app,

@@ -16,35 +16,45 @@ use sea_orm::{
     DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 
-/// Writes `event` in the caller's transaction; an event with the same key is kept as it is.
-pub async fn enqueue(txn: &DatabaseTransaction, event: &NewEvent) -> Result<(), DbErr> {
-    let (user_id, team_id) = match event.audience {
-        Audience::User(id) => (Some(id), None),
-        Audience::TeamAdmins(id) => (None, Some(id)),
-    };
-    let notice = serde_json::to_string(&event.notice)
-        .map_err(|err| DbErr::Custom(format!("notice: {err}")))?;
+/// Writes `events` in the caller's transaction, in one statement; an event with the same key as
+/// one already written is kept as it is.
+pub async fn enqueue(txn: &DatabaseTransaction, events: &[NewEvent]) -> Result<(), DbErr> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let rows = events
+        .iter()
+        .map(|event| {
+            let (user_id, team_id) = match event.audience {
+                Audience::User(id) => (Some(id), None),
+                Audience::TeamAdmins(id) => (None, Some(id)),
+            };
+            let notice = serde_json::to_string(&event.notice)
+                .map_err(|err| DbErr::Custom(format!("notice: {err}")))?;
+            Ok(notification_event::ActiveModel {
+                kind: Set(event.kind),
+                event_key: Set(event.key.clone()),
+                user_id: Set(user_id),
+                team_id: Set(team_id),
+                reservation_id: Set(event.reservation_id),
+                notice: Set(notice),
+                occurred_at: Set(event.occurred_at),
+                due_at: Set(event.due_at),
+                fanned_out_at: Set(None),
+                ..Default::default()
+            })
+        })
+        .collect::<Result<Vec<_>, DbErr>>()?;
     // ON CONFLICT rather than a unique violation: on PostgreSQL a violation would abort the
     // caller's whole transaction.
-    notification_event::Entity::insert(notification_event::ActiveModel {
-        kind: Set(event.kind),
-        event_key: Set(event.key.clone()),
-        user_id: Set(user_id),
-        team_id: Set(team_id),
-        reservation_id: Set(event.reservation_id),
-        notice: Set(notice),
-        occurred_at: Set(event.occurred_at),
-        due_at: Set(event.due_at),
-        fanned_out_at: Set(None),
-        ..Default::default()
-    })
-    .on_conflict(
-        OnConflict::column(notification_event::Column::EventKey)
-            .do_nothing()
-            .to_owned(),
-    )
-    .exec_without_returning(txn)
-    .await?;
+    notification_event::Entity::insert_many(rows)
+        .on_conflict(
+            OnConflict::column(notification_event::Column::EventKey)
+                .do_nothing()
+                .to_owned(),
+        )
+        .exec_without_returning(txn)
+        .await?;
     Ok(())
 }
 

@@ -1017,7 +1017,8 @@ pub async fn reservation_view(
     Ok(views(db, vec![row], now).await?.remove(0))
 }
 
-/// Rows as [`Reservation`]s, reading owners, nodes and GPUs in three queries.
+/// Rows as [`Reservation`]s, reading their GPUs, owners, teams, nodes, profiles and
+/// continuations a query each.
 pub async fn views(
     db: &impl ConnectionTrait,
     rows: Vec<reservation::Model>,
@@ -1035,6 +1036,71 @@ pub async fn views(
             .or_default()
             .push(held.gpu_id);
     }
+    let nodes: HashMap<i64, String> = node::Entity::find()
+        .filter(node::Column::Id.is_in(rows.iter().map(|r| r.node_id).collect::<Vec<_>>()))
+        .all(db)
+        .await?
+        .into_iter()
+        .map(|n| (n.id, n.name))
+        .collect();
+    // The reservations that continue these after a GPU failed.
+    let moved_to: HashMap<i64, i64> = reservation::Entity::find()
+        .select_only()
+        .column(reservation::Column::MovedFromId)
+        .column(reservation::Column::Id)
+        .filter(
+            reservation::Column::MovedFromId.is_in(rows.iter().map(|r| r.id).collect::<Vec<_>>()),
+        )
+        .into_tuple::<(Option<i64>, i64)>()
+        .all(db)
+        .await?
+        .into_iter()
+        .filter_map(|(from, id)| Some((from?, id)))
+        .collect();
+    let parts = ViewParts {
+        gpus,
+        nodes,
+        moved_to,
+        ..people_of(db, &rows).await?
+    };
+    assemble(rows, parts, now)
+}
+
+/// A reservation row just written by the caller, who holds its GPUs and its node's name, as a
+/// [`Reservation`]: nothing continues it yet, so only its owner (team, profile) is read.
+pub async fn new_view(
+    db: &impl ConnectionTrait,
+    row: reservation::Model,
+    gpu_ids: Vec<i64>,
+    node_name: String,
+    now: DateTime<Utc>,
+) -> Result<Reservation, DbErr> {
+    let parts = ViewParts {
+        gpus: HashMap::from([(row.id, gpu_ids)]),
+        nodes: HashMap::from([(row.node_id, node_name)]),
+        ..people_of(db, std::slice::from_ref(&row)).await?
+    };
+    let rows = vec![row];
+    Ok(assemble(rows, parts, now)?.remove(0))
+}
+
+/// What a [`Reservation`] shows beside its row, by id.
+#[derive(Default)]
+struct ViewParts {
+    gpus: HashMap<i64, Vec<i64>>,
+    owners: HashMap<i64, String>,
+    teams: HashMap<i64, String>,
+    nodes: HashMap<i64, String>,
+    profiles: HashMap<i64, BookedProfile>,
+    moved_to: HashMap<i64, i64>,
+}
+
+/// The owners' names, the teams' names and the booked profiles of `rows` (the other parts
+/// empty).
+async fn people_of(
+    db: &impl ConnectionTrait,
+    rows: &[reservation::Model],
+) -> Result<ViewParts, DbErr> {
     let owners: HashMap<i64, String> = user::Entity::find()
         .filter(user::Column::Id.is_in(rows.iter().map(|r| r.owner_id).collect::<Vec<_>>()))
         .all(db)
@@ -1056,13 +1122,6 @@ pub async fn views(
             .map(|t| (t.id, t.name))
             .collect()
     };
-    let nodes: HashMap<i64, String> = node::Entity::find()
-        .filter(node::Column::Id.is_in(rows.iter().map(|r| r.node_id).collect::<Vec<_>>()))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|n| (n.id, n.name))
-        .collect();
     let version_ids: Vec<i64> = rows.iter().filter_map(|r| r.profile_version_id).collect();
     let profiles: HashMap<i64, BookedProfile> =
         super::env_profiles::versions_with_profiles(db, &version_ids)
@@ -1081,20 +1140,20 @@ pub async fn views(
                 )
             })
             .collect();
-    // The reservations that continue these after a GPU failed.
-    let moved_to: HashMap<i64, i64> = reservation::Entity::find()
-        .select_only()
-        .column(reservation::Column::MovedFromId)
-        .column(reservation::Column::Id)
-        .filter(
-            reservation::Column::MovedFromId.is_in(rows.iter().map(|r| r.id).collect::<Vec<_>>()),
-        )
-        .into_tuple::<(Option<i64>, i64)>()
-        .all(db)
-        .await?
-        .into_iter()
-        .filter_map(|(from, id)| Some((from?, id)))
-        .collect();
+    Ok(ViewParts {
+        owners,
+        teams,
+        profiles,
+        ..ViewParts::default()
+    })
+}
+
+/// `rows` with their `parts`, as seen at `now`.
+fn assemble(
+    rows: Vec<reservation::Model>,
+    mut parts: ViewParts,
+    now: DateTime<Utc>,
+) -> Result<Vec<Reservation>, DbErr> {
     rows.into_iter()
         .map(|row| {
             let window = stored_window(&row)?;
@@ -1104,9 +1163,9 @@ pub async fn views(
                 .and_then(Share::from_quarters)
                 .ok_or_else(|| DbErr::Custom(format!("reservations.id={}: quarters", row.id)))?;
             Ok(Reservation {
-                owner_name: owners.get(&row.owner_id).cloned().unwrap_or_default(),
-                node_name: nodes.get(&row.node_id).cloned().unwrap_or_default(),
-                gpu_ids: gpus.remove(&row.id).unwrap_or_default(),
+                owner_name: parts.owners.get(&row.owner_id).cloned().unwrap_or_default(),
+                node_name: parts.nodes.get(&row.node_id).cloned().unwrap_or_default(),
+                gpu_ids: parts.gpus.remove(&row.id).unwrap_or_default(),
                 status: ReservationStatus::at(
                     row.status == reservation::Status::Cancelled,
                     &window,
@@ -1128,7 +1187,7 @@ pub async fn views(
                 created_at: row.created_at,
                 team: row
                     .team_id
-                    .map(|id| (id, teams.get(&id).cloned().unwrap_or_default())),
+                    .map(|id| (id, parts.teams.get(&id).cloned().unwrap_or_default())),
                 budget: None,
                 priority: row.priority,
                 preemptible: row.preemptible,
@@ -1141,7 +1200,7 @@ pub async fn views(
                     .and_then(|json| serde_json::from_str(json).ok()),
                 profile: row
                     .profile_version_id
-                    .and_then(|id| profiles.get(&id).cloned()),
+                    .and_then(|id| parts.profiles.get(&id).cloned()),
                 moved_from: row.moved_from_id.map(|id| {
                     let cause = row
                         .move_cause
@@ -1150,7 +1209,7 @@ pub async fn views(
                         .unwrap_or(crate::domain::failover::FailureCause::Missing);
                     (id, cause)
                 }),
-                moved_to: moved_to.get(&row.id).copied(),
+                moved_to: parts.moved_to.get(&row.id).copied(),
                 start_early: row.start_early,
                 early_from: row.early_from,
                 sla_credit_minor: row.sla_credit_minor,

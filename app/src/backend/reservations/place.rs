@@ -788,7 +788,12 @@ async fn record(
             notify::record(&txn, &[event]).await?;
         }
     }
-    let mut reservation = db::reservations::reservation_view(&txn, row, terms.now).await?;
+    // As every reservation lists them: by id.
+    let mut gpu_ids = ids;
+    gpu_ids.sort_unstable();
+    let node_name = gpus[0].node_name.clone();
+    let mut reservation =
+        db::reservations::new_view(&txn, row, gpu_ids, node_name, terms.now).await?;
     reservation.budget = warning;
     if terms.notify {
         notify::record(&txn, &NewEvent::booked(&reservation, terms.now)).await?;

@@ -102,11 +102,12 @@ pub async fn set_maintenance(
             Some(("gpu", id)) => vec![id.parse::<i64>().map_err(|_| invalid_target())?],
             Some(("node", id)) => {
                 let node_id = id.parse::<i64>().map_err(|_| invalid_target())?;
-                let node = crate::backend::inventory::nodes(&call.state)
-                    .await?
-                    .into_iter()
-                    .find(|node| node.id == node_id)
-                    .ok_or_else(invalid_target)?;
+                let node = crate::backend::inventory::node(&call.state, node_id)
+                    .await
+                    .map_err(|err| match err {
+                        AppError::NotFound(_) => invalid_target(),
+                        other => other,
+                    })?;
                 node.gpus.iter().map(|gpu| gpu.id).collect()
             }
             _ => return Err(invalid_target()),

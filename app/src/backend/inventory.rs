@@ -17,6 +17,20 @@ pub async fn nodes(state: &AppState) -> Result<Vec<NodeInventory>, AppError> {
     Ok(db::inventory::list_nodes_with_gpus(db).await?)
 }
 
+/// The node GPU `gpu_id` sits in, or `NotFound`.
+pub async fn node_of_gpu(state: &AppState, gpu_id: i64) -> Result<i64, AppError> {
+    db::inventory::gpu_node(&state.db, gpu_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("GPU {gpu_id}")))
+}
+
+/// Node `node_id` with its accepted GPUs, or `NotFound`.
+pub async fn node(state: &AppState, node_id: i64) -> Result<NodeInventory, AppError> {
+    db::inventory::node_with_gpus(&state.db, node_id)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("node {node_id}")))
+}
+
 /// What the inventory page `page` shows of the nodes with GPUs of `model` (all when `None`):
 /// the whole inventory when it fits one page, else that page read from the store with the
 /// fleet's facts from grouped counts (equal to `Inventory::page` of the whole inventory, without

@@ -9,8 +9,8 @@ use crate::domain::failover::{FELL_OFF_BUS_OUT_FOR, FailureCause, XID_FELL_OFF_B
 use crate::domain::notify::{GpuProblem, NODE_SILENT_AFTER, NewEvent};
 use crate::domain::problem::Problem;
 use crate::domain::telemetry::{
-    GpuEvent, GpuHistory, LiveFleet, LiveNode, MAX_HISTORY_DAYS, RawPoint, Registration, Report,
-    Series, SourceKind, is_stale, validate_registration, validate_report, wants_raw,
+    GpuEvent, GpuHistory, LiveFleet, LiveGpu, LiveNode, MAX_HISTORY_DAYS, RawPoint, Registration,
+    Report, Series, SourceKind, is_stale, validate_registration, validate_report, wants_raw,
 };
 use crate::error::AppError;
 use chrono::{DateTime, Duration, Utc};
@@ -546,7 +546,38 @@ pub async fn live_fleet(state: &AppState, now: DateTime<Utc>) -> Result<LiveFlee
         store::live_gpus(db, None),
         store::vanished_gpus(db)
     )?;
-    Ok(LiveFleet {
+    Ok(live(nodes, gpus, vanished, now))
+}
+
+/// [`live_fleet`] of GPU `gpu_id` on node `node_id` only: that node's agent and that GPU's
+/// values, read without the rest of the fleet.
+pub async fn live_gpu(
+    state: &AppState,
+    node_id: i64,
+    gpu_id: i64,
+    now: DateTime<Utc>,
+) -> Result<LiveFleet, AppError> {
+    let db = &state.db;
+    let (node, gpus, vanished) = tokio::try_join!(
+        store::node_state(db, node_id),
+        store::live_gpus(db, Some(gpu_id)),
+        store::is_vanished(db, gpu_id)
+    )?;
+    Ok(live(
+        node.into_iter().collect(),
+        gpus,
+        if vanished { vec![gpu_id] } else { Vec::new() },
+        now,
+    ))
+}
+
+fn live(
+    nodes: Vec<store::NodeAgentState>,
+    gpus: Vec<LiveGpu>,
+    vanished: Vec<i64>,
+    now: DateTime<Utc>,
+) -> LiveFleet {
+    LiveFleet {
         nodes: nodes
             .into_iter()
             .map(|node| LiveNode {
@@ -560,7 +591,7 @@ pub async fn live_fleet(state: &AppState, now: DateTime<Utc>) -> Result<LiveFlee
             .collect(),
         gpus,
         vanished,
-    })
+    }
 }
 
 /// Checks a history range: `to` after `from`, at most [`MAX_HISTORY_DAYS`].

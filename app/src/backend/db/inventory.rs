@@ -161,6 +161,20 @@ pub async fn node_page(
     group_by_node(nodes, gpus)
 }
 
+/// Node `node_id` with its accepted GPUs, if it exists.
+pub async fn node_with_gpus(
+    db: &impl ConnectionTrait,
+    node_id: i64,
+) -> Result<Option<NodeInventory>, DbErr> {
+    let nodes = nodes_query()
+        .filter(node::Column::Id.eq(node_id))
+        .into_model::<NodeRow>()
+        .all(db)
+        .await?;
+    let gpus = gpus_where(db, Condition::all().add(gpu::Column::NodeId.eq(node_id))).await?;
+    Ok(group_by_node(nodes, gpus)?.pop())
+}
+
 /// Every GPU model in the inventory, sorted.
 pub async fn list_models(db: &impl ConnectionTrait) -> Result<Vec<String>, DbErr> {
     gpu::Entity::find()

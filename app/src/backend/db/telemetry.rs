@@ -13,8 +13,8 @@ use crate::domain::telemetry::{
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, RelationTrait,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr,
+    EntityTrait, QueryFilter, QueryOrder, QuerySelect, RelationTrait,
 };
 use std::collections::HashMap;
 
@@ -483,7 +483,27 @@ pub struct NodeAgentState {
 
 /// Every node's agent state, ordered by name.
 pub async fn node_states(db: &impl ConnectionTrait) -> Result<Vec<NodeAgentState>, DbErr> {
+    node_states_where(db, Condition::all()).await
+}
+
+/// The agent's state of node `node_id` (none when there is no such node).
+pub async fn node_state(
+    db: &impl ConnectionTrait,
+    node_id: i64,
+) -> Result<Option<NodeAgentState>, DbErr> {
+    Ok(
+        node_states_where(db, Condition::all().add(node::Column::Id.eq(node_id)))
+            .await?
+            .pop(),
+    )
+}
+
+async fn node_states_where(
+    db: &impl ConnectionTrait,
+    condition: Condition,
+) -> Result<Vec<NodeAgentState>, DbErr> {
     Ok(node::Entity::find()
+        .filter(condition)
         .order_by_asc(node::Column::Name)
         .all(db)
         .await?
@@ -561,9 +581,26 @@ pub async fn live_utilization(
 
 /// The ids of GPUs flagged as vanished.
 pub async fn vanished_gpus(db: &impl ConnectionTrait) -> Result<Vec<i64>, DbErr> {
+    vanished_where(db, Condition::all()).await
+}
+
+/// Whether GPU `gpu_id` is one its node no longer reports.
+pub async fn is_vanished(db: &impl ConnectionTrait, gpu_id: i64) -> Result<bool, DbErr> {
+    Ok(
+        !vanished_where(db, Condition::all().add(gpu::Column::Id.eq(gpu_id)))
+            .await?
+            .is_empty(),
+    )
+}
+
+async fn vanished_where(
+    db: &impl ConnectionTrait,
+    condition: Condition,
+) -> Result<Vec<i64>, DbErr> {
     gpu::Entity::find()
         .select_only()
         .column(gpu::Column::Id)
+        .filter(condition)
         .filter(gpu::Column::VanishedAt.is_not_null())
         .into_tuple()
         .all(db)

@@ -99,15 +99,27 @@ pub fn plural_one<N: TryInto<u64>>(i18n: I18nContext<Locale>, count: N) -> bool 
     })
 }
 
+/// `count` with its digits grouped for the reader's language ("10,000", "10.000").
+pub fn count_text<N: TryInto<u64> + std::fmt::Display + Copy>(
+    i18n: I18nContext<Locale>,
+    count: N,
+) -> String {
+    match count.try_into() {
+        Ok(whole) => with_number_style(i18n, |style| group_digits(whole, style)),
+        Err(_) => count.to_string(),
+    }
+}
+
 /// A counted text: the `$singular` key when `$count` takes the singular form in the reader's
-/// language (see [`plural_one`]), else `$plural`; both interpolate `count`.
+/// language (see [`plural_one`]), else `$plural`; both interpolate `count`, its digits grouped.
 macro_rules! t_count {
     ($i18n:expr, $count:expr, $singular:ident, $plural:ident) => {{
         let count = $count;
+        let shown = $crate::text::format::count_text($i18n, count);
         if $crate::text::format::plural_one($i18n, count) {
-            t_string!($i18n, $singular, count = count).to_string()
+            t_string!($i18n, $singular, count = shown).to_string()
         } else {
-            t_string!($i18n, $plural, count = count).to_string()
+            t_string!($i18n, $plural, count = shown).to_string()
         }
     }};
 }

@@ -3,7 +3,7 @@
 use crate::domain::inventory::ModelSummary;
 use crate::i18n::*;
 use crate::text::format::MemoryText;
-use crate::text::format::t_count;
+use crate::text::format::{count_text, t_count};
 use leptos::prelude::*;
 
 /// How many GPUs of each model there are and how many are available.
@@ -25,7 +25,10 @@ pub fn FleetSummary(summary: Vec<ModelSummary>, total: usize) -> impl IntoView {
                         <div class="meter-fill" style=format!("width: {percent}%")></div>
                     </div>
                     <div class="fleet-count">
-                        {t!(i18n, fleet_available, active = move || active, total = move || all)}
+                        {move || {
+                            let (active, all) = (count_text(i18n, active), count_text(i18n, all));
+                            t_string!(i18n, fleet_available, active, total = all).to_string()
+                        }}
                     </div>
                 </li>
             }

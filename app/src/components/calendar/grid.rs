@@ -244,24 +244,27 @@ fn track_html(
         };
         let mut text = format!("{share}{label}");
         let mut note = String::new();
-        if placed.idle {
-            note.push_str(" · ");
-            note.push_str(&words.idle);
-        }
-        if block.borrowing {
-            note.push_str(" · ");
-            note.push_str(&words.borrowing);
+        for (on, word) in [
+            (placed.idle, &words.idle),
+            (block.borrowing, &words.borrowing),
+        ] {
+            if on {
+                note.push_str(" · ");
+                note.push_str(word);
+            }
         }
         out.push_str("<div class=\"cal-block kind-");
         out.push_str(kind);
-        if quarters < WHOLE_GPU {
-            out.push_str(" partial");
-        }
-        if placed.idle {
-            out.push_str(" idle");
-        }
-        if block.borrowing {
-            out.push_str(" borrowing");
+        let flags = [
+            (quarters < WHOLE_GPU, "partial"),
+            (placed.idle, "idle"),
+            (block.borrowing, "borrowing"),
+        ];
+        for (on, class) in flags {
+            if on {
+                out.push(' ');
+                out.push_str(class);
+            }
         }
         out.push_str("\" style=\"left:");
         push_pct(&mut out, left);
@@ -284,11 +287,12 @@ fn track_html(
         out.push_str("\" data-kind=\"");
         out.push_str(kind);
         out.push('"');
-        if placed.idle {
-            out.push_str(" data-idle=\"true\"");
-        }
-        if block.borrowing {
-            out.push_str(" data-borrowing=\"true\"");
+        for (on, name) in &flags[1..] {
+            if *on {
+                out.push_str(" data-");
+                out.push_str(name);
+                out.push_str("=\"true\"");
+            }
         }
         out.push_str("><span class=\"cal-block-label\">");
         text.push_str(&note);

@@ -103,11 +103,8 @@ pub async fn set_maintenance(
             Some(("node", id)) => {
                 let node_id = id.parse::<i64>().map_err(|_| invalid_target())?;
                 let node = crate::backend::inventory::node(&call.state, node_id)
-                    .await
-                    .map_err(|err| match err {
-                        AppError::NotFound(_) => invalid_target(),
-                        other => other,
-                    })?;
+                    .await?
+                    .ok_or_else(invalid_target)?;
                 node.gpus.iter().map(|gpu| gpu.id).collect()
             }
             _ => return Err(invalid_target()),

@@ -60,10 +60,9 @@ pub async fn get_gpu_page(id: i64) -> Result<GpuPage, AppError> {
         let (state, now) = (&call.state, call.now);
         let settings = &call.state.portal.telemetry;
         // The GPU's own node and values only: the page stays as quick with 10,000 GPUs.
-        let node_id = inventory::node_of_gpu(state, id).await?;
-        let (node, pci_bus_id, hour, day, events, fleet) = tokio::try_join!(
-            inventory::node(state, node_id),
-            inventory::pci_bus_id(state, id),
+        let place = inventory::gpu_place(state, id).await?;
+        let (node, hour, day, events, (agent, live)) = tokio::try_join!(
+            inventory::node(state, place.node_id),
             telemetry::history(state, id, now - Duration::hours(1), now, now),
             telemetry::history(state, id, now - Duration::days(1), now, now),
             telemetry::events(
@@ -76,13 +75,14 @@ pub async fn get_gpu_page(id: i64) -> Result<GpuPage, AppError> {
                     after: None
                 }
             ),
-            telemetry::live_gpu(state, node_id, id, now),
+            telemetry::live_gpu(state, place.node_id, id, now),
         )?;
-        let gpu = node
-            .gpus
-            .iter()
-            .find(|g| g.id == id)
-            .cloned()
+        // A GPU waiting for acceptance is not listed.
+        let (node, gpu) = node
+            .and_then(|node| {
+                let gpu = node.gpus.iter().find(|g| g.id == id)?.clone();
+                Some((node, gpu))
+            })
             .ok_or_else(|| AppError::NotFound(format!("GPU {id}")))?;
         let access = if call.actor.require_platform_admin().is_ok() {
             Some(crate::backend::node_access::gpu_access_events(state, &call.actor, id, 20).await?)
@@ -91,12 +91,12 @@ pub async fn get_gpu_page(id: i64) -> Result<GpuPage, AppError> {
         };
         Ok(GpuPage {
             access,
-            node: fleet.nodes.iter().find(|n| n.node_id == node.id).cloned(),
-            live: fleet.gpus.into_iter().find(|g| g.gpu_id == id),
-            vanished: fleet.vanished.contains(&id),
+            node: agent,
+            live,
+            vanished: place.vanished_at.is_some(),
             node_name: node.name,
             hostname: node.hostname,
-            pci_bus_id,
+            pci_bus_id: place.pci_bus_id,
             gpu,
             hour,
             day,

@@ -3,6 +3,7 @@
 
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
+use crate::backend::db::inventory::GpuPlace;
 use crate::backend::db::telemetry::NodeAgentState;
 use crate::backend::state::AppState;
 use crate::domain::inventory::{
@@ -17,18 +18,16 @@ pub async fn nodes(state: &AppState) -> Result<Vec<NodeInventory>, AppError> {
     Ok(db::inventory::list_nodes_with_gpus(db).await?)
 }
 
-/// The node GPU `gpu_id` sits in, or `NotFound`.
-pub async fn node_of_gpu(state: &AppState, gpu_id: i64) -> Result<i64, AppError> {
-    db::inventory::gpu_node(&state.db, gpu_id)
+/// Where GPU `gpu_id` sits (its node, PCI bus id, whether it vanished), or `NotFound`.
+pub async fn gpu_place(state: &AppState, gpu_id: i64) -> Result<GpuPlace, AppError> {
+    db::inventory::gpu_place(&state.db, gpu_id)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("GPU {gpu_id}")))
 }
 
-/// Node `node_id` with its accepted GPUs, or `NotFound`.
-pub async fn node(state: &AppState, node_id: i64) -> Result<NodeInventory, AppError> {
-    db::inventory::node_with_gpus(&state.db, node_id)
-        .await?
-        .ok_or_else(|| AppError::NotFound(format!("node {node_id}")))
+/// Node `node_id` with its accepted GPUs, if there is such a node.
+pub async fn node(state: &AppState, node_id: i64) -> Result<Option<NodeInventory>, AppError> {
+    Ok(db::inventory::node_with_gpus(&state.db, node_id).await?)
 }
 
 /// What the inventory page `page` shows of the nodes with GPUs of `model` (all when `None`):
@@ -80,12 +79,6 @@ pub async fn page(
         currency,
         fleet: Some(fleet),
     })
-}
-
-/// The PCI bus id GPU `id`'s agent reported, when known.
-pub async fn pci_bus_id(state: &AppState, id: i64) -> Result<Option<String>, AppError> {
-    let db = &state.db;
-    Ok(db::inventory::pci_bus_id(db, id).await?)
 }
 
 /// GPUs agents reported that wait for a platform admin's acceptance, oldest first.

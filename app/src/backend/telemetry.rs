@@ -546,51 +546,36 @@ pub async fn live_fleet(state: &AppState, now: DateTime<Utc>) -> Result<LiveFlee
         store::live_gpus(db, None),
         store::vanished_gpus(db)
     )?;
-    Ok(live(nodes, gpus, vanished, now))
+    Ok(LiveFleet {
+        nodes: nodes.into_iter().map(|node| live_node(node, now)).collect(),
+        gpus,
+        vanished,
+    })
 }
 
-/// [`live_fleet`] of GPU `gpu_id` on node `node_id` only: that node's agent and that GPU's
-/// values, read without the rest of the fleet.
+/// GPU `gpu_id`'s node's agent (node `node_id`) and the GPU's latest values, read without the
+/// rest of the fleet.
 pub async fn live_gpu(
     state: &AppState,
     node_id: i64,
     gpu_id: i64,
     now: DateTime<Utc>,
-) -> Result<LiveFleet, AppError> {
+) -> Result<(Option<LiveNode>, Option<LiveGpu>), AppError> {
     let db = &state.db;
-    let (node, gpus, vanished) = tokio::try_join!(
+    let (node, mut gpus) = tokio::try_join!(
         store::node_state(db, node_id),
         store::live_gpus(db, Some(gpu_id)),
-        store::is_vanished(db, gpu_id)
     )?;
-    Ok(live(
-        node.into_iter().collect(),
-        gpus,
-        if vanished { vec![gpu_id] } else { Vec::new() },
-        now,
-    ))
+    Ok((node.map(|node| live_node(node, now)), gpus.pop()))
 }
 
-fn live(
-    nodes: Vec<store::NodeAgentState>,
-    gpus: Vec<LiveGpu>,
-    vanished: Vec<i64>,
-    now: DateTime<Utc>,
-) -> LiveFleet {
-    LiveFleet {
-        nodes: nodes
-            .into_iter()
-            .map(|node| LiveNode {
-                node_id: node.node_id,
-                source: node.source,
-                stale: node.source.is_some()
-                    && is_stale(node.last_seen, node.interval_seconds, now),
-                last_seen: node.last_seen,
-                driver_version: node.driver_version,
-            })
-            .collect(),
-        gpus,
-        vanished,
+fn live_node(node: store::NodeAgentState, now: DateTime<Utc>) -> LiveNode {
+    LiveNode {
+        node_id: node.node_id,
+        source: node.source,
+        stale: node.source.is_some() && is_stale(node.last_seen, node.interval_seconds, now),
+        last_seen: node.last_seen,
+        driver_version: node.driver_version,
     }
 }
 

@@ -21,12 +21,27 @@ pub async fn list_nodes_with_gpus(db: &impl ConnectionTrait) -> Result<Vec<NodeI
     nodes_with_gpus_where(db, Condition::all()).await
 }
 
-/// The PCI bus id GPU `id`'s agent reported, when known.
-pub async fn pci_bus_id(db: &impl ConnectionTrait, id: i64) -> Result<Option<String>, DbErr> {
-    Ok(gpu::Entity::find_by_id(id)
+/// Where GPU `id` sits and what its agent last said of it, when the GPU exists.
+#[derive(Debug, Clone, sea_orm::FromQueryResult)]
+pub struct GpuPlace {
+    /// Its node.
+    pub node_id: i64,
+    /// The PCI bus id its agent reported, when known.
+    pub pci_bus_id: Option<String>,
+    /// When its node stopped reporting it.
+    pub vanished_at: Option<DateTime<Utc>>,
+}
+
+/// [`GpuPlace`] of GPU `id`.
+pub async fn gpu_place(db: &impl ConnectionTrait, id: i64) -> Result<Option<GpuPlace>, DbErr> {
+    gpu::Entity::find_by_id(id)
+        .select_only()
+        .column(gpu::Column::NodeId)
+        .column(gpu::Column::PciBusId)
+        .column(gpu::Column::VanishedAt)
+        .into_model::<GpuPlace>()
         .one(db)
-        .await?
-        .and_then(|gpu| gpu.pci_bus_id))
+        .await
 }
 
 /// The GPUs of one `model` (if given) with at least `min_memory_mib` (if given), on their nodes

@@ -16,12 +16,20 @@ use sea_orm::{
     DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 
-/// Writes `events` in the caller's transaction, in one statement; an event with the same key as
-/// one already written is kept as it is.
+/// Events per insert statement: nine parameters each, well inside SQLite's and PostgreSQL's
+/// limits on a statement's parameters.
+const EVENTS_PER_STATEMENT: usize = 500;
+
+/// Writes `events` in the caller's transaction, a statement per 500 (one for a booking's); an
+/// event with the same key as one already written is kept as it is.
 pub async fn enqueue(txn: &DatabaseTransaction, events: &[NewEvent]) -> Result<(), DbErr> {
-    if events.is_empty() {
-        return Ok(());
+    for chunk in events.chunks(EVENTS_PER_STATEMENT) {
+        enqueue_chunk(txn, chunk).await?;
     }
+    Ok(())
+}
+
+async fn enqueue_chunk(txn: &DatabaseTransaction, events: &[NewEvent]) -> Result<(), DbErr> {
     let rows = events
         .iter()
         .map(|event| {

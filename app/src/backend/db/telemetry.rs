@@ -581,26 +581,9 @@ pub async fn live_utilization(
 
 /// The ids of GPUs flagged as vanished.
 pub async fn vanished_gpus(db: &impl ConnectionTrait) -> Result<Vec<i64>, DbErr> {
-    vanished_where(db, Condition::all()).await
-}
-
-/// Whether GPU `gpu_id` is one its node no longer reports.
-pub async fn is_vanished(db: &impl ConnectionTrait, gpu_id: i64) -> Result<bool, DbErr> {
-    Ok(
-        !vanished_where(db, Condition::all().add(gpu::Column::Id.eq(gpu_id)))
-            .await?
-            .is_empty(),
-    )
-}
-
-async fn vanished_where(
-    db: &impl ConnectionTrait,
-    condition: Condition,
-) -> Result<Vec<i64>, DbErr> {
     gpu::Entity::find()
         .select_only()
         .column(gpu::Column::Id)
-        .filter(condition)
         .filter(gpu::Column::VanishedAt.is_not_null())
         .into_tuple()
         .all(db)

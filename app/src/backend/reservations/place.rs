@@ -140,6 +140,13 @@ async fn attempt_once(
         displaced,
         claimed,
     } = choose_gpus(&txn, request, priority, terms.latest_start, terms.now).await?;
+    // The GPUs are chosen and nobody gives way: what is left reads and writes by key, where a
+    // generic plan is the same index scan (checked with `EXPLAIN ANALYZE EXECUTE`, see
+    // BENCHMARKS.md), so PostgreSQL need not plan each statement again. Listed GPUs were
+    // chosen under generic plans already (see `choose_listed`).
+    if displaced.is_empty() && !matches!(request.target, Target::Gpus(_)) {
+        db::reuse_generic_plans(&txn).await?;
+    }
     let held = respect_holds(&txn, request, &gpus, terms.now).await?;
     let victims = lock_displaced(&txn, &displaced).await?;
     let price: i64 = gpus
@@ -285,6 +292,9 @@ async fn choose_listed(
     latest_start: DateTime<Utc>,
 ) -> Result<Chosen, Refusal> {
     let window = request.window;
+    // Until a clash, every statement is keyed by the listed GPUs (at most 64): generic
+    // plans, as for the rest of a booking (see `attempt_once`).
+    db::reuse_generic_plans(txn).await?;
     // Locked before they are read: a price or sharing changed meanwhile is seen.
     lock_gpus(txn, ids).await?;
     let gpus = db::reservations::gpus_by_id(txn, ids).await?;
@@ -324,6 +334,8 @@ async fn choose_listed(
             claimed: false,
         });
     };
+    // Taken: what follows searches the model's GPUs, or gives way, planned for its values.
+    db::plan_for_values(txn).await?;
     let candidates = bookable_of_model(txn, &first.model, request.share).await?;
     let elsewhere = find_offers(
         txn,

@@ -361,27 +361,33 @@ pub async fn for_booking(
         // Explicitly none (the booking panel's "no profile").
         return Ok(None);
     }
-    let teams = teams_of(db, owner_id).await?;
-    let id = match requested {
-        Some(id) => match db::env_profiles::profile(db, id).await? {
-            Some(row) if usable(&row, owner_id, &teams) => id,
-            _ => {
-                return Err(AppError::invalid(
-                    "profile",
-                    Problem::Unreadable {
-                        detail: format!("profile {id} is not one you can use"),
-                    },
-                ));
-            }
-        },
+    // The profile asked for, else the holder's default; without either nothing more is read.
+    let (id, asked) = match requested {
+        Some(id) => (id, true),
         None => match db::env_profiles::default_of(db, owner_id).await? {
-            Some(id) => match db::env_profiles::profile(db, id).await? {
-                Some(row) if usable(&row, owner_id, &teams) => id,
-                _ => return Ok(None),
-            },
+            Some(id) => (id, false),
             None => return Ok(None),
         },
     };
+    let usable_here = match db::env_profiles::profile(db, id).await? {
+        // The holder's own needs no look at their teams.
+        Some(row) if row.owner_id == owner_id => !row.archived,
+        Some(row) => usable(&row, owner_id, &teams_of(db, owner_id).await?),
+        None => false,
+    };
+    if !usable_here {
+        // A default no longer usable (archived, or its team left) books without a profile.
+        return if asked {
+            Err(AppError::invalid(
+                "profile",
+                Problem::Unreadable {
+                    detail: format!("profile {id} is not one you can use"),
+                },
+            ))
+        } else {
+            Ok(None)
+        };
+    }
     Ok(db::env_profiles::latest_versions(db, &[id])
         .await?
         .first()

@@ -56,20 +56,26 @@ pub enum PostError {
     Db(#[from] DbErr),
 }
 
+/// The condition that picks `account`'s row.
+fn account_is(account: Account) -> sea_orm::Condition {
+    use sea_orm::Condition;
+    let user = match account.user_id() {
+        Some(user) => ledger_account::Column::UserId.eq(user),
+        None => ledger_account::Column::UserId.is_null(),
+    };
+    let team = match account.team_id() {
+        Some(team) => ledger_account::Column::TeamId.eq(team),
+        None => ledger_account::Column::TeamId.is_null(),
+    };
+    Condition::all()
+        .add(ledger_account::Column::Kind.eq(account.kind()))
+        .add(user)
+        .add(team)
+}
+
 /// The id of `account`, creating a user's wallet on first use.
 pub async fn account_id(db: &impl ConnectionTrait, account: Account) -> Result<i64, DbErr> {
-    let find = || {
-        let query =
-            ledger_account::Entity::find().filter(ledger_account::Column::Kind.eq(account.kind()));
-        let query = match account.user_id() {
-            Some(user) => query.filter(ledger_account::Column::UserId.eq(user)),
-            None => query.filter(ledger_account::Column::UserId.is_null()),
-        };
-        match account.team_id() {
-            Some(team) => query.filter(ledger_account::Column::TeamId.eq(team)),
-            None => query.filter(ledger_account::Column::TeamId.is_null()),
-        }
-    };
+    let find = || ledger_account::Entity::find().filter(account_is(account));
     if let Some(row) = find().one(db).await? {
         return Ok(row.id);
     }
@@ -89,6 +95,34 @@ pub async fn account_id(db: &impl ConnectionTrait, account: Account) -> Result<i
         .ok_or_else(|| DbErr::RecordNotFound(format!("{account:?}")))
 }
 
+/// The ids of `accounts`, in their order, read in one statement; a user's wallet not created
+/// yet is created as by [`account_id`].
+async fn account_ids(db: &impl ConnectionTrait, accounts: &[Account]) -> Result<Vec<i64>, DbErr> {
+    let rows = ledger_account::Entity::find()
+        .filter(
+            accounts
+                .iter()
+                .fold(sea_orm::Condition::any(), |any, account| {
+                    any.add(account_is(*account))
+                }),
+        )
+        .all(db)
+        .await?;
+    let mut ids = Vec::with_capacity(accounts.len());
+    for account in accounts {
+        let found = rows.iter().find(|row| {
+            row.kind == account.kind()
+                && row.user_id == account.user_id()
+                && row.team_id == account.team_id()
+        });
+        ids.push(match found {
+            Some(row) => row.id,
+            None => account_id(db, *account).await?,
+        });
+    }
+    Ok(ids)
+}
+
 /// Writes `posting` as one transaction described by `record`; returns its id. Run it inside a
 /// write transaction: on [`PostError::InsufficientFunds`] the caller rolls back (nothing of the
 /// posting was kept anyway).
@@ -97,10 +131,18 @@ pub async fn post(
     record: &TransactionRecord<'_>,
     posting: &Posting,
 ) -> Result<i64, PostError> {
-    let mut resolved = Vec::with_capacity(posting.entries().len());
-    for (account, amount) in posting.entries() {
-        resolved.push((*account, account_id(db, *account).await?, *amount));
-    }
+    let accounts: Vec<Account> = posting
+        .entries()
+        .iter()
+        .map(|(account, _)| *account)
+        .collect();
+    let ids = account_ids(db, &accounts).await?;
+    let mut resolved: Vec<(Account, i64, Money)> = posting
+        .entries()
+        .iter()
+        .zip(ids)
+        .map(|((account, amount), id)| (*account, id, *amount))
+        .collect();
     // Wallets in id order, so two postings that touch the same wallets lock them in one order.
     resolved.sort_by_key(|(_, id, _)| *id);
     for (account, id, amount) in &resolved {
@@ -280,12 +322,27 @@ pub async fn lock_funds(
     db: &impl ConnectionTrait,
     account: Account,
 ) -> Result<crate::domain::ledger::Funds, DbErr> {
-    let id = account_id(db, account).await?;
-    let mut query = ledger_account::Entity::find_by_id(id);
-    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
-        query = query.lock(sea_orm::sea_query::LockType::NoKeyUpdate);
-    }
-    let balance = query.one(db).await?.map_or(0, |row| row.balance_minor);
+    let locked = |query: sea_orm::Select<ledger_account::Entity>| {
+        if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+            query.lock(sea_orm::sea_query::LockType::NoKeyUpdate)
+        } else {
+            query
+        }
+    };
+    // Found and locked in one statement; a wallet not created yet is created first.
+    let row = match locked(ledger_account::Entity::find().filter(account_is(account)))
+        .one(db)
+        .await?
+    {
+        Some(row) => Some(row),
+        None => {
+            let id = account_id(db, account).await?;
+            locked(ledger_account::Entity::find_by_id(id))
+                .one(db)
+                .await?
+        }
+    };
+    let balance = row.map_or(0, |row| row.balance_minor);
     let held = super::payments::held_by(db, account).await?;
     Ok(crate::domain::ledger::Funds {
         balance: Money::from_minor(balance),

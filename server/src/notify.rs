@@ -1,11 +1,15 @@
-//! Runs the notification worker in the background of `berth serve`: every `every`, and at once
-//! when a change in this replica recorded events. Each run hands due events out
+//! Runs the notification worker in the background of `berth serve`: every `every`, and soon
+//! (50 ms) after a change in this replica recorded events. Each run hands due events out
 //! (`berth_app::backend::notify::run`) and then sends the e-mails due
 //! (`berth_app::backend::notify::deliver`). Every replica runs it; events are claimed under a
 //! lock and deliveries under a lease, so replicas share the work and never do it twice.
 
 use berth_app::backend::notify;
 use berth_app::backend::state::AppState;
+
+/// How long a poke waits for more changes before the run (short beside how soon anyone reads
+/// a notice).
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Runs the worker until the task is aborted.
 pub fn spawn_job(state: AppState, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
@@ -16,7 +20,12 @@ pub fn spawn_job(state: AppState, every: std::time::Duration) -> tokio::task::Jo
         loop {
             tokio::select! {
                 _ = ticker.tick() => {}
-                () = state.wake.poked() => {}
+                () = state.wake.poked() => {
+                    // Changes come in bursts (a wave of bookings, a node's leases ending): a
+                    // short pause lets one run hand out the burst's events together instead of
+                    // one run, with its own transaction, per change.
+                    tokio::time::sleep(COALESCE).await;
+                }
             }
             let started = std::time::Instant::now();
             let result = notify::run(&state, state.now()).await;

@@ -25,8 +25,9 @@ use sea_orm::{DatabaseTransaction, DbErr};
 /// Most events one run hands out.
 const BATCH: u64 = 500;
 
-/// Wakes the worker when a change recorded events, so a new notice reaches the inbox at once
-/// rather than at the next tick (one per application).
+/// Wakes the worker when a change recorded events, so a new notice reaches the inbox within
+/// moments (the worker gathers a burst of pokes, see `server/src/notify.rs`) rather than at the
+/// next tick (one per application).
 #[derive(Debug, Default)]
 pub struct Wake(tokio::sync::Notify);
 

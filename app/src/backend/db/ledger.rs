@@ -330,18 +330,15 @@ pub async fn lock_funds(
         }
     };
     // Found and locked in one statement; a wallet not created yet is created first.
-    let row = match locked(ledger_account::Entity::find().filter(account_is(account)))
+    let mut row = locked(ledger_account::Entity::find().filter(account_is(account)))
         .one(db)
-        .await?
-    {
-        Some(row) => Some(row),
-        None => {
-            let id = account_id(db, account).await?;
-            locked(ledger_account::Entity::find_by_id(id))
-                .one(db)
-                .await?
-        }
-    };
+        .await?;
+    if row.is_none() {
+        let id = account_id(db, account).await?;
+        row = locked(ledger_account::Entity::find_by_id(id))
+            .one(db)
+            .await?;
+    }
     let balance = row.map_or(0, |row| row.balance_minor);
     let held = super::payments::held_by(db, account).await?;
     Ok(crate::domain::ledger::Funds {

@@ -94,5 +94,5 @@ for store in sqlite postgres "$@"; do
 done
 # Names the binary no longer has (code changed since they were recorded) are dropped.
 nm --defined-only "$WORK/berth" | awk '{ print $3 }' | sort -u >"$WORK/defined.txt"
-awk 'NR == FNR { defined[$0] = 1; next } defined[$0]' "$WORK/defined.txt" "$WORK/order.txt" >"$LIST"
+awk 'NR == FNR { defined[$0] = 1; next } defined[$0] && !seen[$0]++' "$WORK/defined.txt" "$WORK/order.txt" >"$LIST"
 echo "$(wc -l <"$LIST") functions in server/startup-order.txt"

@@ -59,7 +59,13 @@ round() {
     if curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null; then ready=1; break; fi
     sleep 0.2
   done
-  [ -n "$ready" ] || { cat "$WORK/serve.log" >&2; echo "berth serve did not start" >&2; exit 1; }
+  if [ -z "$ready" ]; then
+    pkill -INT -f "^$WORK/berth serve" || true
+    wait "$recorder" || true
+    cat "$WORK/serve.log" >&2
+    echo "berth serve did not start" >&2
+    exit 1
+  fi
   # Idle as the memory bench measures it: 5 s after it is ready.
   sleep 5
   pkill -INT -f "^$WORK/berth serve" || true

@@ -370,9 +370,15 @@ pub async fn for_booking(
         },
     };
     let usable_here = match db::env_profiles::profile(db, id).await? {
-        // The holder's own needs no look at their teams.
-        Some(row) if row.owner_id == owner_id => !row.archived,
-        Some(row) => usable(&row, owner_id, &teams_of(db, owner_id).await?),
+        Some(row) => {
+            // The holder's teams matter only for another member's team profile.
+            let teams = if row.team_id.is_some() && row.owner_id != owner_id {
+                teams_of(db, owner_id).await?
+            } else {
+                Vec::new()
+            };
+            usable(&row, owner_id, &teams)
+        }
         None => false,
     };
     if !usable_here {

@@ -241,19 +241,7 @@ async fn bench_backend(backend: Backend, options: &Options) {
         .expect("server");
     });
 
-    let browser = reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(120))
-        .build()
-        .expect("client");
-    let signed_in = browser
-        .post(format!("{base}/auth/dev"))
-        .form(&[("role", "user"), ("return_to", "/")])
-        .send()
-        .await
-        .expect("sign in");
-    assert_eq!(signed_in.status().as_u16(), 303, "dev sign-in");
+    let browser = signed_in_browser(&base).await;
     let api = reqwest::Client::builder()
         .timeout(Duration::from_secs(120))
         .pool_max_idle_per_host(128)
@@ -304,11 +292,23 @@ async fn bench_backend(backend: Backend, options: &Options) {
         // Calendar pages per second under load, next to a static page of the same size.
         std::fs::write(site.path().join("static.html"), &page).expect("static page");
         let seconds = if quick { 3 } else { 10 };
-        let dynamic = throughput(&browser, &week, 16, seconds).await;
-        let fixed = throughput(&browser, &format!("{base}/static.html"), 16, seconds).await;
+        // One viewer in 16 tabs, then 16 viewers (each its own session) at once: the page's
+        // copies are kept per viewer, so the second renders 16 pages where the first renders one.
+        let one = vec![browser.clone(); 16];
+        let dynamic = throughput(&one, &week, seconds).await;
+        let mut viewers = Vec::with_capacity(16);
+        for _ in 0..16 {
+            viewers.push(signed_in_browser(&base).await);
+        }
+        let many = throughput(&viewers, &week, seconds).await;
+        let fixed = throughput(&one, &format!("{base}/static.html"), seconds).await;
         println!(
-            "| Calendar page under load (16 clients, {seconds} s) | {dynamic:.0} req/s | static page of the same size: {fixed:.0} req/s | ratio {:.2} |",
+            "| Calendar page under load (16 clients, {seconds} s), one viewer | {dynamic:.0} req/s | static page of the same size: {fixed:.0} req/s | ratio {:.2} |",
             dynamic / fixed
+        );
+        println!(
+            "| the same, 16 viewers (a session each) | {many:.0} req/s | | ratio {:.2} |",
+            many / fixed
         );
     }
 
@@ -330,8 +330,16 @@ async fn bench_week_view(
     blocks: usize,
     rounds: usize,
 ) {
+    // Each round a page never asked for before (an extra parameter the page ignores), so that
+    // every round is a render, not the page's copy (see `middleware::page_cache`).
+    let round = std::sync::atomic::AtomicUsize::new(0);
     let times = sample(rounds, || async {
-        let response = browser.get(week).send().await.expect("calendar");
+        let n = round.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let response = browser
+            .get(format!("{week}&round={n}"))
+            .send()
+            .await
+            .expect("calendar");
         assert_eq!(response.status().as_u16(), 200);
         response.bytes().await.expect("page");
     })
@@ -768,12 +776,30 @@ where
     (booked, clashed, elapsed, times)
 }
 
-/// Requests per second that `clients` clients get from `url` in `seconds`.
-async fn throughput(client: &reqwest::Client, url: &str, clients: usize, seconds: u64) -> f64 {
+/// A browser signed in as the demo user, in a session of its own.
+async fn signed_in_browser(base: &str) -> reqwest::Client {
+    let browser = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(120))
+        .build()
+        .expect("client");
+    let signed_in = browser
+        .post(format!("{base}/auth/dev"))
+        .form(&[("role", "user"), ("return_to", "/")])
+        .send()
+        .await
+        .expect("sign in");
+    assert_eq!(signed_in.status().as_u16(), 303, "dev sign-in");
+    browser
+}
+
+/// Requests per second that `clients` (one task each) get from `url` in `seconds`.
+async fn throughput(clients: &[reqwest::Client], url: &str, seconds: u64) -> f64 {
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..clients {
+    for client in clients {
         let client = client.clone();
         let url = url.to_owned();
         tasks.push(tokio::spawn(async move {

@@ -7,7 +7,8 @@ use crate::configuration::SessionSettings;
 use crate::middleware::rate_limit::SignInLimiter;
 use crate::middleware::security_headers::SecurityHeaders;
 use crate::middleware::{
-    csrf, guard, locale, panic, rate_limit, request_log, security_headers, server_fn_status,
+    csrf, guard, locale, page_cache, panic, rate_limit, request_log, security_headers,
+    server_fn_status,
 };
 use crate::ops::health;
 use crate::ops::metrics::{self, MetricsToken};
@@ -83,9 +84,14 @@ pub fn router(
         .layer(axum::middleware::from_fn(
             server_fn_status::client_errors_as_4xx,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            page_cache::PageCache::new(state.clock.clone()),
+            page_cache::serve,
+        ))
         // Layers run outside-in from the bottom: set the security headers (and the page's script
         // nonce), count, log, turn a panic into a 500, compress, refuse cross-site writes, limit
-        // sign-in attempts, load the session, then require sign-in for pages.
+        // sign-in attempts, load the session, require sign-in for pages, then answer the calendar
+        // page from its copy (and count the changes that make copies stale).
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::require_sign_in,

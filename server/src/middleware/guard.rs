@@ -44,7 +44,10 @@ pub async fn require_sign_in(
     }
     let (mut parts, body) = request.into_parts();
     match Actor::from_request_parts(&mut parts, &state).await {
-        Ok(_) => {
+        Ok(actor) => {
+            parts
+                .extensions
+                .insert(super::page_cache::SignedIn(actor.user.id));
             keep_alive(&parts).await;
             next.run(Request::from_parts(parts, body)).await
         }

@@ -28,6 +28,7 @@ mod node_access;
 mod notify;
 mod oidc;
 mod oidc_provider;
+mod page_cache;
 mod paging;
 mod payments;
 mod profile;

@@ -12,6 +12,33 @@ use crate::domain::schedule::{Window, slot_ceil};
 use crate::error::AppError;
 use chrono::{DateTime, TimeDelta, Utc};
 
+/// The idempotency key the calendar page's booking form carries, chosen by the server before the
+/// render (a request extension) so that a cached copy of the page can be sent with a fresh key in
+/// its place (see the server's page cache).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageFormKey(pub String);
+
+impl PageFormKey {
+    /// A new random key.
+    pub fn new() -> Self {
+        Self(uuid::Uuid::new_v4().to_string())
+    }
+}
+
+impl Default for PageFormKey {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The page's form key: the one the request carries, or a new one.
+fn page_form_key() -> String {
+    leptos::prelude::use_context::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<PageFormKey>().cloned())
+        .unwrap_or_default()
+        .0
+}
+
 /// Longest range the availability view reads at once.
 pub const MAX_AVAILABILITY_DAYS: i64 = 62;
 
@@ -402,7 +429,7 @@ async fn booking_payment(
         balance,
         on_hold: db::payments::held(&unpaid),
         modes: state.portal.charge.offered(),
-        form_key: uuid::Uuid::new_v4().to_string(),
+        form_key: page_form_key(),
         teams,
         profiles,
         default_profile,

@@ -117,16 +117,18 @@ impl PageCache {
         })
     }
 
-    fn fresh(&self, page: &Page, generation: u64, key: &Key) -> bool {
+    /// Whether `page` is young enough to send again (a key's generation is checked by the
+    /// lookup itself: a key is made with the current one).
+    fn fresh(&self, page: &Page) -> bool {
         let age = self.clock.now() - page.at;
-        key.generation == generation && age >= TimeDelta::zero() && age < FRESH_FOR
+        age >= TimeDelta::zero() && age < FRESH_FOR
     }
 
     /// Drops the copies that can no longer be sent.
     fn prune(&self) {
         let generation = self.generation.load(Ordering::Acquire);
         self.pages
-            .retain(|key, page| self.fresh(page, generation, key));
+            .retain(|key, page| key.generation == generation && self.fresh(page));
     }
 }
 
@@ -153,13 +155,13 @@ pub async fn serve(
     };
     let nonce = request.extensions().get::<Nonce>().cloned();
     if let Some(page) = cache.pages.get(&key) {
-        if cache.fresh(&page, key.generation, &key) {
+        if cache.fresh(&page) {
             return copy_of(&page, nonce.as_ref());
         }
         cache.pages.remove(&key);
     }
     let guard = match cache.pages.get_value_or_guard_async(&key).await {
-        Ok(page) if cache.fresh(&page, key.generation, &key) => {
+        Ok(page) if cache.fresh(&page) => {
             return copy_of(&page, nonce.as_ref());
         }
         Ok(_) => None,

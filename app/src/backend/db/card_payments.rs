@@ -530,6 +530,40 @@ pub async fn refunds_sent_since(
         .await
 }
 
+/// Whether a payment asked of Stripe since `since` is still open (pending or waiting for
+/// authentication): its charge may be at Stripe before Berth has written it down.
+pub async fn payment_in_flight_since(
+    db: &impl ConnectionTrait,
+    since: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    Ok(card_payment::Entity::find()
+        .select_only()
+        .column(card_payment::Column::Id)
+        .filter(card_payment::Column::Status.is_in([PENDING, REQUIRES_ACTION]))
+        .filter(card_payment::Column::CreatedAt.gte(since))
+        .into_tuple::<i64>()
+        .one(db)
+        .await?
+        .is_some())
+}
+
+/// Whether a refund booked since `since` is not sent yet: it may be at Stripe before Berth has
+/// written it down.
+pub async fn refund_in_flight_since(
+    db: &impl ConnectionTrait,
+    since: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    Ok(card_refund::Entity::find()
+        .select_only()
+        .column(card_refund::Column::Id)
+        .filter(card_refund::Column::Status.eq(PENDING))
+        .filter(card_refund::Column::CreatedAt.gte(since))
+        .into_tuple::<i64>()
+        .one(db)
+        .await?
+        .is_some())
+}
+
 /// The payment whose Stripe charge is `charge_id`.
 pub async fn payment_of_charge(
     db: &impl ConnectionTrait,

@@ -22,7 +22,7 @@ pub fn spawn_job(state: AppState, every: std::time::Duration) -> tokio::task::Jo
             let started = std::time::Instant::now();
             let now = state.now();
             let latest = berth_app::backend::reservations::latest_start(&state, now);
-            let result = watches::run(&state.db, now, latest).await;
+            let result = watches::run(&state.db, state.clock.as_ref(), latest).await;
             state
                 .metrics
                 .job_run("watches", result.is_ok(), started.elapsed().as_secs_f64());

@@ -11,6 +11,7 @@
 //! window. Every hold, and how it ended, stays recorded in `watch_offers`.
 
 use crate::backend::auth::actor::Actor;
+use crate::backend::clock::Clock;
 use crate::backend::db::reservations::bookable_of_model;
 use crate::backend::db::watches::{NewOffer, NewWatch, request_of};
 use crate::backend::db::{self, begin_write};
@@ -159,7 +160,7 @@ pub async fn create(state: &AppState, actor: &Actor, form: &WatchForm) -> Result
     tracing::info!(watch.id = id, model = %request.model, "watch made");
     // A window that is free already is offered at once. The watch is made either way: a failed
     // search is logged, and the job runs again soon.
-    match run(&state.db, now, latest_start(state, now)).await {
+    match run(&state.db, state.clock.as_ref(), latest_start(state, now)).await {
         Ok(_) => state.wake.poke(),
         Err(err) => {
             tracing::warn!(watch.id = id, error = %err, "watch made; its first search failed")
@@ -413,13 +414,16 @@ pub(crate) async fn served(
 }
 
 /// Lapses ended holds, expires watches no window can answer any more, and looks for a window for
-/// every watch still watching that holds none, oldest watch first.
+/// every watch still watching that holds none, oldest watch first. A hold runs from the moment
+/// it is made (`clock` read again), not from the run's start: a run over a large fleet takes a
+/// while, and a watcher gets the whole hold.
 #[tracing::instrument(skip_all)]
 pub async fn run(
     db: &DatabaseConnection,
-    now: DateTime<Utc>,
+    clock: &dyn Clock,
     latest_start: DateTime<Utc>,
 ) -> Result<Outcome, DbErr> {
+    let now = clock.now();
     let mut outcome = Outcome::default();
     let txn = begin_write(db).await?;
     outcome.lapsed = db::watches::lapse(&txn, now).await?;
@@ -457,7 +461,7 @@ pub async fn run(
         }) {
             continue;
         }
-        if hold(db, &watch, &found, now).await? {
+        if hold(db, &watch, &found, clock.now()).await? {
             outcome.offered += 1;
         }
     }

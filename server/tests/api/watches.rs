@@ -46,7 +46,7 @@ async fn run_job(app: &TestApp) -> watches::Outcome {
     let now = app.state.now();
     watches::run(
         &app.db,
-        now,
+        app.state.clock.as_ref(),
         berth_app::backend::reservations::latest_start(&app.state, now),
     )
     .await

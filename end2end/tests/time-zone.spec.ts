@@ -11,9 +11,21 @@ test("a time zone chosen on the profile page wins over the browser's, until rese
   await expect(page.getByRole("status")).toHaveText("Saved: times are shown in Asia/Tokyo.");
   await snapshot(page, "profile-time-zone");
 
+  const loads: string[] = [];
+  page.on("request", (request) => {
+    if (request.resourceType() === "document") loads.push(new URL(request.url()).pathname);
+  });
   await page.goto("/calendar");
   await expect(page.locator("form.find-form")).toBeVisible();
   await expect(page.locator(".calendar-toolbar .lede")).toContainText("Asia/Tokyo");
+  // The browser's zone is told to the server once the page runs, but the chosen zone draws the
+  // grid: the page is not loaded again for it.
+  await expect(page.locator(".calendar-layout")).toHaveAttribute("data-hydrated", "true");
+  await expect
+    .poll(async () => (await page.context().cookies()).some((cookie) => cookie.name === "berth_tz"))
+    .toBe(true);
+  await page.waitForTimeout(1_000);
+  expect(loads).toEqual(["/calendar"]);
 
   await page.goto("/profile");
   await expect(page.locator("form.token-form")).toHaveAttribute("data-hydrated", "true");

@@ -147,6 +147,10 @@ pub struct CalendarView {
     pub days: Vec<DayColumn>,
     /// The viewer's time zone over the range.
     pub zone: ZoneOffsets,
+    /// Whether that zone is the one chosen on the profile page (the browser's does not change
+    /// it), not the browser's.
+    #[serde(default)]
+    pub zone_chosen: bool,
     /// Now.
     pub now: DateTime<Utc>,
     /// Rows.

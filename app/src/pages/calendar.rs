@@ -131,9 +131,13 @@ fn CalendarBoard(
             if let Some(Ok(id)) = book.value().get() {
                 let separator = if return_to.contains('?') { '&' } else { '?' };
                 go_to(&format!("{return_to}{separator}booked={id}"));
-            } else if zone_known.get() {
-                // The server drew the grid before it knew the browser's zone.
-                go_to(&return_to);
+            } else if let Some(browser) = zone_known.get() {
+                // The server drew the grid before it knew the browser's zone: drawn again in it,
+                // unless it was drawn in that zone anyway or in the one chosen on the profile.
+                let redraw = view.with_value(|v| !v.zone_chosen && v.zone.name != browser);
+                if redraw {
+                    go_to(&return_to);
+                }
             }
         });
     }

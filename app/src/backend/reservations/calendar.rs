@@ -368,6 +368,7 @@ pub async fn calendar(
     let mut view = CalendarView {
         span: query.span,
         zone: viewer::zone_offsets(zone, range.start(), range.end()),
+        zone_chosen: actor.user.time_zone.is_some(),
         previous: first - TimeDelta::days(query.span.days()),
         next: first + TimeDelta::days(query.span.days()),
         today,

@@ -78,10 +78,10 @@ pub fn local_date_time(view: &CalendarView, at: DateTime<Utc>) -> NaiveDateTime 
 }
 
 /// Reports the browser's time zone to the server in the `berth_tz` cookie; the returned signal
-/// changes once after hydration if the server did not know the zone yet, so the calendar reloads
-/// in the right zone.
-pub fn use_browser_zone() -> ReadSignal<bool> {
-    let (known, set_known) = signal(false);
+/// becomes the browser's zone once after hydration if the server did not know it yet, so a page
+/// drawn in another zone can load its data again.
+pub fn use_browser_zone() -> ReadSignal<Option<String>> {
+    let (learned, set_learned) = signal(None::<String>);
     Effect::new(move |_| {
         #[cfg(feature = "hydrate")]
         {
@@ -96,27 +96,23 @@ pub fn use_browser_zone() -> ReadSignal<bool> {
                 .and_then(|window| window.document())
                 .and_then(|document| document.dyn_into::<web_sys::HtmlDocument>().ok());
             if let (Some(name), Some(document)) = (name, document) {
-                let cookie = format!(
-                    "{}={}; Path=/; Max-Age=31536000; SameSite=Lax",
-                    crate::domain::zone::ZONE_COOKIE,
-                    name.replace('/', "%2F")
-                );
-                let had = document.cookie().unwrap_or_default();
                 let current = format!(
                     "{}={}",
                     crate::domain::zone::ZONE_COOKIE,
                     name.replace('/', "%2F")
                 );
+                let had = document.cookie().unwrap_or_default();
                 if !had.contains(&current) {
+                    let cookie = format!("{current}; Path=/; Max-Age=31536000; SameSite=Lax");
                     let _ = document.set_cookie(&cookie);
-                    set_known.set(true);
+                    set_learned.set(Some(name));
                 }
             }
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = set_known;
+        let _ = set_learned;
     });
-    known
+    learned
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ pub async fn get_calendar(
     start: Option<String>,
     span: Option<String>,
     model: Option<String>,
-    min_memory_gib: Option<u32>,
+    min_memory_gib: Option<String>,
 ) -> Result<CalendarView, AppError> {
     use crate::api::context::signed_in;
     use crate::backend::reservations;
@@ -42,12 +42,15 @@ pub async fn get_calendar(
         }
         None => None,
     };
+    let min_memory_gib =
+        crate::domain::calendar::parse_min_memory(min_memory_gib.as_deref().unwrap_or_default())
+            .map_err(|err| AppError::invalid("min_memory_gib", err));
     signed_in(|call| async move {
         let query = reservations::CalendarQuery {
             start: start.transpose()?,
             span: Span::parse(span.as_deref()),
             model: model.filter(|m| !m.trim().is_empty()),
-            min_memory_gib: min_memory_gib.filter(|gib| *gib > 0),
+            min_memory_gib: min_memory_gib?,
             zone: call.zone(),
         };
         let mut view = reservations::calendar(&call.state, &call.actor, &query, call.now).await?;

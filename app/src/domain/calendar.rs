@@ -11,6 +11,24 @@ use crate::domain::zone::ZoneOffsets;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
+/// The most memory the calendar's "at least" filter takes, in GiB.
+pub const MAX_MEMORY_FILTER_GIB: u32 = 4096;
+
+/// Reads the calendar's "at least this much memory" filter (GiB): empty or 0 is none; anything
+/// else must be a whole number up to `MAX_MEMORY_FILTER_GIB`.
+pub fn parse_min_memory(raw: &str) -> Result<Option<u32>, crate::domain::problem::Problem> {
+    let raw = raw.trim();
+    if raw.is_empty() {
+        return Ok(None);
+    }
+    match raw.parse::<u32>() {
+        Ok(gib) if gib <= MAX_MEMORY_FILTER_GIB => Ok(Some(gib).filter(|gib| *gib > 0)),
+        _ => Err(crate::domain::problem::Problem::MemoryFilter {
+            max: MAX_MEMORY_FILTER_GIB,
+        }),
+    }
+}
+
 /// Day or week.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -484,9 +502,21 @@ pub fn assign_lanes(blocks: &[BusyBlock]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::domain::reservation::BlockKind;
     use crate::domain::zone::OffsetChange;
     use chrono::TimeZone;
+
+    #[test]
+    fn the_memory_filter_takes_whole_gib_in_range() {
+        assert_eq!(parse_min_memory(""), Ok(None));
+        assert_eq!(parse_min_memory(" 0 "), Ok(None));
+        assert_eq!(parse_min_memory("40"), Ok(Some(40)));
+        assert_eq!(parse_min_memory("4096"), Ok(Some(4096)));
+        for bad in ["4097", "99999999999999999999", "-1", "1.5", "forty", "NaN"] {
+            assert!(parse_min_memory(bad).is_err(), "{bad}");
+        }
+    }
 
     fn at(day: u32, hour: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 10, day, hour, 0, 0).unwrap()

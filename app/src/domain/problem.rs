@@ -388,6 +388,12 @@ pub enum Problem {
         "only batch and burst bookings may start early when their GPUs free up; book at batch priority, or leave start early off"
     )]
     StartEarlyNotPreemptible,
+    /// A memory filter that is not a whole number of GiB up to `max`.
+    #[error("the memory filter must be a whole number of GiB, at most {max}")]
+    MemoryFilter {
+        /// The most it takes.
+        max: u32,
+    },
     /// An idle threshold outside 1–100 %.
     #[error("the idle threshold must be between 1 and 100 %")]
     IdleThreshold,

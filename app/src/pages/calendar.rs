@@ -26,7 +26,7 @@ pub fn CalendarPage() -> impl IntoView {
             q.get("start"),
             q.get("span"),
             q.get("model").filter(|m| !m.is_empty()),
-            q.get("min_memory_gib").and_then(|g| g.parse::<u32>().ok()),
+            q.get("min_memory_gib"),
         )
     });
     // The plain booking form's outcome comes back in the query (`booked=` or `error=`).
@@ -57,11 +57,18 @@ pub fn CalendarPage() -> impl IntoView {
             }
         },
     );
-    let calendar = Resource::new(
-        || (),
-        move |()| get_calendar(start.clone(), span.clone(), model.clone(), min_memory_gib),
-    );
-    let filter_memory = min_memory_gib.map(|g| g.to_string()).unwrap_or_default();
+    let calendar = Resource::new(|| (), {
+        let min_memory_gib = min_memory_gib.clone();
+        move |()| {
+            get_calendar(
+                start.clone(),
+                span.clone(),
+                model.clone(),
+                min_memory_gib.clone(),
+            )
+        }
+    });
+    let filter_memory = min_memory_gib.unwrap_or_default();
     view! {
         // A plain string, read once: leptos_meta reads a reactive title after the render, and
         // under load its signal was sometimes gone by then (a panic that cut the page off).

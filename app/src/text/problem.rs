@@ -162,6 +162,7 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         Problem::StartEarlyNotPreemptible => {
             t_string!(i18n, problem_start_early_not_preemptible).to_string()
         }
+        Problem::MemoryFilter { max } => t_string!(i18n, problem_memory_filter, max).to_string(),
         Problem::IdleThreshold => t_string!(i18n, problem_idle_threshold).to_string(),
         Problem::IdleWindow => t_string!(i18n, problem_idle_window).to_string(),
         Problem::IdleWarnings => t_string!(i18n, problem_idle_warnings).to_string(),

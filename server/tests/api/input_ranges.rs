@@ -105,7 +105,31 @@ async fn far_dates_on_the_pages_show_a_message(backend: Backend) {
     app.stop().await;
 }
 
+async fn a_memory_filter_out_of_range_on_the_calendar_shows_a_message(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    app.sign_in("user").await;
+    for path in [
+        "/calendar?min_memory_gib=99999999999999",
+        "/calendar?min_memory_gib=4097",
+        "/calendar?min_memory_gib=-1",
+        "/calendar?min_memory_gib=forty",
+    ] {
+        let (status, html) = app.get_text(path).await;
+        assert_eq!(status, 422, "{path}");
+        assert!(
+            html.contains("The memory filter must be a whole number of GiB, at most 4096."),
+            "{path}: {html}"
+        );
+        assert!(!html.contains("class=\"cal-row"), "{path}: no grid");
+    }
+    let (status, html) = app.get_text("/calendar?min_memory_gib=").await;
+    assert_eq!(status, 200, "empty is any memory");
+    assert!(html.contains("class=\"cal-row"));
+    app.stop().await;
+}
+
 crate::on_both_backends!(
     far_dates_in_the_api_answer_422_at_once,
     far_dates_on_the_pages_show_a_message,
+    a_memory_filter_out_of_range_on_the_calendar_shows_a_message,
 );

@@ -461,7 +461,7 @@ pub async fn run(
         }) {
             continue;
         }
-        if hold(db, &watch, &found, clock.now()).await? {
+        if hold(db, &watch, &found, now, clock.now()).await? {
             outcome.offered += 1;
         }
     }
@@ -506,27 +506,39 @@ async fn find_window(
         .filter(|offer| request.answered_by(&offer.window)))
 }
 
-/// Holds `found` for `watch` and tells its watcher, in one transaction that re-reads the watch
-/// under lock (a watch stopped meanwhile, or holding a window another run found, is left alone).
+/// Holds `found` for `watch` from `held_at` and tells its watcher, in one transaction that
+/// re-reads the watch under lock: a watch stopped meanwhile, holding a window another run found
+/// (judged at the run's `now`, the time its data was read at), or whose hold of this very window
+/// lapsed meanwhile, is left alone.
 async fn hold(
     db: &DatabaseConnection,
     watch: &watch::Model,
     found: &SlotOffer,
     now: DateTime<Utc>,
+    held_at: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
     let txn = begin_write(db).await?;
     let still = db::watches::lock_watch(&txn, watch.id)
         .await?
         .is_some_and(|w| w.state == WatchState::Watching.as_str());
-    // Another run (another replica, or the run a change started) may have held one meanwhile.
-    let holding = db::watches::last_offers(&txn, &[watch.id])
+    // Another run (another replica, or the run a change started) may have held one meanwhile,
+    // and it may have lapsed since.
+    let last = db::watches::last_offers(&txn, &[watch.id])
         .await?
-        .get(&watch.id)
+        .remove(&watch.id);
+    let holding = last
+        .as_ref()
         .is_some_and(|o| o.outcome.is_none() && o.hold_until > now);
-    if !still || holding {
+    let seen = last.as_ref().is_some_and(|o| {
+        o.outcome.as_deref() == Some(OfferOutcome::Lapsed.as_str())
+            && o.start_at == found.window.start()
+            && db::watches::gpu_ids_of(o) == sorted(&found.gpu_ids)
+    });
+    if !still || holding || seen {
         txn.rollback().await?;
         return Ok(false);
     }
+    let now = held_at;
     let hold_until = now + HOLD;
     let offer_id = db::watches::insert_offer(
         &txn,

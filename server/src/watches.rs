@@ -35,7 +35,7 @@ pub fn spawn_job(state: AppState, every: std::time::Duration) -> tokio::task::Jo
                 Err(err) => tracing::warn!(error = %err, "watch job failed"),
             }
             let started = std::time::Instant::now();
-            let result = backfill::run(&state.db, state.now()).await;
+            let result = backfill::run(&state.db, state.clock.as_ref()).await;
             state
                 .metrics
                 .job_run("backfill", result.is_ok(), started.elapsed().as_secs_f64());

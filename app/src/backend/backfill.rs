@@ -10,6 +10,7 @@
 //! a booking that was to be charged before its start (a wallet that cannot pay leaves it where it
 //! was), moves it, and tells its holder, with its reminders moved along.
 
+use crate::backend::clock::Clock;
 use crate::backend::db::ledger::PostError;
 use crate::backend::db::{self, begin_write};
 use crate::backend::entity::reservation;
@@ -34,16 +35,18 @@ pub struct Outcome {
 }
 
 /// Brings forward every booking that asked to start early and whose GPUs are free from the next
-/// quarter hour at `now` for its whole length.
+/// quarter hour for its whole length. "Now" is read from `clock` for each booking once its locks
+/// are held: a move made after a cancellation that waited for it starts from the time it is
+/// made, not from the run's start.
 #[tracing::instrument(skip_all)]
-pub async fn run(db: &DatabaseConnection, now: DateTime<Utc>) -> Result<Outcome, DbErr> {
+pub async fn run(db: &DatabaseConnection, clock: &dyn Clock) -> Result<Outcome, DbErr> {
     let mut outcome = Outcome::default();
-    let after = crate::domain::schedule::slot_ceil(now);
+    let after = crate::domain::schedule::slot_ceil(clock.now());
     for id in db::reservations::start_early_ids(db, after, BATCH).await? {
         let mut tries = 0;
         let moved = loop {
             tries += 1;
-            match try_forward(db, id, now).await {
+            match try_forward(db, id, clock).await {
                 Err(err) if crate::backend::retry::again(tries, &err) => {
                     crate::backend::retry::pause(tries).await;
                 }
@@ -67,19 +70,19 @@ enum Moved {
 }
 
 /// Brings booking `id` forward if it still asks to and its GPUs are free, in one transaction.
-async fn try_forward(db: &DatabaseConnection, id: i64, now: DateTime<Utc>) -> Result<Moved, DbErr> {
+async fn try_forward(db: &DatabaseConnection, id: i64, clock: &dyn Clock) -> Result<Moved, DbErr> {
     let txn = begin_write(db).await?;
     // Its GPUs, then its row, under lock (as a cancellation takes them).
-    let row = db::reservations::lock_reservation(&txn, id)
-        .await?
-        .filter(|row| {
-            row.status == reservation::Status::Confirmed
-                && row.start_early
-                && !matches!(
-                    row.payment_status,
-                    PaymentStatus::AwaitingApproval | PaymentStatus::Due
-                )
-        });
+    let row = db::reservations::lock_reservation(&txn, id).await?;
+    let now = clock.now();
+    let row = row.filter(|row| {
+        row.status == reservation::Status::Confirmed
+            && row.start_early
+            && !matches!(
+                row.payment_status,
+                PaymentStatus::AwaitingApproval | PaymentStatus::Due
+            )
+    });
     let Some(row) = row else {
         txn.rollback().await?;
         return Ok(Moved::No);

@@ -91,7 +91,13 @@ async fn a_flexible_batch_booking_starts_early_when_its_gpu_frees_up(backend: Ba
     assert_eq!(status, 201, "{later}");
 
     // Nothing is free before its start yet.
-    assert_eq!(backfill::run(&app.db, now).await.unwrap().moved, 0);
+    assert_eq!(
+        backfill::run(&app.db, app.state.clock.as_ref())
+            .await
+            .unwrap()
+            .moved,
+        0
+    );
 
     clock.set(now + TimeDelta::minutes(7));
     let (status, body) = cancel(&app, &ana, &first["id"]).await;
@@ -108,7 +114,10 @@ async fn a_flexible_batch_booking_starts_early_when_its_gpu_frees_up(backend: Ba
     assert_eq!(balance(&app, &bea).await, before - price);
     // Once: it is no earlier to move to now.
     assert_eq!(
-        backfill::run(&app.db, app.state.now()).await.unwrap().moved,
+        backfill::run(&app.db, app.state.clock.as_ref())
+            .await
+            .unwrap()
+            .moved,
         0
     );
     let (_, still) = get(
@@ -209,7 +218,10 @@ async fn a_window_held_for_a_watcher_is_not_backfilled(backend: Backend) {
         "{held}"
     );
     assert_eq!(
-        backfill::run(&app.db, app.state.now()).await.unwrap().moved,
+        backfill::run(&app.db, app.state.clock.as_ref())
+            .await
+            .unwrap()
+            .moved,
         0
     );
     let (_, stays) = get(&app, &bea, &format!("/api/v1/reservations/{}", job["id"])).await;
@@ -218,7 +230,9 @@ async fn a_window_held_for_a_watcher_is_not_backfilled(backend: Backend) {
 
     // Once the hold lapses unbooked, the job is brought forward.
     clock.set(now + TimeDelta::minutes(20));
-    let moved = backfill::run(&app.db, app.state.now()).await.unwrap();
+    let moved = backfill::run(&app.db, app.state.clock.as_ref())
+        .await
+        .unwrap();
     assert_eq!(moved.moved, 1, "{moved:?}");
     let (_, early) = get(&app, &bea, &format!("/api/v1/reservations/{}", job["id"])).await;
     assert_eq!(

@@ -446,26 +446,30 @@ pub async fn run(
             txn.commit().await?;
             continue;
         }
-        let previous = last.get(&watch.id);
-        if previous.is_some_and(|o| o.outcome.is_none() && o.hold_until > now) {
+        if last.get(&watch.id).is_some_and(|o| holds(o, now)) {
             continue;
         }
         let Some(found) = find_window(db, &request, now, latest_start).await? else {
             continue;
         };
-        // The same window again, unbooked, after its hold lapsed: the watcher has seen it.
-        if previous.is_some_and(|o| {
-            o.outcome.as_deref() == Some(OfferOutcome::Lapsed.as_str())
-                && o.start_at == found.window.start()
-                && db::watches::gpu_ids_of(o) == sorted(&found.gpu_ids)
-        }) {
-            continue;
-        }
         if hold(db, &watch, &found, now, clock.now()).await? {
             outcome.offered += 1;
         }
     }
     Ok(outcome)
+}
+
+/// Whether `offer` still holds its window at `now`.
+fn holds(offer: &watch_offer::Model, now: DateTime<Utc>) -> bool {
+    offer.outcome.is_none() && offer.hold_until > now
+}
+
+/// Whether `found` is the window `offer` held and let lapse: the same window again, unbooked,
+/// which the watcher has seen.
+fn seen(offer: &watch_offer::Model, found: &SlotOffer) -> bool {
+    offer.outcome.as_deref() == Some(OfferOutcome::Lapsed.as_str())
+        && offer.start_at == found.window.start()
+        && db::watches::gpu_ids_of(offer) == sorted(&found.gpu_ids)
 }
 
 fn sorted(ids: &[i64]) -> Vec<i64> {
@@ -526,20 +530,11 @@ async fn hold(
     let last = db::watches::last_offers(&txn, &[watch.id])
         .await?
         .remove(&watch.id);
-    let holding = last
-        .as_ref()
-        .is_some_and(|o| o.outcome.is_none() && o.hold_until > now);
-    let seen = last.as_ref().is_some_and(|o| {
-        o.outcome.as_deref() == Some(OfferOutcome::Lapsed.as_str())
-            && o.start_at == found.window.start()
-            && db::watches::gpu_ids_of(o) == sorted(&found.gpu_ids)
-    });
-    if !still || holding || seen {
+    if !still || last.is_some_and(|o| holds(&o, now) || seen(&o, found)) {
         txn.rollback().await?;
         return Ok(false);
     }
-    let now = held_at;
-    let hold_until = now + HOLD;
+    let hold_until = held_at + HOLD;
     let offer_id = db::watches::insert_offer(
         &txn,
         &NewOffer {
@@ -549,7 +544,7 @@ async fn hold(
             share: found.share,
             window: found.window,
             price_minor: found.price_minor,
-            now,
+            now: held_at,
             hold_until,
         },
     )
@@ -562,7 +557,7 @@ async fn hold(
             offer_id,
             found,
             hold_until,
-            now,
+            held_at,
         )],
     )
     .await?;

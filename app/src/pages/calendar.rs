@@ -57,8 +57,9 @@ pub fn CalendarPage() -> impl IntoView {
             }
         },
     );
-    let calendar = Resource::new(|| (), {
-        let min_memory_gib = min_memory_gib.clone();
+    let filter_memory = min_memory_gib.clone().unwrap_or_default();
+    let calendar = Resource::new(
+        || (),
         move |()| {
             get_calendar(
                 start.clone(),
@@ -66,9 +67,8 @@ pub fn CalendarPage() -> impl IntoView {
                 model.clone(),
                 min_memory_gib.clone(),
             )
-        }
-    });
-    let filter_memory = min_memory_gib.unwrap_or_default();
+        },
+    );
     view! {
         // A plain string, read once: leptos_meta reads a reactive title after the render, and
         // under load its signal was sometimes gone by then (a panic that cut the page off).

@@ -309,6 +309,45 @@ async fn a_page_read_from_the_store_equals_the_page_of_the_whole_inventory(backe
             assert!(read.nodes.len() <= 32);
         }
     }
+    // A model whose only GPU waits too: not in the calendar's list of models.
+    crate::helpers::add_node(
+        &app,
+        "node-waiting",
+        &[NewGpu {
+            device_index: 0,
+            uuid: "GPU-2b000000-0000-4000-8000-ffffffffffff".to_owned(),
+            model: "NVIDIA B200".to_owned(),
+            memory: GpuMemory::from_mib(184_320),
+            status: GpuStatus::Active,
+            shareable: false,
+            hourly_price: Money::from_minor(900),
+        }],
+    )
+    .await;
+    for row in gpu::Entity::find().all(&app.db).await.unwrap() {
+        if row.model == "NVIDIA B200" {
+            let mut row: gpu::ActiveModel = row.into();
+            row.pending = Set(true);
+            row.update(&app.db).await.unwrap();
+        }
+    }
+    let mut accepted: Vec<String> = gpu::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|row| !row.pending)
+        .map(|row| row.model)
+        .collect();
+    accepted.sort();
+    accepted.dedup();
+    assert_eq!(
+        berth_app::backend::db::inventory::list_models(&app.db)
+            .await
+            .unwrap(),
+        accepted,
+        "each accepted model once, in order"
+    );
     app.stop().await;
 }
 

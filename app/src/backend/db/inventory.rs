@@ -192,15 +192,24 @@ pub async fn node_with_gpus(
 
 /// Every GPU model in the inventory, sorted.
 pub async fn list_models(db: &impl ConnectionTrait) -> Result<Vec<String>, DbErr> {
-    gpu::Entity::find()
-        .select_only()
-        .column(gpu::Column::Model)
-        .filter(gpu::Column::Pending.eq(false))
-        .distinct()
-        .order_by_asc(gpu::Column::Model)
-        .into_tuple()
-        .all(db)
-        .await
+    // A walk along the model index, one probe per model (a handful), instead of `SELECT
+    // DISTINCT model`, which reads every GPU: 2-9 ms per calendar page on PostgreSQL at 10,000
+    // GPUs (issue 29's statement log).
+    const MODELS: &str = "WITH RECURSIVE models(model) AS (\
+        SELECT MIN(model) FROM gpus WHERE pending = false \
+        UNION ALL \
+        SELECT (SELECT MIN(later.model) FROM gpus later \
+                WHERE later.pending = false AND later.model > models.model) \
+        FROM models WHERE models.model IS NOT NULL) \
+        SELECT model FROM models WHERE model IS NOT NULL ORDER BY model";
+    db.query_all_raw(sea_orm::Statement::from_string(
+        db.get_database_backend(),
+        MODELS,
+    ))
+    .await?
+    .iter()
+    .map(|row| row.try_get::<String>("", "model"))
+    .collect()
 }
 
 async fn nodes_with_gpus_where(

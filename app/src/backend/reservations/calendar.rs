@@ -64,12 +64,15 @@ pub async fn availability(
     }
     let range = Window::new(crate::domain::schedule::slot_floor(from), slot_ceil(to))
         .map_err(window_error)?;
-    let inventory = db::inventory::list_matching_gpus(&state.db, model, None).await?;
+    let (inventory, all_guarantees) = tokio::try_join!(
+        db::inventory::list_matching_gpus(&state.db, model, None),
+        db::quotas::all_guarantees(&state.db),
+    )?;
     let Shown {
         ids: gpus,
         models,
         guarantees,
-    } = shown(state, &inventory).await?;
+    } = shown(&inventory, all_guarantees);
     let mut busy = busy_blocks(state, actor, &range, &gpus, &models, &guarantees).await?;
     Ok(gpus
         .into_iter()
@@ -174,21 +177,22 @@ struct Shown {
     guarantees: Vec<(crate::domain::calendar::ModelGuarantees, Vec<(i64, u32)>)>,
 }
 
-async fn shown(
-    state: &AppState,
+/// The GPUs of `inventory` and, of `all` the guarantees, those on their models.
+fn shown(
     inventory: &[crate::domain::inventory::NodeInventory],
-) -> Result<Shown, AppError> {
+    all: std::collections::HashMap<String, Vec<(i64, u32)>>,
+) -> Shown {
     let gpus = || inventory.iter().flat_map(|node| node.gpus.iter());
     let models: std::collections::HashMap<i64, String> = gpus()
         .filter(|gpu| gpu.status != crate::domain::gpu::GpuStatus::Retired)
         .map(|gpu| (gpu.id, gpu.model.clone()))
         .collect();
-    let guarantees = shown_guarantees(&models, db::quotas::all_guarantees(&state.db).await?);
-    Ok(Shown {
+    let guarantees = shown_guarantees(&models, all);
+    Shown {
         ids: gpus().map(|gpu| gpu.id).collect(),
         models,
         guarantees,
-    })
+    }
 }
 
 /// The guarantees on the models shown (`models`: the shown GPUs' models, retired ones left out;
@@ -302,19 +306,23 @@ pub async fn calendar(
         })
         .collect();
     let range = Window::new(days[0].start, days[days.len() - 1].end).map_err(window_error)?;
-    let inventory = db::inventory::list_matching_gpus(
-        &state.db,
-        query.model.as_deref(),
-        query.min_memory_gib.map(|gib| i64::from(gib) * 1024),
-    )
-    .await?;
+    // Independent reads on pooled connections at once (each `try_join!` here saves round trips
+    // to the database on the page's path; the week view of issue 29 is a few milliseconds of
+    // them on PostgreSQL).
+    let (inventory, all_guarantees) = tokio::try_join!(
+        db::inventory::list_matching_gpus(
+            &state.db,
+            query.model.as_deref(),
+            query.min_memory_gib.map(|gib| i64::from(gib) * 1024),
+        ),
+        db::quotas::all_guarantees(&state.db),
+    )?;
     let Shown {
         ids: shown_ids,
         models: shown_models,
         guarantees,
-    } = shown(state, &inventory).await?;
-    // Independent reads on pooled connections at once.
-    let (mut busy, models, live, policies) = tokio::try_join!(
+    } = shown(&inventory, all_guarantees);
+    let (mut busy, models, live, policies, payment) = tokio::try_join!(
         busy_blocks(state, actor, &range, &shown_ids, &shown_models, &guarantees),
         async {
             db::inventory::list_models(&state.db)
@@ -331,6 +339,7 @@ pub async fn calendar(
                 .await
                 .map_err(AppError::from)
         },
+        booking_payment(state, actor.user.id),
     )?;
     let threshold = policies.platform.threshold_percent;
     let nodes = inventory
@@ -378,7 +387,7 @@ pub async fn calendar(
         nodes,
         models,
         currency: state.portal.currency.clone(),
-        payment: booking_payment(state, actor.user.id).await?,
+        payment,
         texts: crate::domain::calendar::PanelTexts::default(),
         guarantees: guarantees.into_iter().map(|(shown, _)| shown).collect(),
     };
@@ -386,46 +395,59 @@ pub async fn calendar(
     Ok(view)
 }
 
-/// The viewer's balance, what unpaid reservations hold, and the charge modes.
+/// The viewer's balance, what unpaid reservations hold, and the charge modes: two rounds of
+/// reads at once (the second needs the viewer's teams).
 async fn booking_payment(
     state: &AppState,
     user_id: i64,
 ) -> Result<crate::domain::calendar::BookingPayment, AppError> {
-    let (balance, unpaid, memberships) = tokio::try_join!(
+    let (balance, unpaid, memberships, default_profile, cards) = tokio::try_join!(
         db::ledger::wallet_balance(&state.db, user_id),
         db::payments::unpaid_of(&state.db, user_id),
         db::teams::memberships_of(&state.db, user_id),
+        db::env_profiles::default_of(&state.db, user_id),
+        async {
+            // Saved cards pay personal bookings when card payments are on.
+            match state.stripe {
+                Some(_) => db::card_payments::cards_of(&state.db, user_id).await,
+                None => Ok(Vec::new()),
+            }
+        },
     )?;
     let team_ids: Vec<i64> = memberships.iter().map(|m| m.team_id).collect();
-    let profiles = db::env_profiles::visible_to(&state.db, user_id, &team_ids)
-        .await?
+    let (profiles, team_money) = tokio::try_join!(
+        db::env_profiles::visible_to(&state.db, user_id, &team_ids),
+        async {
+            let mut money = Vec::with_capacity(memberships.len());
+            for team in &memberships {
+                money.push(tokio::try_join!(
+                    db::ledger::account_balance(
+                        &state.db,
+                        crate::domain::ledger::Account::TeamWallet(team.team_id)
+                    ),
+                    db::payments::unpaid_of_team(&state.db, team.team_id),
+                )?);
+            }
+            Ok::<_, sea_orm::DbErr>(money)
+        },
+    )?;
+    let profiles = profiles
         .into_iter()
         .map(|p| (p.id, p.name))
         .collect::<Vec<_>>();
-    let default_profile = db::env_profiles::default_of(&state.db, user_id)
-        .await?
-        .filter(|id| profiles.iter().any(|(p, _)| p == id));
-    let mut teams = Vec::with_capacity(memberships.len());
-    for team in memberships {
-        let (balance, unpaid) = tokio::try_join!(
-            db::ledger::account_balance(
-                &state.db,
-                crate::domain::ledger::Account::TeamWallet(team.team_id)
-            ),
-            db::payments::unpaid_of_team(&state.db, team.team_id),
-        )?;
-        let available = balance.minor() - db::payments::held(&unpaid).minor();
-        teams.push((team.team_id, team.team_name, available));
-    }
-    // Saved cards pay personal bookings when card payments are on.
-    let cards = match state.stripe {
-        Some(_) => db::card_payments::cards_of(&state.db, user_id)
-            .await?
-            .iter()
-            .map(|c| (c.id, crate::domain::payment::card_label(&c.brand, &c.last4)))
-            .collect(),
-        None => Vec::new(),
-    };
+    let default_profile = default_profile.filter(|id| profiles.iter().any(|(p, _)| p == id));
+    let teams = memberships
+        .into_iter()
+        .zip(team_money)
+        .map(|(team, (balance, unpaid))| {
+            let available = balance.minor() - db::payments::held(&unpaid).minor();
+            (team.team_id, team.team_name, available)
+        })
+        .collect();
+    let cards = cards
+        .iter()
+        .map(|c| (c.id, crate::domain::payment::card_label(&c.brand, &c.last4)))
+        .collect();
     Ok(crate::domain::calendar::BookingPayment {
         balance,
         on_hold: db::payments::held(&unpaid),

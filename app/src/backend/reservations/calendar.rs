@@ -64,16 +64,17 @@ pub async fn availability(
     }
     let range = Window::new(crate::domain::schedule::slot_floor(from), slot_ceil(to))
         .map_err(window_error)?;
-    let (inventory, all_guarantees) = tokio::try_join!(
+    let (inventory, all_guarantees, teams) = tokio::try_join!(
         db::inventory::list_matching_gpus(&state.db, model, None),
         db::quotas::all_guarantees(&state.db),
+        db::teams::memberships_of(&state.db, actor.user.id),
     )?;
     let Shown {
         ids: gpus,
         models,
         guarantees,
     } = shown(&inventory, all_guarantees);
-    let mut busy = busy_blocks(state, actor, &range, &gpus, &models, &guarantees).await?;
+    let mut busy = busy_blocks(state, actor, &teams, &range, &gpus, &models, &guarantees).await?;
     Ok(gpus
         .into_iter()
         .map(|gpu_id| GpuAvailability {
@@ -83,10 +84,12 @@ pub async fn availability(
         .collect())
 }
 
-/// What occupies each of `gpus` during `range`, by start, as the viewer may see it.
+/// What occupies each of `gpus` during `range`, by start, as the viewer (a member of `teams`)
+/// may see it.
 async fn busy_blocks(
     state: &AppState,
     actor: &Actor,
+    teams: &[crate::domain::team::TeamMembership],
     range: &Window,
     gpus: &[i64],
     models: &std::collections::HashMap<i64, String>,
@@ -94,10 +97,9 @@ async fn busy_blocks(
 ) -> Result<std::collections::HashMap<i64, Vec<BusyBlock>>, AppError> {
     let mut busy: std::collections::HashMap<i64, Vec<BusyBlock>> =
         gpus.iter().map(|id| (*id, Vec::new())).collect();
-    let (holds, maintenance, teams) = tokio::try_join!(
+    let (holds, maintenance) = tokio::try_join!(
         db::reservations::holds_on(&state.db, gpus, range),
         db::reservations::maintenance_overlapping(&state.db, gpus, range),
-        db::teams::memberships_of(&state.db, actor.user.id),
     )?;
     let borrowing = borrowing_holds(&holds, models, guarantees);
     let shared = |hold: &db::reservations::Hold| {
@@ -309,13 +311,14 @@ pub async fn calendar(
     // Independent reads on pooled connections at once (each `try_join!` here saves round trips
     // to the database on the page's path; the week view of issue 29 is a few milliseconds of
     // them on PostgreSQL).
-    let (inventory, all_guarantees) = tokio::try_join!(
+    let (inventory, all_guarantees, teams) = tokio::try_join!(
         db::inventory::list_matching_gpus(
             &state.db,
             query.model.as_deref(),
             query.min_memory_gib.map(|gib| i64::from(gib) * 1024),
         ),
         db::quotas::all_guarantees(&state.db),
+        db::teams::memberships_of(&state.db, actor.user.id),
     )?;
     let Shown {
         ids: shown_ids,
@@ -323,7 +326,15 @@ pub async fn calendar(
         guarantees,
     } = shown(&inventory, all_guarantees);
     let (mut busy, models, live, policies, payment) = tokio::try_join!(
-        busy_blocks(state, actor, &range, &shown_ids, &shown_models, &guarantees),
+        busy_blocks(
+            state,
+            actor,
+            &teams,
+            &range,
+            &shown_ids,
+            &shown_models,
+            &guarantees
+        ),
         async {
             db::inventory::list_models(&state.db)
                 .await
@@ -339,7 +350,7 @@ pub async fn calendar(
                 .await
                 .map_err(AppError::from)
         },
-        booking_payment(state, actor.user.id),
+        booking_payment(state, actor.user.id, &teams),
     )?;
     let threshold = policies.platform.threshold_percent;
     let nodes = inventory
@@ -395,16 +406,17 @@ pub async fn calendar(
     Ok(view)
 }
 
-/// The viewer's balance, what unpaid reservations hold, and the charge modes: two rounds of
-/// reads at once (the second needs the viewer's teams).
+/// The viewer's balance, what unpaid reservations hold, and the charge modes, for a member of
+/// `memberships`: one round of reads at once.
 async fn booking_payment(
     state: &AppState,
     user_id: i64,
+    memberships: &[crate::domain::team::TeamMembership],
 ) -> Result<crate::domain::calendar::BookingPayment, AppError> {
-    let (balance, unpaid, memberships, default_profile, cards) = tokio::try_join!(
+    let team_ids: Vec<i64> = memberships.iter().map(|m| m.team_id).collect();
+    let (balance, unpaid, default_profile, cards, profiles, team_money) = tokio::try_join!(
         db::ledger::wallet_balance(&state.db, user_id),
         db::payments::unpaid_of(&state.db, user_id),
-        db::teams::memberships_of(&state.db, user_id),
         db::env_profiles::default_of(&state.db, user_id),
         async {
             // Saved cards pay personal bookings when card payments are on.
@@ -413,13 +425,10 @@ async fn booking_payment(
                 None => Ok(Vec::new()),
             }
         },
-    )?;
-    let team_ids: Vec<i64> = memberships.iter().map(|m| m.team_id).collect();
-    let (profiles, team_money) = tokio::try_join!(
         db::env_profiles::visible_to(&state.db, user_id, &team_ids),
         async {
             let mut money = Vec::with_capacity(memberships.len());
-            for team in &memberships {
+            for team in memberships {
                 money.push(tokio::try_join!(
                     db::ledger::account_balance(
                         &state.db,
@@ -437,11 +446,11 @@ async fn booking_payment(
         .collect::<Vec<_>>();
     let default_profile = default_profile.filter(|id| profiles.iter().any(|(p, _)| p == id));
     let teams = memberships
-        .into_iter()
+        .iter()
         .zip(team_money)
         .map(|(team, (balance, unpaid))| {
             let available = balance.minor() - db::payments::held(&unpaid).minor();
-            (team.team_id, team.team_name, available)
+            (team.team_id, team.team_name.clone(), available)
         })
         .collect();
     let cards = cards

@@ -153,6 +153,11 @@ impl From<sea_orm::DbErr> for AppError {
     }
 }
 
+/// `Retry-After` of a 503: long enough for a burst to drain from the connection pool, short
+/// enough that a waiting client hardly notices.
+#[cfg(feature = "ssr")]
+const UNAVAILABLE_RETRY_AFTER_SECONDS: &str = "1";
+
 /// Plain HTTP routes (the JSON API, health, forms) answer errors as
 /// `{"error": "<kind>", "message": "<text>"}` with the matching status.
 #[cfg(feature = "ssr")]
@@ -203,6 +208,14 @@ impl axum::response::IntoResponse for AppError {
             response
                 .headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, value);
+        }
+        if self == AppError::Unavailable {
+            // The request got no database connection in time, or the database did not answer:
+            // the client may send it again shortly (with its Idempotency-Key, done once).
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(UNAVAILABLE_RETRY_AFTER_SECONDS),
+            );
         }
         if self == AppError::Unauthorized {
             response.headers_mut().insert(

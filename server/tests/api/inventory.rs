@@ -1,6 +1,9 @@
 //! The inventory page, its server function and the demo fleet.
 
-use crate::helpers::{Backend, TestDatabase, gpu_rows, spawn_app, spawn_with, test_settings};
+use crate::helpers::{
+    Backend, TestDatabase, client, gpu_rows, spawn_app, spawn_with, test_settings, user_token,
+};
+use berth_app::domain::user::PlatformRole;
 use berth_server::configuration::RawSettings;
 
 async fn root_lists_the_demo_fleet_grouped_by_node(backend: Backend) {
@@ -166,6 +169,7 @@ async fn pages_and_data_need_sign_in(backend: Backend) {
 async fn a_lost_database_gives_503_and_a_clear_message_not_500(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     app.sign_in("user").await;
+    let token = user_token(&app, "api@example.com", PlatformRole::User).await;
     app.db.clone().close().await.unwrap();
 
     let (status, html) = app.get_text("/").await;
@@ -179,6 +183,18 @@ async fn a_lost_database_gives_503_and_a_clear_message_not_500(backend: Backend)
     assert_eq!(response.status().as_u16(), 503);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body, serde_json::json!("Unavailable"));
+
+    // The JSON API: the same 503, and when to send the request again.
+    let response = client()
+        .get(app.url("/api/v1/gpus"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 503);
+    assert_eq!(response.headers()["retry-after"], "1");
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "unavailable", "{body}");
     app.stop().await;
 }
 

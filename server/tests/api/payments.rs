@@ -463,24 +463,22 @@ async fn two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact(backe
         let cancel_url = app.url("/api/v1/reservations");
         tasks.push(tokio::spawn(async move {
             let client = crate::helpers::client();
-            let response = client
-                .post(url)
-                .bearer_auth(&token)
-                .json(&booking(gpu, start, 2, charge))
-                .send()
-                .await
-                .unwrap();
-            let status = response.status().as_u16();
-            let body: Value = response.json().await.unwrap_or(Value::Null);
+            let key = fresh_key();
+            let body = booking(gpu, start, 2, charge);
+            let (status, body) = send_as_a_client(|| {
+                client
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .header("Idempotency-Key", &key)
+                    .json(&body)
+            })
+            .await;
             // Every third success is cancelled straight away, concurrently with other bookings.
             if status == 201 && i % 3 == 0 {
-                let cancelled = client
-                    .delete(format!("{cancel_url}/{}", body["id"]))
-                    .bearer_auth(&token)
-                    .send()
-                    .await
-                    .unwrap();
-                assert_eq!(cancelled.status().as_u16(), 200);
+                let cancel = format!("{cancel_url}/{}", body["id"]);
+                let (cancelled, answer) =
+                    send_as_a_client(|| client.delete(&cancel).bearer_auth(&token)).await;
+                assert_eq!(cancelled, 200, "{answer}");
             }
             (status, body)
         }));

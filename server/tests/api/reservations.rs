@@ -375,9 +375,17 @@ async fn two_hundred_concurrent_bookings_never_exceed_capacity(backend: Backend)
         let token = tokens[i % 3].clone();
         let url = app.url("/api/v1/reservations");
         requests.push(tokio::spawn(async move {
-            answer(client().post(url).bearer_auth(token).json(&body))
-                .await
-                .0
+            // As a client should: a 503 is sent again, with the same key.
+            let key = fresh_key();
+            send_as_a_client(|| {
+                client()
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .header("Idempotency-Key", &key)
+                    .json(&body)
+            })
+            .await
+            .0
         }));
     }
     let mut created = 0;

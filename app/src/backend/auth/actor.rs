@@ -112,7 +112,6 @@ async fn session_user_id(parts: &mut Parts, state: &AppState) -> Result<Option<i
 }
 
 /// The token of an `Authorization: Bearer …` header.
-/// The token of an `Authorization: Bearer …` header.
 pub fn bearer_token(parts: &Parts) -> Option<&str> {
     let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;

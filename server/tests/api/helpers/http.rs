@@ -12,6 +12,38 @@ pub(crate) async fn answer(request: reqwest::RequestBuilder) -> (u16, Value) {
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// Sends the request `build` makes and, while the portal answers 503 (busy: no database
+/// connection came free in time, as on a loaded CI machine), sends it again after the answer's
+/// `Retry-After`, up to ten times, as a well-behaved client does. Requests that write should
+/// carry an `Idempotency-Key`, so that a retry is done once. The last status and JSON answer.
+pub(crate) async fn send_as_a_client(build: impl Fn() -> reqwest::RequestBuilder) -> (u16, Value) {
+    let mut busy = 0;
+    loop {
+        let response = build().send().await.unwrap();
+        let status = response.status().as_u16();
+        if status != 503 || busy == 10 {
+            return (status, response.json().await.unwrap_or(Value::Null));
+        }
+        let wait: u64 = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .expect("a 503 says when to try again")
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        busy += 1;
+        tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+    }
+}
+
+/// A fresh `Idempotency-Key` for one request of a test.
+pub(crate) fn fresh_key() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("test-{}-{n}", std::process::id())
+}
+
 /// `POST path` with a JSON body and a bearer token, to send.
 fn post_request(app: &TestApp, token: &str, path: &str, body: &Value) -> reqwest::RequestBuilder {
     crate::helpers::client()
@@ -83,12 +115,17 @@ pub(crate) async fn post_all_at_once(
     let mut running = tokio::task::JoinSet::new();
     for (token, path, body) in requests {
         let url = app.url(&path);
-        running.spawn(answer(
-            crate::helpers::client()
-                .post(url)
-                .bearer_auth(token)
-                .json(&body),
-        ));
+        let key = fresh_key();
+        running.spawn(async move {
+            send_as_a_client(|| {
+                crate::helpers::client()
+                    .post(&url)
+                    .bearer_auth(&token)
+                    .header("Idempotency-Key", &key)
+                    .json(&body)
+            })
+            .await
+        });
     }
     running.join_all().await
 }

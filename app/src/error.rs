@@ -51,6 +51,9 @@ pub enum AppError {
     /// Too many attempts from this client address; try again after the given seconds.
     #[error("too many requests, try again in {0} s")]
     TooManyRequests(u64),
+    /// The request's body is larger than the endpoint accepts.
+    #[error("the request body is too large")]
+    TooLarge,
     /// The database or another dependency is not reachable right now.
     #[error("service unavailable, try again shortly")]
     Unavailable,
@@ -120,6 +123,7 @@ impl AppError {
             AppError::NotFound(_) => 404,
             AppError::Conflict(_) | AppError::Clash(_) => 409,
             AppError::TooManyRequests(_) => 429,
+            AppError::TooLarge => 413,
             AppError::Unavailable => 503,
             AppError::Internal | AppError::Transport(_) => 500,
             AppError::Explained { status, .. } => *status,
@@ -172,6 +176,7 @@ impl axum::response::IntoResponse for AppError {
             AppError::NotFound(_) => "not_found",
             AppError::Conflict(_) | AppError::Clash(_) => "conflict",
             AppError::TooManyRequests(_) => "too_many_requests",
+            AppError::TooLarge => "too_large",
             AppError::Unavailable => "unavailable",
             AppError::Internal | AppError::Transport(_) => "internal",
             AppError::Explained { status: 422, .. } => "validation",

@@ -44,6 +44,7 @@ pub fn ErrorPanel(error: AppError) -> impl IntoView {
         AppError::TooManyRequests(seconds) => {
             t_string!(i18n, error_too_many_requests, seconds = *seconds).to_string()
         }
+        AppError::TooLarge => t_string!(i18n, error_too_large).to_string(),
         AppError::Unavailable => t_string!(i18n, error_unavailable).to_string(),
         AppError::Internal => t_string!(i18n, error_internal).to_string(),
         AppError::Transport(_) => t_string!(i18n, error_request).to_string(),

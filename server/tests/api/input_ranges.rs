@@ -1,7 +1,9 @@
-//! Dates and times from requests outside the years Berth accepts answer 422 at once, in the API
-//! and on the pages, before any arithmetic on them.
+//! Hostile input answers a clear 4xx at once: dates outside the years Berth accepts (422, in
+//! the API and on the pages, before any arithmetic on them), paths that are no endpoint and
+//! bodies over the limit.
 
-use crate::helpers::{Backend, spawn_app};
+use crate::helpers::{Backend, client, get, spawn_app, user_token};
+use berth_app::domain::user::PlatformRole;
 use std::time::{Duration, Instant};
 
 /// Far dates answer within this (they used to cost seconds, overflow or panic).
@@ -128,7 +130,49 @@ async fn a_memory_filter_out_of_range_on_the_calendar_shows_a_message(backend: B
     app.stop().await;
 }
 
+/// A path under `/api/v1` that is no endpoint answers the API's JSON 404, not a page; a body over
+/// the limit answers 413 at once, and neither changes anything.
+async fn no_endpoint_and_an_oversized_body_get_the_apis_json_errors(backend: Backend) {
+    let (app, _db) = spawn_app(backend).await;
+    let token = user_token(&app, "probe@example.com", PlatformRole::User).await;
+    for (method, path) in [
+        (reqwest::Method::GET, "/api/v1/no-such-thing"),
+        (reqwest::Method::DELETE, "/api/v1/reservations/"),
+        (reqwest::Method::GET, "/api/v1/reservations/4/nothing"),
+    ] {
+        let response = client()
+            .request(method.clone(), app.url(path))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 404, "{method} {path}");
+        let body: serde_json::Value = response.json().await.expect("a JSON answer");
+        assert_eq!(body["error"], "not_found", "{method} {path}: {body}");
+    }
+
+    let (_, before) = get(&app, &token, "/api/v1/reservations?mine=true").await;
+    let oversized = format!(r#"{{"gpu_ids": [1], "note": "{}"}}"#, "a".repeat(3 << 20));
+    let started = Instant::now();
+    let response = client()
+        .post(app.url("/api/v1/reservations"))
+        .bearer_auth(&token)
+        .header("content-type", "application/json")
+        .body(oversized)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 413);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "too_large", "{body}");
+    assert!(started.elapsed() < QUICK, "{:?}", started.elapsed());
+    let (_, after) = get(&app, &token, "/api/v1/reservations?mine=true").await;
+    assert_eq!(before, after, "nothing booked");
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    no_endpoint_and_an_oversized_body_get_the_apis_json_errors,
     far_dates_in_the_api_answer_422_at_once,
     far_dates_on_the_pages_show_a_message,
     a_memory_filter_out_of_range_on_the_calendar_shows_a_message,

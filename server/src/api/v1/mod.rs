@@ -1,6 +1,6 @@
 //! The JSON API under `/api/v1`, authenticated with `Authorization: Bearer <token>` (or the
 //! session cookie), one file per resource. Errors are `{"error", "message", "code"?, "field"?,
-//! "clash"?}` with 401 / 403 / 404 / 409 / 422. The rules live in `berth_app::backend`; these
+//! "clash"?}` with 401 / 403 / 404 / 409 / 413 / 422 (503 with `Retry-After` when the database is busy). The rules live in `berth_app::backend`; these
 //! handlers only read requests and write answers. What every resource reads the same way is here:
 //! a query or body that cannot be read, and the `Idempotency-Key` header.
 
@@ -42,8 +42,12 @@ fn query_error(rejection: QueryRejection) -> AppError {
     )
 }
 
-/// A JSON body that could not be read, as a 422 on `body`.
+/// A JSON body that could not be read, as a 422 on `body` (a 413 when it is over the endpoint's
+/// size limit).
 pub fn body_error(rejection: JsonRejection) -> AppError {
+    if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        return AppError::TooLarge;
+    }
     AppError::invalid(
         "body",
         Problem::Unreadable {
@@ -234,4 +238,11 @@ pub fn routes() -> Router<AppState> {
             "/agent/report",
             post(agent::report).layer(DefaultBodyLimit::max(agent::MAX_BODY_BYTES)),
         )
+        .fallback(no_such_endpoint)
+}
+
+/// A path under `/api/v1` that names no endpoint: a JSON 404 like the API's other errors, not
+/// the pages' HTML.
+async fn no_such_endpoint() -> AppError {
+    AppError::NotFound("no such API endpoint".into())
 }

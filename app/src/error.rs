@@ -114,6 +114,17 @@ impl AppError {
         AppError::Internal
     }
 
+    /// Seconds after which the same request may be sent again (`Retry-After`): when the rate
+    /// limit allows, or (503) shortly, long enough for a burst to drain from the connection pool;
+    /// a write resent with its Idempotency-Key is done once.
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            AppError::TooManyRequests(seconds) => Some(*seconds),
+            AppError::Unavailable => Some(1),
+            _ => None,
+        }
+    }
+
     /// HTTP status for plain routes and server-function responses.
     pub fn status_code(&self) -> u16 {
         match self {
@@ -156,11 +167,6 @@ impl From<sea_orm::DbErr> for AppError {
         }
     }
 }
-
-/// `Retry-After` of a 503: long enough for a burst to drain from the connection pool, short
-/// enough that a waiting client hardly notices.
-#[cfg(feature = "ssr")]
-const UNAVAILABLE_RETRY_AFTER_SECONDS: &str = "1";
 
 /// Plain HTTP routes (the JSON API, health, forms) answer errors as
 /// `{"error": "<kind>", "message": "<text>"}` with the matching status.
@@ -207,20 +213,10 @@ impl axum::response::IntoResponse for AppError {
         }
         let body = axum::Json(body);
         let mut response = (status, body).into_response();
-        if let AppError::TooManyRequests(seconds) = self
-            && let Ok(value) = axum::http::HeaderValue::from_str(&seconds.to_string())
-        {
+        if let Some(seconds) = self.retry_after() {
             response
                 .headers_mut()
-                .insert(axum::http::header::RETRY_AFTER, value);
-        }
-        if self == AppError::Unavailable {
-            // The request got no database connection in time, or the database did not answer:
-            // the client may send it again shortly (with its Idempotency-Key, done once).
-            response.headers_mut().insert(
-                axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from_static(UNAVAILABLE_RETRY_AFTER_SECONDS),
-            );
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
         }
         if self == AppError::Unauthorized {
             response.headers_mut().insert(

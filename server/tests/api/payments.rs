@@ -463,16 +463,8 @@ async fn two_hundred_mixed_bookings_and_cancellations_keep_the_books_exact(backe
         let cancel_url = app.url("/api/v1/reservations");
         tasks.push(tokio::spawn(async move {
             let client = crate::helpers::client();
-            let key = fresh_key();
-            let body = booking(gpu, start, 2, charge);
-            let (status, body) = send_as_a_client(|| {
-                client
-                    .post(&url)
-                    .bearer_auth(&token)
-                    .header("Idempotency-Key", &key)
-                    .json(&body)
-            })
-            .await;
+            let (status, body) =
+                post_as_a_client(&url, &token, &booking(gpu, start, 2, charge)).await;
             // Every third success is cancelled straight away, concurrently with other bookings.
             if status == 201 && i % 3 == 0 {
                 let cancel = format!("{cancel_url}/{}", body["id"]);

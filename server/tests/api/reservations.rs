@@ -376,16 +376,7 @@ async fn two_hundred_concurrent_bookings_never_exceed_capacity(backend: Backend)
         let url = app.url("/api/v1/reservations");
         requests.push(tokio::spawn(async move {
             // As a client should: a 503 is sent again, with the same key.
-            let key = fresh_key();
-            send_as_a_client(|| {
-                client()
-                    .post(&url)
-                    .bearer_auth(&token)
-                    .header("Idempotency-Key", &key)
-                    .json(&body)
-            })
-            .await
-            .0
+            post_as_a_client(&url, &token, &body).await.0
         }));
     }
     let mut created = 0;

@@ -1,8 +1,9 @@
 //! The JSON API under `/api/v1`, authenticated with `Authorization: Bearer <token>` (or the
 //! session cookie), one file per resource. Errors are `{"error", "message", "code"?, "field"?,
-//! "clash"?}` with 401 / 403 / 404 / 409 / 413 / 422 (503 with `Retry-After` when the database is busy). The rules live in `berth_app::backend`; these
-//! handlers only read requests and write answers. What every resource reads the same way is here:
-//! a query or body that cannot be read, and the `Idempotency-Key` header.
+//! "clash"?}` with 401 / 403 / 404 / 409 / 413 / 422 (503 with `Retry-After` when the database
+//! is busy). The rules live in `berth_app::backend`; these handlers only read requests and write
+//! answers. What every resource reads the same way is here: a query or body that cannot be read,
+//! and the `Idempotency-Key` header.
 
 pub mod access;
 pub mod agent;

@@ -37,11 +37,18 @@ pub(crate) async fn send_as_a_client(build: impl Fn() -> reqwest::RequestBuilder
     }
 }
 
-/// A fresh `Idempotency-Key` for one request of a test.
-pub(crate) fn fresh_key() -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("test-{}-{n}", std::process::id())
+/// `POST url` with a bearer token, a JSON body and a fresh `Idempotency-Key`, sent again with
+/// that key while the portal is busy ([`send_as_a_client`]).
+pub(crate) async fn post_as_a_client(url: &str, token: &str, body: &Value) -> (u16, Value) {
+    let key = uuid::Uuid::new_v4().to_string();
+    send_as_a_client(|| {
+        crate::helpers::client()
+            .post(url)
+            .bearer_auth(token)
+            .header("Idempotency-Key", &key)
+            .json(body)
+    })
+    .await
 }
 
 /// `POST path` with a JSON body and a bearer token, to send.
@@ -115,17 +122,7 @@ pub(crate) async fn post_all_at_once(
     let mut running = tokio::task::JoinSet::new();
     for (token, path, body) in requests {
         let url = app.url(&path);
-        let key = fresh_key();
-        running.spawn(async move {
-            send_as_a_client(|| {
-                crate::helpers::client()
-                    .post(&url)
-                    .bearer_auth(&token)
-                    .header("Idempotency-Key", &key)
-                    .json(&body)
-            })
-            .await
-        });
+        running.spawn(async move { post_as_a_client(&url, &token, &body).await });
     }
     running.join_all().await
 }

@@ -72,6 +72,9 @@ struct Options {
     /// Also measure a `berth serve` process's memory (needs `target/release/berth`).
     #[arg(long)]
     memory: bool,
+    /// Database connections per portal replica (the `database_max_connections` setting).
+    #[arg(long, default_value_t = berth_server::configuration::DEFAULT_MAX_CONNECTIONS)]
+    pool: u32,
     /// Only these measures (comma-separated); all when not given.
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Vec<Measure>,
@@ -123,12 +126,13 @@ fn main() {
         .build()
         .expect("runtime");
     println!(
-        "Berth benchmark: {} nodes, {} GPUs, {} reservations over {WEEKS} weeks, {} users; {} CPU cores",
+        "Berth benchmark: {} nodes, {} GPUs, {} reservations over {WEEKS} weeks, {} users; {} CPU cores; {} database connections per replica",
         options.scale.nodes(),
         options.scale.nodes() * fleet::GPUS_PER_NODE,
         options.scale.reservations(),
         options.scale.users(),
-        std::thread::available_parallelism().map_or(0, usize::from)
+        std::thread::available_parallelism().map_or(0, usize::from),
+        options.pool
     );
     for backend in options.backends() {
         runtime.block_on(bench_backend(backend, &options));
@@ -156,6 +160,7 @@ async fn bench_backend(backend: Backend, options: &Options) {
         log: "error".to_owned(),
         site_root,
         sign_in_rate_per_minute: 10_000,
+        database_max_connections: options.pool,
         ..RawSettings::default()
     };
     let config = Config::from_raw(settings).expect("settings");

@@ -16,6 +16,13 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+/// Connections a portal process keeps open to its database unless `database_max_connections`
+/// says otherwise (the pool's usual default).
+pub const DEFAULT_MAX_CONNECTIONS: u32 = berth_app::backend::db::DEFAULT_MAX_CONNECTIONS;
+
+/// The largest `database_max_connections` accepted.
+pub const MAX_POOL_CONNECTIONS: u32 = 1000;
+
 /// The settings file read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG_FILE: &str = "berth.toml";
 
@@ -27,6 +34,8 @@ pub struct RawSettings {
     pub bind: String,
     /// `sqlite://…` or `postgres://…`; default: `berth.db` in `data_dir`.
     pub database_url: Option<String>,
+    /// Most connections this portal process keeps open to the database (1 to 1000).
+    pub database_max_connections: u32,
     /// Directory for the embedded database.
     pub data_dir: PathBuf,
     /// Log filter: a level (`info`) or directives (`berth=debug,tower_http=info`).
@@ -294,6 +303,7 @@ impl Default for RawSettings {
         Self {
             bind: "127.0.0.1:3000".to_owned(),
             database_url: None,
+            database_max_connections: DEFAULT_MAX_CONNECTIONS,
             data_dir: PathBuf::from("data"),
             log: "info".to_owned(),
             log_format: LogFormat::Pretty,
@@ -394,6 +404,8 @@ pub struct DatabaseSettings {
     pub backend: Backend,
     /// Directory to create before opening the default embedded database.
     pub create_dir: Option<PathBuf>,
+    /// Most connections kept open to it.
+    pub max_connections: u32,
 }
 
 impl DatabaseSettings {
@@ -552,6 +564,15 @@ pub enum ConfigError {
     /// `sign_in_rate_per_minute` is 0.
     #[error("sign_in_rate_per_minute (BERTH_SIGN_IN_RATE_PER_MINUTE) must be at least 1")]
     RateLimit,
+    /// `database_max_connections` is 0 or too large.
+    #[error(
+        "database_max_connections (BERTH_DATABASE_MAX_CONNECTIONS) must be between 1 and {max}, not {value}",
+        max = MAX_POOL_CONNECTIONS
+    )]
+    PoolSize {
+        /// The value given.
+        value: u32,
+    },
     /// An entry of `trusted_proxies` is neither an address nor a network.
     #[error(
         "trusted_proxies (BERTH_TRUSTED_PROXIES): `{0}` is not an IP address or a CIDR network such as 10.0.0.0/8"
@@ -626,7 +647,16 @@ impl Config {
             reason: err.to_string(),
         })?;
 
-        let database = database_settings(raw.database_url.as_deref(), &raw.data_dir)?;
+        if !(1..=MAX_POOL_CONNECTIONS).contains(&raw.database_max_connections) {
+            return Err(ConfigError::PoolSize {
+                value: raw.database_max_connections,
+            });
+        }
+        let database = database_settings(
+            raw.database_url.as_deref(),
+            &raw.data_dir,
+            raw.database_max_connections,
+        )?;
         let currency = currency(&raw.currency)?;
         let secure_cookie = match raw.public_url.as_deref().map(str::trim) {
             None | Some("") => false,
@@ -1058,13 +1088,18 @@ fn charge_policy(raw: &RawSettings) -> Result<ChargePolicy, ConfigError> {
     })
 }
 
-fn database_settings(url: Option<&str>, data_dir: &Path) -> Result<DatabaseSettings, ConfigError> {
+fn database_settings(
+    url: Option<&str>,
+    data_dir: &Path,
+    max_connections: u32,
+) -> Result<DatabaseSettings, ConfigError> {
     let Some(url) = url.map(str::trim).filter(|url| !url.is_empty()) else {
         let file = data_dir.join("berth.db");
         return Ok(DatabaseSettings {
             url: SecretString::from(format!("sqlite://{}?mode=rwc", file.display())),
             backend: Backend::Sqlite,
             create_dir: Some(data_dir.to_owned()),
+            max_connections,
         });
     };
     if url.starts_with("sqlite:") {
@@ -1080,12 +1115,14 @@ fn database_settings(url: Option<&str>, data_dir: &Path) -> Result<DatabaseSetti
             url: SecretString::from(url),
             backend: Backend::Sqlite,
             create_dir: None,
+            max_connections,
         })
     } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         Ok(DatabaseSettings {
             url: SecretString::from(url.to_owned()),
             backend: Backend::Postgres,
             create_dir: None,
+            max_connections,
         })
     } else {
         Err(ConfigError::DatabaseUrl(redact(url)))
@@ -1359,6 +1396,32 @@ mod tests {
             ..RawSettings::default()
         });
         assert!(url.unwrap_err().to_string().contains("BERTH_DATABASE_URL"));
+        for value in [0, MAX_POOL_CONNECTIONS + 1, u32::MAX] {
+            let pool = Config::from_raw(RawSettings {
+                database_max_connections: value,
+                ..RawSettings::default()
+            });
+            let message = pool.unwrap_err().to_string();
+            assert!(
+                message.contains("BERTH_DATABASE_MAX_CONNECTIONS"),
+                "{message}"
+            );
+            assert!(message.contains(&value.to_string()), "{message}");
+        }
+        let pool = Config::from_raw(RawSettings {
+            database_max_connections: 32,
+            database_url: Some("postgres://berth@db/berth".into()),
+            ..RawSettings::default()
+        })
+        .unwrap();
+        assert_eq!(pool.database.max_connections, 32);
+        assert_eq!(
+            Config::from_raw(RawSettings::default())
+                .unwrap()
+                .database
+                .max_connections,
+            DEFAULT_MAX_CONNECTIONS
+        );
         let currency = Config::from_raw(RawSettings {
             currency: "XXY".into(),
             ..RawSettings::default()
@@ -1373,10 +1436,11 @@ mod tests {
 
     #[test]
     fn sqlite_urls_get_create_mode_unless_they_set_one() {
-        let settings = database_settings(Some("sqlite:///tmp/x.db"), Path::new("data")).unwrap();
+        let settings =
+            database_settings(Some("sqlite:///tmp/x.db"), Path::new("data"), 10).unwrap();
         assert_eq!(settings.url.expose_secret(), "sqlite:///tmp/x.db?mode=rwc");
         let settings =
-            database_settings(Some("sqlite:///tmp/x.db?mode=ro"), Path::new("data")).unwrap();
+            database_settings(Some("sqlite:///tmp/x.db?mode=ro"), Path::new("data"), 10).unwrap();
         assert_eq!(settings.url.expose_secret(), "sqlite:///tmp/x.db?mode=ro");
     }
 

@@ -358,12 +358,15 @@ pub async fn open_and_migrate(
         })?;
     }
     let url = config.database.redacted_url();
-    let db = db::connect(config.database.url.expose_secret())
-        .await
-        .map_err(|source| StartupError::Database {
-            url: url.clone(),
-            source,
-        })?;
+    let db = db::connect_with_pool(
+        config.database.url.expose_secret(),
+        config.database.max_connections,
+    )
+    .await
+    .map_err(|source| StartupError::Database {
+        url: url.clone(),
+        source,
+    })?;
     let applied = db::migrate(&db)
         .await
         .map_err(|source| StartupError::Migrate { url, source })?;

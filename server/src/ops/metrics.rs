@@ -105,6 +105,11 @@ struct StatusLabel {
     status: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PoolLabels {
+    state: String,
+}
+
 type GaugeFamily<L> = Family<L, Gauge<f64, AtomicU64>>;
 
 /// The labels that name one GPU, as dcgm-exporter's (plus Berth's node and id). `source` is
@@ -292,6 +297,30 @@ pub async fn metrics(
         "berth_node_last_report_age_seconds",
         "Seconds since the node's agent last reported.",
         node_age,
+    );
+    let pool = berth_app::backend::db::pool_usage(&state.db);
+    let pool_max = Gauge::<i64>::default();
+    pool_max.set(i64::from(pool.max));
+    registry.register(
+        "berth_db_pool_max_connections",
+        "Most database connections this replica opens (database_max_connections).",
+        pool_max,
+    );
+    let pool_connections = GaugeFamily::<PoolLabels>::default();
+    for (use_, count) in [
+        ("in_use", pool.open.saturating_sub(pool.idle)),
+        ("idle", pool.idle),
+    ] {
+        pool_connections
+            .get_or_create(&PoolLabels {
+                state: use_.to_owned(),
+            })
+            .set(f64::from(count));
+    }
+    registry.register(
+        "berth_db_pool_connections",
+        "Open database connections of this replica, held by a request or job (in_use) or idle.",
+        pool_connections,
     );
     state.metrics.register(&mut registry);
 

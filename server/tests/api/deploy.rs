@@ -339,6 +339,8 @@ async fn the_dashboard_and_the_alerts_name_only_series_the_portal_exports(backen
     let mut settings = test_settings(&db);
     settings.local_agent = LocalAgentMode::Simulated;
     settings.agent_interval_seconds = 1;
+    // A pool size other than the default, to see the setting reach the pool.
+    settings.database_max_connections = 7;
     let app = spawn_with(settings).await;
     // A booking running now: its GPU shows as reserved, the others not.
     user_token(&app, "ana@example.org", PlatformRole::User).await;
@@ -377,6 +379,24 @@ async fn the_dashboard_and_the_alerts_name_only_series_the_portal_exports(backen
     assert!(
         scrape.contains("berth_outbox_oldest_queued_age_seconds "),
         "{scrape}"
+    );
+    assert!(
+        scrape.contains("\nberth_db_pool_max_connections 7\n"),
+        "{scrape}"
+    );
+    let pool = |use_: &str| {
+        let prefix = format!("berth_db_pool_connections{{state=\"{use_}\"}} ");
+        scrape
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix.as_str()))
+            .and_then(|value| value.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("{prefix} in:\n{scrape}"))
+    };
+    // The scrape has just read through the pool, which opens no more than 7.
+    let (in_use, idle) = (pool("in_use"), pool("idle"));
+    assert!(
+        (1.0..=7.0).contains(&(in_use + idle)),
+        "in use {in_use}, idle {idle}"
     );
     let exported = exported(&scrape);
 

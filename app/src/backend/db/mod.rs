@@ -42,6 +42,9 @@ const IDS_PER_STATEMENT: usize = 5000;
 /// How long to wait for a connection before giving up (start-up and requests).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Connections a pool keeps open at most unless told otherwise (sqlx's own default).
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+
 /// How often opening an SQLite file is tried when another process holds it locked.
 const SQLITE_OPEN_ATTEMPTS: u32 = 20;
 
@@ -52,9 +55,17 @@ const SQLITE_OPEN_ATTEMPTS: u32 = 20;
 /// to themselves; SQLite refuses one of them at once (`database is locked`, without waiting out
 /// the busy timeout, since waiting could deadlock). That refusal is retried after a short pause.
 pub async fn connect(url: &str) -> Result<DatabaseConnection, DbErr> {
+    connect_with_pool(url, DEFAULT_MAX_CONNECTIONS).await
+}
+
+/// [`connect`] with a pool of at most `max_connections` connections (at least 1).
+pub async fn connect_with_pool(
+    url: &str,
+    max_connections: u32,
+) -> Result<DatabaseConnection, DbErr> {
     let mut attempt = 1;
     loop {
-        match connect_once(url).await {
+        match connect_once(url, max_connections.max(1)).await {
             Err(err) if attempt < SQLITE_OPEN_ATTEMPTS && is_sqlite_busy(&err) => {
                 tracing::debug!(
                     attempt,
@@ -88,9 +99,10 @@ fn is_sqlite_busy(err: &DbErr) -> bool {
         .is_some_and(|code| code & 0xff == 5)
 }
 
-async fn connect_once(url: &str) -> Result<DatabaseConnection, DbErr> {
+async fn connect_once(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
     let mut options = ConnectOptions::new(url);
     options
+        .max_connections(max_connections)
         .connect_timeout(CONNECT_TIMEOUT)
         .acquire_timeout(CONNECT_TIMEOUT)
         .sqlx_logging(false)
@@ -109,6 +121,32 @@ async fn connect_once(url: &str) -> Result<DatabaseConnection, DbErr> {
     let db = Database::connect(options).await?;
     db.ping().await?;
     Ok(db)
+}
+
+/// The connection pool's use at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolUsage {
+    /// Most connections the pool opens.
+    pub max: u32,
+    /// Connections open now.
+    pub open: u32,
+    /// Open connections no request holds.
+    pub idle: u32,
+}
+
+/// How `db`'s pool is used now.
+pub fn pool_usage(db: &DatabaseConnection) -> PoolUsage {
+    fn usage<D: sea_orm::sqlx::Database>(pool: &sea_orm::sqlx::Pool<D>) -> PoolUsage {
+        PoolUsage {
+            max: pool.options().get_max_connections(),
+            open: pool.size(),
+            idle: u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
+        }
+    }
+    match db.get_database_backend() {
+        DbBackend::Postgres => usage(db.get_postgres_connection_pool()),
+        _ => usage(db.get_sqlite_connection_pool()),
+    }
 }
 
 /// Key of the PostgreSQL advisory lock held while migrating.

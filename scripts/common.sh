@@ -10,7 +10,7 @@ BINARYEN_VERSION="132.0.0"      # never Debian's binaryen 108: its output breaks
 export PATH="$HOME/.cargo/bin:$TOOLS/node_modules/.bin:$PATH"
 cd "$ROOT"
 
-say() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+say() { printf '\n\033[1m==> [%s] %s\033[0m\n' "$(date -u +%H:%M:%S)" "$*"; }
 
 # The wasm-bindgen version pinned in Cargo.lock; the CLI must match it exactly.
 wasm_bindgen_version() {

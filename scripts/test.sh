@@ -76,7 +76,16 @@ check_postgres() {
   fi
 }
 
-ensure_rust_tools
+# Stop the browser build running alongside (below) when the script ends early.
+kill_tree() {
+  local child
+  for child in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$child"; done
+  kill "$1" 2>/dev/null || true
+}
+WORK="$(mktemp -d)"
+WEB_PID=""
+trap '[ -n "$WEB_PID" ] && kill_tree "$WEB_PID"; rm -rf "$WORK"' EXIT
+
 ensure_chromium
 ensure_node_tools
 ensure_deploy_tools
@@ -84,23 +93,51 @@ ensure_node_modules
 ensure_python_tools
 check_postgres
 
+# The browser side needs none of the server's build, and the server's tests leave the CPU idle
+# for long stretches (they wait on the databases, servers and timers they start). So it runs
+# alongside, at low priority: the browser build tools (cargo-leptos and wasm-bindgen, about 25
+# minutes to install on a fresh machine) at once, the wasm32 clippy and the front-end build once
+# the server's tests are built (cargo builds lock target/). Its output is shown when it ends.
+rustup target list --installed | grep -qx wasm32-unknown-unknown \
+  || rustup target add wasm32-unknown-unknown
+browser_side() {
+  renice -n 10 -p "$BASHPID" >/dev/null
+  ensure_rust_tools
+  until [ -e "$WORK/server-built" ]; do sleep 2; done
+  say "clippy: browser build (hydrate, wasm32)"
+  cargo clippy --locked -p berth-app -p berth-frontend --target wasm32-unknown-unknown -- -D warnings
+  say "Building the front end (WASM + CSS)"
+  cargo leptos build --frontend-only --split
+}
+(browser_side) > "$WORK/browser.log" 2>&1 &
+WEB_PID=$!
+
 say "cargo fmt --check"
 cargo fmt --all --check
 
 say "clippy: server build (ssr)"
 cargo clippy --locked -p berth-app -p berth-server -p berth-migrations -p berth-fake-nvml --all-targets -- -D warnings
 
-RESULTS="$(mktemp)"
-trap 'rm -f "$RESULTS"' EXIT
+RESULTS="$WORK/results"
+RUST_PACKAGES=(-p berth-app -p berth-server -p berth-migrations -p berth-fake-nvml)
 
-say "Rust tests (unit, and HTTP integration on SQLite and PostgreSQL)"
-cargo test --locked -p berth-app -p berth-server -p berth-migrations -p berth-fake-nvml 2>&1 | tee -a "$RESULTS"
+# Cargo lets go of target/ once its build is done, before the first test binary runs ("Running
+# …"): that line lets the browser side's builds start.
+say "Rust tests (unit, and HTTP integration on SQLite and PostgreSQL); the browser build alongside"
+cargo test --locked "${RUST_PACKAGES[@]}" 2>&1 | tee -a "$RESULTS" | while IFS= read -r line; do
+  printf '%s\n' "$line"
+  if [[ "$line" == *" Running "* && ! -e "$WORK/server-built" ]]; then touch "$WORK/server-built"; fi
+done
 
-say "clippy: browser build (hydrate, wasm32)"
-cargo clippy --locked -p berth-app -p berth-frontend --target wasm32-unknown-unknown -- -D warnings
-
-say "Building the front end (WASM + CSS)"
-cargo leptos build --frontend-only --split
+say "Waiting for the browser build"
+web_status=0
+wait "$WEB_PID" || web_status=$?
+WEB_PID=""
+cat "$WORK/browser.log"
+if [ "$web_status" -ne 0 ]; then
+  echo "error: the browser build failed (exit status $web_status; its output is above)" >&2
+  exit "$web_status"
+fi
 
 say "Playwright in Chromium"
 rm -rf end2end/.data end2end/test-results

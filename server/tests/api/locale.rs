@@ -9,8 +9,9 @@ async fn accept_language_picks_brazilian_portuguese(backend: Backend) {
     assert!(html.contains("Inventário de GPUs"));
     assert!(html.contains("lang=\"pt-BR\""));
     assert!(html.contains("Em manutenção"));
-    // Numbers and money are formatted the Brazilian way.
-    assert!(html.contains("$ 3,49"), "decimal comma in prices");
+    // Numbers and money are formatted the Brazilian way, the symbol kept with its amount
+    // (a no-break space: a narrow column never wraps between them).
+    assert!(html.contains("$\u{a0}3,49"), "decimal comma in prices");
     app.stop().await;
 }
 

@@ -123,11 +123,12 @@ fn ReservationTable(
                                 Share::Half => t_string!(i18n, share_half),
                                 Share::Quarter => t_string!(i18n, share_quarter),
                             };
-                            let when = zone.with_value(|zone| {
-                                format!(
-                                    "{} – {}",
+                            // Each end kept on one line: a narrow column breaks between them,
+                            // never inside a date.
+                            let (from, until) = zone.with_value(|zone| {
+                                (
                                     crate::domain::time_text::date_minute(zone.local(r.window.start())),
-                                    crate::domain::time_text::date_minute(zone.local(r.window.end()))
+                                    crate::domain::time_text::date_minute(zone.local(r.window.end())),
                                 )
                             });
                             let id = r.id;
@@ -147,7 +148,7 @@ fn ReservationTable(
                                     </td>
                                     <td>{format!("{} · {} × {}", r.node_name, r.gpu_ids.len(), r.model)}</td>
                                     <td>
-                                        <time datetime=r.window.start().to_rfc3339()>{when}</time>
+                                        <time datetime=r.window.start().to_rfc3339()><span class="moment">{from}</span>" – "<span class="moment">{until}</span></time>
                                         {early_from.map(|was| view! {
                                             <span class="early-note">{t!(i18n, reservations_started_early, was = move || was.clone())}</span>
                                         })}

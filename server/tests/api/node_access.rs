@@ -406,7 +406,9 @@ async fn a_lease_starting_while_the_portal_is_down_opens_from_the_cached_schedul
     assert!(
         lines
             .trim_end()
-            .ends_with(|c: char| c.is_ascii_alphanumeric() || c == '=')
+            .ends_with(|c: char| c.is_ascii_alphanumeric() || "+/=".contains(c)),
+        "the key line ends with the key: {lines:?} (stderr: {})",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 

@@ -73,7 +73,7 @@ struct Options {
     #[arg(long)]
     memory: bool,
     /// Database connections per portal replica (the `database_max_connections` setting).
-    #[arg(long, default_value_t = berth_server::configuration::DEFAULT_MAX_CONNECTIONS)]
+    #[arg(long, default_value_t = berth_app::backend::db::DEFAULT_MAX_CONNECTIONS)]
     pool: u32,
     /// Only these measures (comma-separated); all when not given.
     #[arg(long, value_enum, value_delimiter = ',')]

@@ -2,6 +2,7 @@
 //! environment variables. Loaded and validated once, before anything is opened or written.
 
 use berth_app::backend::auth::oidc::OidcProviderSettings;
+use berth_app::backend::db::DEFAULT_MAX_CONNECTIONS;
 use berth_app::backend::state::PortalConfig;
 use berth_app::domain::money::{Currency, CurrencyError};
 use berth_app::domain::payment::{ChargeMode, ChargePolicy};
@@ -15,10 +16,6 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-
-/// Connections a portal process keeps open to its database unless `database_max_connections`
-/// says otherwise (the pool's usual default).
-pub const DEFAULT_MAX_CONNECTIONS: u32 = berth_app::backend::db::DEFAULT_MAX_CONNECTIONS;
 
 /// The largest `database_max_connections` accepted.
 pub const MAX_POOL_CONNECTIONS: u32 = 1000;

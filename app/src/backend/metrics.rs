@@ -121,32 +121,32 @@ impl PortalMetrics {
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
             "berth_http_requests",
-            "HTTP requests by method, route and status.",
+            "HTTP requests by method, route and status",
             self.requests.clone(),
         );
         registry.register(
             "berth_http_request_duration_seconds",
-            "HTTP request latency by method and route.",
+            "HTTP request latency by method and route",
             self.request_seconds.clone(),
         );
         registry.register(
             "berth_job_runs",
-            "Background job runs by job and outcome.",
+            "Background job runs by job and outcome",
             self.job_runs.clone(),
         );
         registry.register(
             "berth_job_duration_seconds",
-            "Background job run time.",
+            "Background job run time",
             self.job_seconds.clone(),
         );
         registry.register(
             "berth_job_last_success_timestamp_seconds",
-            "When the job last ran without error on this portal (Unix time).",
+            "When the job last ran without error on this portal (Unix time)",
             self.job_last_ok.clone(),
         );
         registry.register(
             "berth_telemetry_samples_ingested",
-            "GPU samples stored from node agents.",
+            "GPU samples stored from node agents",
             self.samples.clone(),
         );
     }

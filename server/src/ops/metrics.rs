@@ -259,7 +259,7 @@ pub async fn metrics(
     }
     registry.register(
         "berth_gpu_reserved_share",
-        "Share of the GPU (0 to 1) that confirmed reservations hold now.",
+        "Share of the GPU (0 to 1) that confirmed reservations hold now",
         reserved_share,
     );
     let outbox = GaugeFamily::<StatusLabel>::default();
@@ -276,7 +276,7 @@ pub async fn metrics(
     }
     registry.register(
         "berth_outbox_deliveries",
-        "Notification deliveries (e-mail, webhooks) by status.",
+        "Notification deliveries (e-mail, webhooks) by status",
         outbox,
     );
     let oldest = Gauge::<f64, AtomicU64>::default();
@@ -285,17 +285,17 @@ pub async fn metrics(
     }));
     registry.register(
         "berth_outbox_oldest_queued_age_seconds",
-        "Age of the oldest notification delivery still queued (0 when none is).",
+        "Age of the oldest notification delivery still queued (0 when none is)",
         oldest,
     );
     registry.register(
         "berth_node_up",
-        "1 when the node's agent reported recently, 0 when it is silent.",
+        "1 when the node's agent reported recently, 0 when it is silent",
         node_up,
     );
     registry.register(
         "berth_node_last_report_age_seconds",
-        "Seconds since the node's agent last reported.",
+        "Seconds since the node's agent last reported",
         node_age,
     );
     let pool = berth_app::backend::db::pool_usage(&state.db);
@@ -303,7 +303,7 @@ pub async fn metrics(
     pool_max.set(i64::from(pool.max));
     registry.register(
         "berth_db_pool_max_connections",
-        "Most database connections this replica opens (database_max_connections).",
+        "Most database connections this replica opens (database_max_connections)",
         pool_max,
     );
     let pool_connections = GaugeFamily::<PoolLabels>::default();
@@ -319,7 +319,7 @@ pub async fn metrics(
     }
     registry.register(
         "berth_db_pool_connections",
-        "Open database connections of this replica, held by a request or job (in_use) or idle.",
+        "Open database connections of this replica, held by a request or job (in_use) or idle",
         pool_connections,
     );
     state.metrics.register(&mut registry);

@@ -3,13 +3,14 @@
 //! whichever replica gets to it first; a user reads and marks their inbox.
 //!
 //! The worker runs every few seconds on every replica and is woken at once after a change that
-//! recorded events ([`Wake`]). Each event is claimed in its own short write transaction (a row
-//! lock that other replicas skip on PostgreSQL, the write lock on SQLite), so a crash between two
-//! events loses nothing and a replica never hands out an event another one already has.
+//! recorded events ([`Wake`]). A run claims the events due in one short write transaction (row
+//! locks that other replicas skip on PostgreSQL, the write lock on SQLite) and hands them all
+//! out in it, so a crash mid-run loses nothing and a replica never hands out an event another
+//! one already has.
 
 use crate::backend::auth::actor::Actor;
 use crate::backend::db;
-use crate::backend::entity::reservation;
+use crate::backend::entity::{notification_event, reservation};
 use crate::backend::mail::MailError;
 use crate::backend::state::AppState;
 use crate::domain::notify::{
@@ -21,6 +22,7 @@ use crate::domain::reservation::PaymentStatus;
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
 use sea_orm::{DatabaseTransaction, DbErr};
+use std::collections::{HashMap, HashSet};
 
 /// Most events one run hands out.
 const BATCH: u64 = 500;
@@ -69,70 +71,154 @@ pub struct Outcome {
     pub dropped: u32,
 }
 
-/// Hands every event due at `now` to its recipients' inboxes, and queues an e-mail for each
-/// recipient who wants one of its kind (when the portal has an e-mail channel), in the same
-/// transaction.
+/// Hands every event due at `now` (at most [`BATCH`] a run) to its recipients' inboxes, and
+/// queues an e-mail for each recipient who wants one of its kind (when the portal has an e-mail
+/// channel) and a call to each webhook that wants it, in one transaction: a burst of bookings
+/// costs one run of a few statements, not a transaction per event. A reminder whose reservation
+/// no longer holds its GPUs is dropped instead.
 pub async fn run(state: &AppState, now: DateTime<Utc>) -> Result<Outcome, DbErr> {
     let db = &state.db;
-    let mut outcome = Outcome::default();
-    for id in db::notify::due_ids(db, now, BATCH).await? {
-        let txn = db::begin_write(db).await?;
-        let Some(event) = db::notify::claim(&txn, id).await? else {
-            // Another replica has it.
-            txn.rollback().await?;
-            continue;
-        };
-        let reminder = matches!(event.kind, EventKind::StartingSoon | EventKind::EndingSoon);
-        let holds = match (reminder, event.reservation_id) {
-            (true, Some(id)) => db::reservations::row(&txn, id).await?.is_some_and(|row| {
+    let due = db::notify::due_ids(db, now, BATCH).await?;
+    if due.is_empty() {
+        return Ok(Outcome::default());
+    }
+    let txn = db::begin_write(db).await?;
+    // Those another replica holds or has handed out meanwhile are left out.
+    let events = db::notify::claim(&txn, &due).await?;
+    if events.is_empty() {
+        txn.rollback().await?;
+        return Ok(Outcome::default());
+    }
+    let reminded: Vec<i64> = events
+        .iter()
+        .filter(|event| is_reminder(event.kind))
+        .filter_map(|event| event.reservation_id)
+        .collect();
+    let holding: HashSet<i64> = if reminded.is_empty() {
+        HashSet::new()
+    } else {
+        db::reservations::rows(&txn, &reminded)
+            .await?
+            .into_iter()
+            .filter(|row| {
                 row.status == reservation::Status::Confirmed
                     && row.payment_status != PaymentStatus::AwaitingApproval
-            }),
-            _ => true,
-        };
-        let users = match (holds, event.user_id, event.team_id) {
-            (false, _, _) => Vec::new(),
-            (true, Some(user), _) => vec![user],
-            (true, None, Some(team)) => db::notify::team_admins(&txn, team).await?,
-            (true, None, None) => Vec::new(),
-        };
-        // Each recipient's choice for this kind, else the default.
-        let chosen = db::notify::preferences_for(&txn, &users, event.kind).await?;
-        let choice = |user: i64| {
-            chosen
-                .iter()
-                .find(|row| row.user_id == user)
-                .map_or(ChannelChoice::default_for(event.kind), |row| row.choice())
-        };
-        let inbox: Vec<i64> = users.iter().copied().filter(|u| choice(*u).inbox).collect();
-        db::notify::hand_out(&txn, event.id, &inbox, now).await?;
-        if state.mail.is_some() {
-            let email: Vec<(i64, i64)> = users
-                .iter()
-                .filter(|u| choice(**u).email)
-                .map(|u| (*u, *u))
-                .collect();
-            db::notify::queue_deliveries(&txn, event.id, Channel::Email, &email, now).await?;
-        }
-        // A user's own hooks when they want this kind there; a team's hooks get its notices.
-        let hooks = match (holds, event.user_id, event.team_id) {
-            (false, _, _) => Vec::new(),
-            (true, Some(user), _) if choice(user).webhook => {
-                db::webhooks::active_of_users(&txn, &[user]).await?
-            }
-            (true, None, Some(team)) => db::webhooks::active_of_team(&txn, team).await?,
-            _ => Vec::new(),
-        };
-        let hooks: Vec<(i64, i64)> = hooks.iter().map(|hook| (hook.id, hook.user_id)).collect();
-        db::notify::queue_deliveries(&txn, event.id, Channel::Webhook, &hooks, now).await?;
-        txn.commit().await?;
-        if holds {
-            outcome.handed_out += 1;
-        } else {
-            outcome.dropped += 1;
+            })
+            .map(|row| row.id)
+            .collect()
+    };
+    let holds = |event: &notification_event::Model| match event.reservation_id {
+        Some(id) if is_reminder(event.kind) => holding.contains(&id),
+        _ => true,
+    };
+    // Who each event is for: its user, or its team's admins.
+    let mut admins: HashMap<i64, Vec<i64>> = HashMap::new();
+    for event in events.iter().filter(|event| holds(event)) {
+        if let (None, Some(team)) = (event.user_id, event.team_id)
+            && !admins.contains_key(&team)
+        {
+            admins.insert(team, db::notify::team_admins(&txn, team).await?);
         }
     }
-    Ok(outcome)
+    let recipients: Vec<Vec<i64>> = events
+        .iter()
+        .map(|event| match (holds(event), event.user_id, event.team_id) {
+            (false, _, _) => Vec::new(),
+            (true, Some(user), _) => vec![user],
+            (true, None, Some(team)) => admins.get(&team).cloned().unwrap_or_default(),
+            (true, None, None) => Vec::new(),
+        })
+        .collect();
+    // Each recipient's choice for each kind, else the kind's default.
+    let mut users: Vec<i64> = recipients.iter().flatten().copied().collect();
+    users.sort_unstable();
+    users.dedup();
+    let kinds: Vec<EventKind> = events
+        .iter()
+        .map(|event| event.kind)
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let chosen: HashMap<(i64, EventKind), ChannelChoice> =
+        db::notify::preferences_for(&txn, &users, &kinds)
+            .await?
+            .into_iter()
+            .map(|row| ((row.user_id, row.kind), row.choice()))
+            .collect();
+    let choice = |user: i64, kind: EventKind| {
+        chosen
+            .get(&(user, kind))
+            .copied()
+            .unwrap_or_else(|| ChannelChoice::default_for(kind))
+    };
+    // A user's own hooks when they want this kind there; a team's hooks get its notices.
+    let mut hook_users: Vec<i64> = events
+        .iter()
+        .filter(|event| holds(event))
+        .filter_map(|event| {
+            event
+                .user_id
+                .filter(|user| choice(*user, event.kind).webhook)
+        })
+        .collect();
+    hook_users.sort_unstable();
+    hook_users.dedup();
+    let mut hooks_of_user: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    for hook in db::webhooks::active_of_users(&txn, &hook_users).await? {
+        hooks_of_user
+            .entry(hook.user_id)
+            .or_default()
+            .push((hook.id, hook.user_id));
+    }
+    let mut hooks_of_team: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    for team in admins.keys() {
+        let hooks = db::webhooks::active_of_team(&txn, *team).await?;
+        hooks_of_team.insert(
+            *team,
+            hooks.iter().map(|hook| (hook.id, hook.user_id)).collect(),
+        );
+    }
+    let (mut inbox, mut email, mut calls) = (Vec::new(), Vec::new(), Vec::new());
+    for (event, users) in events.iter().zip(&recipients) {
+        for user in users {
+            let wants = choice(*user, event.kind);
+            if wants.inbox {
+                inbox.push((event.id, *user));
+            }
+            if wants.email && state.mail.is_some() {
+                email.push((event.id, *user, *user));
+            }
+        }
+        let hooks = match (holds(event), event.user_id, event.team_id) {
+            (false, _, _) => None,
+            (true, Some(user), _) if choice(user, event.kind).webhook => hooks_of_user.get(&user),
+            (true, Some(_), _) => None,
+            (true, None, Some(team)) => hooks_of_team.get(&team),
+            (true, None, None) => None,
+        };
+        calls.extend(
+            hooks
+                .into_iter()
+                .flatten()
+                .map(|(hook, owner)| (event.id, *hook, *owner)),
+        );
+    }
+    let handed: Vec<i64> = events.iter().map(|event| event.id).collect();
+    db::notify::hand_out(&txn, &handed, &inbox, now).await?;
+    db::notify::queue_deliveries(&txn, Channel::Email, &email, now).await?;
+    db::notify::queue_deliveries(&txn, Channel::Webhook, &calls, now).await?;
+    txn.commit().await?;
+    let kept = events.iter().filter(|event| holds(event)).count();
+    Ok(Outcome {
+        handed_out: u32::try_from(kept).unwrap_or(u32::MAX),
+        dropped: u32::try_from(events.len() - kept).unwrap_or(u32::MAX),
+    })
+}
+
+/// Whether events of `kind` remind of a reservation's start or end (dropped once it no longer
+/// holds its GPUs).
+fn is_reminder(kind: EventKind) -> bool {
+    matches!(kind, EventKind::StartingSoon | EventKind::EndingSoon)
 }
 
 /// What one run of the sender did.

@@ -16,14 +16,14 @@ use sea_orm::{
     DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 
-/// Events per insert statement: nine parameters each, well inside SQLite's and PostgreSQL's
-/// limits on a statement's parameters.
-const EVENTS_PER_STATEMENT: usize = 500;
+/// Rows per insert statement (events, inbox rows, deliveries: at most eleven parameters each),
+/// well inside SQLite's and PostgreSQL's limits on a statement's parameters.
+const ROWS_PER_STATEMENT: usize = 500;
 
 /// Writes `events` in the caller's transaction, a statement per 500 (one for a booking's); an
 /// event with the same key as one already written is kept as it is.
 pub async fn enqueue(txn: &DatabaseTransaction, events: &[NewEvent]) -> Result<(), DbErr> {
-    for chunk in events.chunks(EVENTS_PER_STATEMENT) {
+    for chunk in events.chunks(ROWS_PER_STATEMENT) {
         enqueue_chunk(txn, chunk).await?;
     }
     Ok(())
@@ -99,19 +99,25 @@ pub async fn due_ids(
         .await
 }
 
-/// Claims event `id` if nobody has handed it out yet: on PostgreSQL its row stays locked until
-/// `txn` ends and a row another replica holds is skipped (on SQLite the write transaction already
-/// excludes every other writer).
+/// Claims the events `ids` that nobody has handed out yet, the earliest due first: on PostgreSQL
+/// their rows stay locked until `txn` ends and rows another replica holds are skipped (on SQLite
+/// the write transaction already excludes every other writer).
 pub async fn claim(
     txn: &DatabaseTransaction,
-    id: i64,
-) -> Result<Option<notification_event::Model>, DbErr> {
-    let mut query = notification_event::Entity::find_by_id(id)
-        .filter(notification_event::Column::FannedOutAt.is_null());
+    ids: &[i64],
+) -> Result<Vec<notification_event::Model>, DbErr> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut query = notification_event::Entity::find()
+        .filter(notification_event::Column::Id.is_in(ids.iter().copied()))
+        .filter(notification_event::Column::FannedOutAt.is_null())
+        .order_by_asc(notification_event::Column::DueAt)
+        .order_by_asc(notification_event::Column::Id);
     if txn.get_database_backend() == DbBackend::Postgres {
         query = query.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
     }
-    query.one(txn).await
+    query.all(txn).await
 }
 
 /// The admins of team `team_id`.
@@ -127,18 +133,19 @@ pub async fn team_admins(db: &impl ConnectionTrait, team_id: i64) -> Result<Vec<
         .await
 }
 
-/// Puts event `event_id` in the inboxes of `users` (once each) and marks it handed out.
+/// Puts each `(event, user)` of `inbox` in that user's inbox (once each) and marks the events
+/// `handed_out` handed out.
 pub async fn hand_out(
     txn: &DatabaseTransaction,
-    event_id: i64,
-    users: &[i64],
+    handed_out: &[i64],
+    inbox: &[(i64, i64)],
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    if !users.is_empty() {
-        notification_inbox::Entity::insert_many(users.iter().map(|user| {
+    for chunk in inbox.chunks(ROWS_PER_STATEMENT) {
+        notification_inbox::Entity::insert_many(chunk.iter().map(|(event, user)| {
             notification_inbox::ActiveModel {
                 user_id: Set(*user),
-                event_id: Set(event_id),
+                event_id: Set(*event),
                 created_at: Set(now),
                 read_at: Set(None),
                 ..Default::default()
@@ -155,11 +162,13 @@ pub async fn hand_out(
         .exec_without_returning(txn)
         .await?;
     }
-    notification_event::Entity::update_many()
-        .col_expr(notification_event::Column::FannedOutAt, Expr::value(now))
-        .filter(notification_event::Column::Id.eq(event_id))
-        .exec(txn)
-        .await?;
+    if !handed_out.is_empty() {
+        notification_event::Entity::update_many()
+            .col_expr(notification_event::Column::FannedOutAt, Expr::value(now))
+            .filter(notification_event::Column::Id.is_in(handed_out.iter().copied()))
+            .exec(txn)
+            .await?;
+    }
     Ok(())
 }
 
@@ -232,45 +241,43 @@ pub async fn owns(db: &impl ConnectionTrait, user_id: i64, id: i64) -> Result<bo
         > 0)
 }
 
-/// Queues event `event_id` on `channel` for each `(target, user)` of `targets` (the recipient,
-/// or a webhook and its owner), due at `now`, once each: a delivery already queued is kept.
+/// Queues on `channel` each `(event, target, user)` of `deliveries` (the event to the recipient,
+/// or to a webhook and its owner), due at `now`, once each: a delivery already queued is kept.
 pub async fn queue_deliveries(
     txn: &DatabaseTransaction,
-    event_id: i64,
     channel: Channel,
-    targets: &[(i64, i64)],
+    deliveries: &[(i64, i64, i64)],
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    if targets.is_empty() {
-        return Ok(());
+    for chunk in deliveries.chunks(ROWS_PER_STATEMENT) {
+        notification_delivery::Entity::insert_many(chunk.iter().map(|(event, target, user)| {
+            notification_delivery::ActiveModel {
+                event_id: Set(*event),
+                channel: Set(channel),
+                target_id: Set(*target),
+                user_id: Set(*user),
+                status: Set(DeliveryStatus::Queued),
+                attempts: Set(0),
+                next_at: Set(now),
+                lease_until: Set(None),
+                last_error: Set(None),
+                sent_at: Set(None),
+                created_at: Set(now),
+                ..Default::default()
+            }
+        }))
+        .on_conflict(
+            OnConflict::columns([
+                notification_delivery::Column::EventId,
+                notification_delivery::Column::Channel,
+                notification_delivery::Column::TargetId,
+            ])
+            .do_nothing()
+            .to_owned(),
+        )
+        .exec_without_returning(txn)
+        .await?;
     }
-    notification_delivery::Entity::insert_many(targets.iter().map(|(target, user)| {
-        notification_delivery::ActiveModel {
-            event_id: Set(event_id),
-            channel: Set(channel),
-            target_id: Set(*target),
-            user_id: Set(*user),
-            status: Set(DeliveryStatus::Queued),
-            attempts: Set(0),
-            next_at: Set(now),
-            lease_until: Set(None),
-            last_error: Set(None),
-            sent_at: Set(None),
-            created_at: Set(now),
-            ..Default::default()
-        }
-    }))
-    .on_conflict(
-        OnConflict::columns([
-            notification_delivery::Column::EventId,
-            notification_delivery::Column::Channel,
-            notification_delivery::Column::TargetId,
-        ])
-        .do_nothing()
-        .to_owned(),
-    )
-    .exec_without_returning(txn)
-    .await?;
     Ok(())
 }
 
@@ -504,18 +511,19 @@ pub async fn preferences(
         .await
 }
 
-/// The choices `users` made for notices of `kind` (users without a row take the default).
+/// The choices `users` made for notices of `kinds` (users without a row for a kind take its
+/// default).
 pub async fn preferences_for(
     db: &impl ConnectionTrait,
     users: &[i64],
-    kind: EventKind,
+    kinds: &[EventKind],
 ) -> Result<Vec<notification_preference::Model>, DbErr> {
-    if users.is_empty() {
+    if users.is_empty() || kinds.is_empty() {
         return Ok(Vec::new());
     }
     notification_preference::Entity::find()
         .filter(notification_preference::Column::UserId.is_in(users.iter().copied()))
-        .filter(notification_preference::Column::Kind.eq(kind))
+        .filter(notification_preference::Column::Kind.is_in(kinds.iter().copied()))
         .all(db)
         .await
 }

@@ -19,10 +19,10 @@ use crate::domain::reservation::{
 };
 use crate::domain::schedule::{Occupancy, SLOT_MINUTES, Share, WHOLE_GPU, Window};
 use chrono::{DateTime, TimeDelta, Utc};
-use sea_orm::sea_query::{Alias, Expr, ExprTrait, OnConflict, Query};
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, LockType, OnConflict, Query};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction,
-    DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, RelationTrait,
+    DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, RelationTrait,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -64,9 +64,35 @@ pub async fn gpus_where(
     db: &impl ConnectionTrait,
     filter: sea_orm::Condition,
 ) -> Result<Vec<BookableGpu>, DbErr> {
+    read_gpus(db, filter, false).await
+}
+
+/// GPUs `ids` (those that exist), by node name and device index, their rows locked until the
+/// transaction ends: on PostgreSQL by the read itself, in id order as every lock of GPUs is
+/// taken ([`lock_gpus`]), so a price or sharing changed meanwhile is seen; on SQLite the
+/// transaction already holds the write lock.
+pub async fn lock_and_read_gpus(
+    txn: &DatabaseTransaction,
+    ids: &[i64],
+) -> Result<Vec<BookableGpu>, DbErr> {
+    let locking = txn.get_database_backend() == DbBackend::Postgres;
+    let mut gpus = read_gpus(txn, gpu::Column::Id.is_in(ids.to_vec()).into(), locking).await?;
+    if locking {
+        gpus.sort_by_key(|g| (g.node_id, g.device_index));
+    }
+    Ok(gpus)
+}
+
+/// [`gpus_where`]; with `lock`, ordered by id and locked (`FOR UPDATE OF gpus`: the rows are
+/// locked in the order the read returns them).
+async fn read_gpus(
+    db: &impl ConnectionTrait,
+    filter: sea_orm::Condition,
+    lock: bool,
+) -> Result<Vec<BookableGpu>, DbErr> {
     // One query of the columns booking needs: each GPU with its node's name (at fleet scale a
     // model has thousands of GPUs, and whole rows of both tables cost more to decode than to read).
-    let rows: Vec<BookableRow> = gpu::Entity::find()
+    let mut select = gpu::Entity::find()
         .select_only()
         .column(gpu::Column::Id)
         .column(gpu::Column::NodeId)
@@ -79,12 +105,16 @@ pub async fn gpus_where(
         .column(gpu::Column::Shareable)
         .column(gpu::Column::HourlyPriceMinor)
         .join(sea_orm::JoinType::LeftJoin, gpu::Relation::Node.def())
-        .filter(filter)
-        .order_by_asc(gpu::Column::NodeId)
-        .order_by_asc(gpu::Column::DeviceIndex)
-        .into_model::<BookableRow>()
-        .all(db)
-        .await?;
+        .filter(filter);
+    if lock {
+        select = select.order_by_asc(gpu::Column::Id);
+        QueryTrait::query(&mut select).lock_with_tables(LockType::Update, [gpu::Entity]);
+    } else {
+        select = select
+            .order_by_asc(gpu::Column::NodeId)
+            .order_by_asc(gpu::Column::DeviceIndex);
+    }
+    let rows: Vec<BookableRow> = select.into_model::<BookableRow>().all(db).await?;
     Ok(rows
         .into_iter()
         .map(|row| BookableGpu {

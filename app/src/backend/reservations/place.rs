@@ -295,9 +295,8 @@ async fn choose_listed(
     // Until a clash, every statement is keyed by the listed GPUs (at most 64): generic
     // plans, as for the rest of a booking (see `attempt_once`).
     db::reuse_generic_plans(txn).await?;
-    // Locked before they are read: a price or sharing changed meanwhile is seen.
-    lock_gpus(txn, ids).await?;
-    let gpus = db::reservations::gpus_by_id(txn, ids).await?;
+    // Locked as they are read: a price or sharing changed meanwhile is seen.
+    let gpus = db::reservations::lock_and_read_gpus(txn, ids).await?;
     if let Some(missing) = ids.iter().find(|id| !gpus.iter().any(|g| g.id == **id)) {
         return Err(invalid("gpu_ids", Problem::NoSuchGpu { id: *missing }));
     }

@@ -81,9 +81,16 @@ impl BenchDatabase {
                     .await
                     .expect("create the bench database");
                 let _ = admin.close().await;
-                let (base, _) = admin_url.rsplit_once('/').expect("a database URL");
+                // The bench's database on the same server, with the URL's options (such as
+                // `?sslmode=disable`) kept.
+                let (path, options) = admin_url
+                    .split_once('?')
+                    .map_or((admin_url.as_str(), String::new()), |(path, options)| {
+                        (path, format!("?{options}"))
+                    });
+                let (base, _) = path.rsplit_once('/').expect("a database URL");
                 Self {
-                    url: format!("{base}/{name}"),
+                    url: format!("{base}/{name}{options}"),
                     admin_url: Some(admin_url),
                     pg_name: Some(name),
                     _dir: None,

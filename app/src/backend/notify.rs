@@ -111,26 +111,33 @@ pub async fn run(state: &AppState, now: DateTime<Utc>) -> Result<Outcome, DbErr>
         Some(id) if is_reminder(event.kind) => holding.contains(&id),
         _ => true,
     };
-    // Who each event is for: its user, or its team's admins.
+    // Who each event goes to (nobody for a dropped reminder): its user, or its team's admins.
+    let audiences: Vec<Option<Audience>> = events
+        .iter()
+        .map(|event| match (holds(event), event.user_id, event.team_id) {
+            (false, _, _) | (true, None, None) => None,
+            (true, Some(user), _) => Some(Audience::User(user)),
+            (true, None, Some(team)) => Some(Audience::TeamAdmins(team)),
+        })
+        .collect();
+    // Each team's admins and its hooks, read once per team however many of its events.
     let mut admins: HashMap<i64, Vec<i64>> = HashMap::new();
-    for event in events.iter().filter(|event| holds(event)) {
-        if let (None, Some(team)) = (event.user_id, event.team_id)
+    let mut hooks_of_team: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    for audience in &audiences {
+        if let Some(Audience::TeamAdmins(team)) = *audience
             && !admins.contains_key(&team)
         {
             admins.insert(team, db::notify::team_admins(&txn, team).await?);
+            let hooks = db::webhooks::active_of_team(&txn, team).await?;
+            hooks_of_team.insert(team, hooks.iter().map(|h| (h.id, h.user_id)).collect());
         }
     }
-    let recipients: Vec<Vec<i64>> = events
-        .iter()
-        .map(|event| match (holds(event), event.user_id, event.team_id) {
-            (false, _, _) => Vec::new(),
-            (true, Some(user), _) => vec![user],
-            (true, None, Some(team)) => admins.get(&team).cloned().unwrap_or_default(),
-            (true, None, None) => Vec::new(),
-        })
-        .collect();
     // Each recipient's choice for each kind, else the kind's default.
-    let mut users: Vec<i64> = recipients.iter().flatten().copied().collect();
+    let mut users: Vec<i64> = audiences
+        .iter()
+        .flat_map(|audience| recipients(audience, &admins))
+        .copied()
+        .collect();
     users.sort_unstable();
     users.dedup();
     let kinds: Vec<EventKind> = events
@@ -152,14 +159,15 @@ pub async fn run(state: &AppState, now: DateTime<Utc>) -> Result<Outcome, DbErr>
             .unwrap_or_else(|| ChannelChoice::default_for(kind))
     };
     // A user's own hooks when they want this kind there; a team's hooks get its notices.
+    let wants_hooks =
+        |event: &notification_event::Model, audience: &Option<Audience>| match *audience {
+            Some(Audience::User(user)) => choice(user, event.kind).webhook.then_some(user),
+            _ => None,
+        };
     let mut hook_users: Vec<i64> = events
         .iter()
-        .filter(|event| holds(event))
-        .filter_map(|event| {
-            event
-                .user_id
-                .filter(|user| choice(*user, event.kind).webhook)
-        })
+        .zip(&audiences)
+        .filter_map(|(event, audience)| wants_hooks(event, audience))
         .collect();
     hook_users.sort_unstable();
     hook_users.dedup();
@@ -170,17 +178,9 @@ pub async fn run(state: &AppState, now: DateTime<Utc>) -> Result<Outcome, DbErr>
             .or_default()
             .push((hook.id, hook.user_id));
     }
-    let mut hooks_of_team: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    for team in admins.keys() {
-        let hooks = db::webhooks::active_of_team(&txn, *team).await?;
-        hooks_of_team.insert(
-            *team,
-            hooks.iter().map(|hook| (hook.id, hook.user_id)).collect(),
-        );
-    }
     let (mut inbox, mut email, mut calls) = (Vec::new(), Vec::new(), Vec::new());
-    for (event, users) in events.iter().zip(&recipients) {
-        for user in users {
+    for (event, audience) in events.iter().zip(&audiences) {
+        for user in recipients(audience, &admins) {
             let wants = choice(*user, event.kind);
             if wants.inbox {
                 inbox.push((event.id, *user));
@@ -189,12 +189,9 @@ pub async fn run(state: &AppState, now: DateTime<Utc>) -> Result<Outcome, DbErr>
                 email.push((event.id, *user, *user));
             }
         }
-        let hooks = match (holds(event), event.user_id, event.team_id) {
-            (false, _, _) => None,
-            (true, Some(user), _) if choice(user, event.kind).webhook => hooks_of_user.get(&user),
-            (true, Some(_), _) => None,
-            (true, None, Some(team)) => hooks_of_team.get(&team),
-            (true, None, None) => None,
+        let hooks = match *audience {
+            Some(Audience::TeamAdmins(team)) => hooks_of_team.get(&team),
+            _ => wants_hooks(event, audience).and_then(|user| hooks_of_user.get(&user)),
         };
         calls.extend(
             hooks
@@ -213,6 +210,15 @@ pub async fn run(state: &AppState, now: DateTime<Utc>) -> Result<Outcome, DbErr>
         handed_out: u32::try_from(kept).unwrap_or(u32::MAX),
         dropped: u32::try_from(events.len() - kept).unwrap_or(u32::MAX),
     })
+}
+
+/// The users `audience` names: its user, or its team's admins (read into `admins`).
+fn recipients<'a>(audience: &'a Option<Audience>, admins: &'a HashMap<i64, Vec<i64>>) -> &'a [i64] {
+    match audience {
+        None => &[],
+        Some(Audience::User(user)) => std::slice::from_ref(user),
+        Some(Audience::TeamAdmins(team)) => admins.get(team).map_or(&[], Vec::as_slice),
+    }
 }
 
 /// Whether events of `kind` remind of a reservation's start or end (dropped once it no longer

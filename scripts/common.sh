@@ -22,16 +22,22 @@ ensure_rust_tools() {
     say "Adding the wasm32-unknown-unknown target"
     rustup target add wasm32-unknown-unknown
   fi
+  # Both tools are built as debug builds without debug info: they drive cargo and rewrite the
+  # WASM, work measured in seconds either way, while their release builds (cargo-leptos's own
+  # profile is fat LTO in one codegen unit) cost the 2-core CI machine three times the CPU.
+  # BENCHMARKS.md, "The build tools".
   if ! cargo leptos --version 2>/dev/null | grep -q "$CARGO_LEPTOS_VERSION"; then
-    say "Installing cargo-leptos $CARGO_LEPTOS_VERSION (about 20 minutes, once)"
-    cargo install cargo-leptos --locked --version "$CARGO_LEPTOS_VERSION"
+    say "Installing cargo-leptos $CARGO_LEPTOS_VERSION (about 10 minutes, once)"
+    CARGO_PROFILE_DEV_DEBUG=0 cargo install cargo-leptos --locked --debug --version "$CARGO_LEPTOS_VERSION"
   fi
   local wbg
   wbg="$(wasm_bindgen_version)"
   if ! wasm-bindgen --version 2>/dev/null | grep -q "$wbg"; then
-    say "Installing wasm-bindgen-cli $wbg (about 7 minutes, once)"
-    # Not --locked: one of its locked dependencies is missing from the registry mirror.
-    cargo install wasm-bindgen-cli --version "$wbg"
+    say "Installing wasm-bindgen-cli $wbg (about 3 minutes, once)"
+    # Not --locked: one of its locked dependencies is missing from the registry mirror. Only the
+    # `wasm-bindgen` program, without the TLS its test runner's downloads would need.
+    CARGO_PROFILE_DEV_DEBUG=0 cargo install wasm-bindgen-cli --debug --no-default-features \
+      --bin wasm-bindgen --version "$wbg"
   fi
 }
 

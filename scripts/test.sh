@@ -93,21 +93,29 @@ ensure_node_modules
 ensure_python_tools
 check_postgres
 
-# The browser side needs none of the server's build, and the server's tests leave the CPU idle
-# for long stretches (they wait on the databases, servers and timers they start). So it runs
-# alongside, at low priority: the browser build tools (cargo-leptos and wasm-bindgen, about 25
-# minutes to install on a fresh machine) at once, the wasm32 clippy and the front-end build once
-# the server's tests are built (cargo builds lock target/). Its output is shown when it ends.
+# Clippy's lints run inside the builds rather than before them: `clippy-driver` compiles the
+# workspace's own crates (as `cargo clippy` runs it, with `-D warnings`) and plain rustc their
+# dependencies, so the dependencies are compiled once, for the tests, instead of checked for
+# clippy first and then built again (BENCHMARKS.md, "The build tools and CI").
+CLIPPY_DRIVER="$(command -v clippy-driver)"
+with_clippy() {
+  CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
+    RUSTC_WORKSPACE_WRAPPER="$CLIPPY_DRIVER" "$@"
+}
+
+# The browser side needs none of the server's build and builds in its own folder
+# (target/front), so it runs alongside from the start, at low priority: the browser build tools
+# (cargo-leptos and wasm-bindgen, about 10 minutes of CPU to install on a fresh machine), then
+# the front end with clippy's lints (hydrate, wasm32). The server's tests leave the CPU idle for
+# long stretches (they wait on the databases, servers and timers they start); the browser side
+# takes those. Its output is shown when it ends.
 rustup target list --installed | grep -qx wasm32-unknown-unknown \
   || rustup target add wasm32-unknown-unknown
 browser_side() {
   renice -n 10 -p "$BASHPID" >/dev/null
   ensure_rust_tools
-  until [ -e "$WORK/server-built" ]; do sleep 2; done
-  say "clippy: browser build (hydrate, wasm32)"
-  cargo clippy --locked -p berth-app -p berth-frontend --target wasm32-unknown-unknown -- -D warnings
-  say "Building the front end (WASM + CSS)"
-  cargo leptos build --frontend-only --split
+  say "Building the front end (WASM + CSS), with clippy's lints (hydrate, wasm32)"
+  with_clippy cargo leptos build --frontend-only --split
 }
 (browser_side) > "$WORK/browser.log" 2>&1 &
 WEB_PID=$!
@@ -115,19 +123,14 @@ WEB_PID=$!
 say "cargo fmt --check"
 cargo fmt --all --check
 
-say "clippy: server build (ssr)"
-cargo clippy --locked -p berth-app -p berth-server -p berth-migrations -p berth-fake-nvml --all-targets -- -D warnings
-
 RESULTS="$WORK/results"
 RUST_PACKAGES=(-p berth-app -p berth-server -p berth-migrations -p berth-fake-nvml)
 
-# Cargo lets go of target/ once its build is done, before the first test binary runs ("Running
-# …"): that line lets the browser side's builds start.
+say "Rust build with clippy's lints (ssr; libraries, programs, tests, benches)"
+with_clippy cargo test --locked "${RUST_PACKAGES[@]}" --all-targets --no-run
+
 say "Rust tests (unit, and HTTP integration on SQLite and PostgreSQL); the browser build alongside"
-cargo test --locked "${RUST_PACKAGES[@]}" 2>&1 | tee -a "$RESULTS" | while IFS= read -r line; do
-  printf '%s\n' "$line"
-  if [[ "$line" == *" Running "* && ! -e "$WORK/server-built" ]]; then touch "$WORK/server-built"; fi
-done
+with_clippy cargo test --locked "${RUST_PACKAGES[@]}" 2>&1 | tee -a "$RESULTS"
 
 say "Waiting for the browser build"
 web_status=0

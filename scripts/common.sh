@@ -25,7 +25,7 @@ ensure_rust_tools() {
   # Both tools are built as debug builds without debug info: they drive cargo and rewrite the
   # WASM, work measured in seconds either way, while their release builds (cargo-leptos's own
   # profile is fat LTO in one codegen unit) cost the 2-core CI machine three times the CPU.
-  # BENCHMARKS.md, "The build tools".
+  # BENCHMARKS.md, "The build tools and CI".
   if ! cargo leptos --version 2>/dev/null | grep -q "$CARGO_LEPTOS_VERSION"; then
     say "Installing cargo-leptos $CARGO_LEPTOS_VERSION (about 10 minutes, once)"
     CARGO_PROFILE_DEV_DEBUG=0 cargo install cargo-leptos --locked --debug --version "$CARGO_LEPTOS_VERSION"

@@ -97,7 +97,10 @@ check_postgres
 # workspace's own crates (as `cargo clippy` runs it, with `-D warnings`) and plain rustc their
 # dependencies, so the dependencies are compiled once, for the tests, instead of checked for
 # clippy first and then built again (BENCHMARKS.md, "The build tools and CI").
-CLIPPY_DRIVER="$(command -v clippy-driver)"
+CLIPPY_DRIVER="$(command -v clippy-driver)" || {
+  echo "error: clippy-driver is not on PATH; install it with: rustup component add clippy" >&2
+  exit 1
+}
 with_clippy() {
   CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
     RUSTC_WORKSPACE_WRAPPER="$CLIPPY_DRIVER" "$@"

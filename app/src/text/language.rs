@@ -64,10 +64,17 @@ fn with_request_headers<R>(headers: &http::HeaderMap, f: impl FnOnce() -> R) -> 
 pub fn in_request_language<R>(
     f: impl FnOnce(leptos_i18n::I18nContext<crate::i18n::Locale>) -> R,
 ) -> R {
-    Owner::new().with(|| {
+    let owner = Owner::new();
+    owner.with(|| {
         // The same context `I18nContextProvider` provides.
         #[allow(deprecated)]
         let i18n = leptos_i18n::context::provide_i18n_context::<crate::i18n::Locale>();
+        // The context spawns an isomorphic effect (it keeps the language cookie in step with the
+        // locale) on the async runtime. A text needs none of it, and run on another worker after
+        // this owner is gone, it would read the locale's disposed signal and panic there. Paused
+        // (the pause reaches the effect's own owner, a child of this one), the task finds it so
+        // and does nothing, unless it began in the moment between its spawn and this line.
+        owner.pause();
         f(i18n)
     })
 }

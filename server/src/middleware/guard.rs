@@ -6,7 +6,7 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
-use berth_app::backend::auth::actor::Actor;
+use berth_app::backend::auth::actor::{Actor, GuardedActor};
 use berth_app::backend::state::AppState;
 use berth_app::error::AppError;
 use tower_sessions::Session;
@@ -48,6 +48,8 @@ pub async fn require_sign_in(
             parts
                 .extensions
                 .insert(super::page_cache::SignedIn(actor.user.id));
+            // The render's server functions take it from here instead of reading it again.
+            parts.extensions.insert(GuardedActor(actor));
             keep_alive(&parts).await;
             next.run(Request::from_parts(parts, body)).await
         }

@@ -55,14 +55,25 @@ impl FromRequestParts<AppState> for Actor {
     }
 }
 
+/// The actor the page guard (the server's sign-in middleware) already found for a page request,
+/// kept in the request's extensions so that the server functions the page's render calls do not
+/// read the user again: one user read per page instead of one per call (three on the calendar,
+/// issue 29's statement log). Only server code inserts extensions; a page request changes
+/// nothing while it renders, so the actor cannot go stale within it.
+#[derive(Debug, Clone)]
+pub struct GuardedActor(pub Actor);
+
 /// The signed-in user of the current page render or server-function call, or `None` when there
 /// is none.
 pub async fn current_actor() -> Result<Option<Actor>, AppError> {
-    let state = crate::backend::state::app_state()?;
     let Some(mut parts) = leptos::prelude::use_context::<Parts>() else {
         tracing::error!("request parts missing from the context");
         return Err(AppError::Internal);
     };
+    if let Some(GuardedActor(actor)) = parts.extensions.get::<GuardedActor>() {
+        return Ok(Some(actor.clone()));
+    }
+    let state = crate::backend::state::app_state()?;
     match Actor::from_request_parts(&mut parts, &state).await {
         Ok(actor) => Ok(Some(actor)),
         Err(AppError::Unauthorized) => Ok(None),
@@ -117,4 +128,59 @@ pub fn bearer_token(parts: &Parts) -> Option<&str> {
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::user::Email;
+    use leptos::prelude::{Owner, provide_context};
+
+    /// Polls `future` once: what it is asked here needs no waiting.
+    fn at_once<T>(future: impl Future<Output = T>) -> T {
+        let mut future = std::pin::pin!(future);
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        match future.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(value) => value,
+            std::task::Poll::Pending => panic!("current_actor waited"),
+        }
+    }
+
+    fn actor(id: i64) -> Actor {
+        Actor {
+            user: UserSummary {
+                id,
+                email: Email::parse("ana@example.com").expect("address"),
+                name: "Ana".to_owned(),
+                role: PlatformRole::User,
+                time_zone: Some("America/Sao_Paulo".to_owned()),
+            },
+            token_scope: None,
+        }
+    }
+
+    #[test]
+    fn a_guarded_page_render_takes_the_guards_actor_without_the_database() {
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        parts.extensions.insert(GuardedActor(actor(42)));
+        let found = Owner::new().with(|| {
+            provide_context(parts);
+            at_once(current_actor())
+        });
+        let found = found.expect("no error").expect("an actor");
+        assert_eq!(found.user.id, 42);
+        assert_eq!(found.user.time_zone.as_deref(), Some("America/Sao_Paulo"));
+        assert!(found.token_scope.is_none());
+    }
+
+    #[test]
+    fn without_the_guards_actor_the_request_is_resolved_again() {
+        // No application state here: the only way on is the database's, which is not at hand.
+        let (parts, ()) = http::Request::new(()).into_parts();
+        let found = Owner::new().with(|| {
+            provide_context(parts);
+            at_once(current_actor())
+        });
+        assert!(found.is_err(), "{found:?}");
+    }
 }

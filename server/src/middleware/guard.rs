@@ -45,10 +45,8 @@ pub async fn require_sign_in(
     let (mut parts, body) = request.into_parts();
     match Actor::from_request_parts(&mut parts, &state).await {
         Ok(actor) => {
-            parts
-                .extensions
-                .insert(super::page_cache::SignedIn(actor.user.id));
-            // The render's server functions take it from here instead of reading it again.
+            // The page cache keys its copies by this user, and the render's server functions
+            // take it from here instead of reading it again.
             parts.extensions.insert(GuardedActor(actor));
             keep_alive(&parts).await;
             next.run(Request::from_parts(parts, body)).await

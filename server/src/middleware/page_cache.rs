@@ -31,6 +31,7 @@ use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use berth_app::backend::auth::actor::GuardedActor;
 use berth_app::backend::clock::Clock;
 use berth_app::backend::reservations::calendar::PageFormKey;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -48,10 +49,6 @@ pub const MAX_PAGE_BYTES: usize = 2 * 1024 * 1024;
 const CACHED_PATHS: [&str; 1] = ["/calendar"];
 /// A node agent's telemetry report: frequent, and it changes only what [`FRESH_FOR`] covers.
 const NOT_A_CHANGE: [&str; 1] = ["/api/v1/agent/report"];
-
-/// The signed-in user of a page request, set by the sign-in guard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SignedIn(pub i64);
 
 /// Whose copy, of what.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -214,7 +211,8 @@ fn key_of(cache: &PageCache, request: &Request) -> Option<Key> {
     {
         return None;
     }
-    let SignedIn(user_id) = *request.extensions().get::<SignedIn>()?;
+    // The signed-in user, as the sign-in guard found them.
+    let user_id = request.extensions().get::<GuardedActor>()?.0.user.id;
     let headers = request.headers();
     Some(Key {
         generation: cache.generation.load(Ordering::Acquire),

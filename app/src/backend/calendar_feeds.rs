@@ -96,10 +96,7 @@ pub async fn feed(
             let summary = db::users::find_user(db, user.id)
                 .await?
                 .ok_or_else(missing)?;
-            let maker = Actor {
-                user: summary,
-                token_scope: None,
-            };
+            let maker = Actor::new(summary, None);
             team_access::require_manage(db, &maker, team)
                 .await
                 .map_err(|_| missing())?;

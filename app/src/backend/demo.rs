@@ -299,6 +299,7 @@ pub async fn seed_demo_bookings(
                 let owner = owners[usize::try_from(n).unwrap_or(0) % owners.len()];
                 let request = NewReservation {
                     owner_id: owner,
+                    owner_name: None,
                     target: Target::Gpus(vec![gpu.id]),
                     share,
                     window,

@@ -12,6 +12,7 @@ use crate::domain::problem::Problem;
 use crate::domain::profile::{
     self, Dotfile, PrepReport, PrepState, Preparation, Profile, ProfileSpec, ProfileVersion,
 };
+use crate::domain::user::UserSummary;
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
 use sea_orm::ConnectionTrait;
@@ -349,25 +350,24 @@ pub async fn set_default(state: &AppState, actor: &Actor, id: Option<i64>) -> Re
     Ok(())
 }
 
-/// The version a booking by `owner_id` uses: the latest version of `requested` (which the owner
+/// The version a booking by `owner` uses: the latest version of `requested` (which the owner
 /// must be able to use: 422 otherwise), none for `requested` 0, or the latest version of the
-/// owner's default profile when none is named (nothing when the default is gone).
+/// owner's default profile (as read with the owner) when none is named (nothing when the default
+/// is gone).
 pub async fn for_booking(
     db: &impl ConnectionTrait,
-    owner_id: i64,
+    owner: &UserSummary,
     requested: Option<i64>,
 ) -> Result<Option<i64>, AppError> {
     if requested == Some(0) {
         // Explicitly none (the booking panel's "no profile").
         return Ok(None);
     }
+    let owner_id = owner.id;
     // The profile asked for, else the holder's default; without either nothing more is read.
-    let (id, asked) = match requested {
-        Some(id) => (id, true),
-        None => match db::env_profiles::default_of(db, owner_id).await? {
-            Some(id) => (id, false),
-            None => return Ok(None),
-        },
+    let (id, asked) = match requested.or(owner.default_profile_id) {
+        Some(id) => (id, requested.is_some()),
+        None => return Ok(None),
     };
     let usable_here = match db::env_profiles::profile(db, id).await? {
         Some(row) => {

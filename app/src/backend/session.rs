@@ -19,7 +19,7 @@ pub async fn signed_in_user(
 ) -> Result<SignedInUser, AppError> {
     let db = &state.db;
     let (teams, payments_due, displaced, approvals_waiting, unread) = tokio::try_join!(
-        db::teams::memberships_of(db, actor.user.id),
+        actor.memberships(db),
         db::payments::count_due(db, actor.user.id),
         db::quotas::count_displaced(db, actor.user.id, now),
         db::quotas::count_awaiting_for_admin(db, actor.user.id),

@@ -298,6 +298,7 @@ pub async fn book(state: &AppState, actor: &Actor, id: i64) -> Result<Reservatio
         .map_err(|err| AppError::internal(DbErr::Custom(err.to_string())))?;
     let request = NewReservation {
         owner_id: actor.user.id,
+        owner_name: Some(actor.user.name.clone()),
         target: Target::Gpus(db::watches::gpu_ids_of(&offer)),
         share,
         window,
@@ -309,12 +310,8 @@ pub async fn book(state: &AppState, actor: &Actor, id: i64) -> Result<Reservatio
         team_id: watch.team_id,
         priority: None,
         platform_admin: actor.require_platform_admin().is_ok(),
-        profile_version_id: crate::backend::env_profiles::for_booking(
-            &state.db,
-            actor.user.id,
-            None,
-        )
-        .await?,
+        profile_version_id: crate::backend::env_profiles::for_booking(&state.db, &actor.user, None)
+            .await?,
         through_watch: Some((id, offer.id)),
         start_early: false,
         card_id: None,

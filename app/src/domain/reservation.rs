@@ -243,6 +243,9 @@ pub enum Target {
 pub struct NewReservation {
     /// Who books.
     pub owner_id: i64,
+    /// Their name, when the caller has read it already (the signed-in actor's): the booking's
+    /// answer shows it without reading it again. `None`: read with the booking.
+    pub owner_name: Option<String>,
     /// Which GPUs.
     pub target: Target,
     /// Share of each.

@@ -236,6 +236,7 @@ mod tests {
                 name: "Ana".into(),
                 role,
                 time_zone: None,
+                default_profile_id: None,
             },
             teams: teams
                 .iter()

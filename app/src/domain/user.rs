@@ -104,6 +104,10 @@ pub struct UserSummary {
     /// IANA time zone chosen on the profile page; `None`: the browser's.
     #[serde(default)]
     pub time_zone: Option<String>,
+    /// The environment profile their bookings use when they name none (read with the user, so
+    /// that a booking need not read it again).
+    #[serde(default)]
+    pub default_profile_id: Option<i64>,
 }
 
 /// The time-zone setting on the profile page: the user's choice and the names to choose from.

@@ -68,13 +68,13 @@ async fn settled(app: &TestApp) -> Vec<notification_delivery::Model> {
 
 /// The actor `user_id` (for calling a service directly).
 async fn actor(app: &TestApp, user_id: i64) -> berth_app::backend::auth::actor::Actor {
-    berth_app::backend::auth::actor::Actor {
-        user: berth_app::backend::db::users::find_user(&app.db, user_id)
+    berth_app::backend::auth::actor::Actor::new(
+        berth_app::backend::db::users::find_user(&app.db, user_id)
             .await
             .unwrap()
             .unwrap(),
-        token_scope: None,
-    }
+        None,
+    )
 }
 
 /// Waits (briefly) until `sink` holds a message whose subject contains `subject`; a message the

@@ -625,5 +625,6 @@ async fn user_of_old_schema(
         name: "Ana".to_owned(),
         role: PlatformRole::User,
         time_zone: None,
+        default_profile_id: None,
     }
 }

@@ -1078,7 +1078,48 @@ async fn concurrent_team_bookings_never_exceed_the_budget(backend: Backend) {
     app.stop().await;
 }
 
+/// A request's actor reads its teams once (a page's navigation and its body both show them, at
+/// once), clones of it share what was read, and the next request's actor reads them again.
+async fn a_requests_actor_reads_its_teams_once(backend: Backend) {
+    use berth_app::backend::auth::actor::Actor;
+    use sea_orm::{ColumnTrait, QueryFilter};
+    let (app, _db) = spawn_app(backend).await;
+    let platform = unfunded_user_token(&app, "root@example.com", PlatformRole::PlatformAdmin).await;
+    unfunded_user_token(&app, "ana@example.com", PlatformRole::User).await;
+    let team = team_with_admin(&app, &platform, "Vision Lab", "ana@example.com").await;
+    let ana = db::users::find_user_by_email(
+        &app.db,
+        &berth_app::domain::user::Email::parse("ana@example.com").unwrap(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let navigation = Actor::new(ana.clone(), None);
+    let body = navigation.clone();
+    let (first, second) = tokio::join!(navigation.memberships(&app.db), body.memberships(&app.db));
+    let names = |teams: Vec<berth_app::domain::team::TeamMembership>| -> Vec<String> {
+        teams.into_iter().map(|m| m.team_name).collect()
+    };
+    assert_eq!(names(first.unwrap()), ["Vision Lab"]);
+    assert_eq!(names(second.unwrap()), ["Vision Lab"]);
+    // Removed from the team meanwhile: this request keeps what it read; the next one sees it.
+    team_member::Entity::delete_many()
+        .filter(team_member::Column::TeamId.eq(team))
+        .filter(team_member::Column::UserId.eq(ana.id))
+        .exec(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(
+        names(body.memberships(&app.db).await.unwrap()),
+        ["Vision Lab"]
+    );
+    let next_request = Actor::new(ana, None);
+    assert!(next_request.memberships(&app.db).await.unwrap().is_empty());
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    a_requests_actor_reads_its_teams_once,
     invited_member_joins_at_sign_in_and_sees_the_team,
     invitations_are_validated_and_one_per_address,
     a_team_always_keeps_an_admin_even_under_concurrent_changes,

@@ -8,20 +8,59 @@ use crate::backend::db;
 use crate::backend::db::api_tokens::TokenCheck;
 use crate::backend::state::AppState;
 use crate::domain::api_token::TokenScope;
+use crate::domain::team::TeamMembership;
 use crate::domain::user::{PlatformRole, UserSummary};
 use crate::error::AppError;
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
+use sea_orm::{ConnectionTrait, DbErr};
+use std::sync::Arc;
+use tokio::sync::OnceCell;
 use tower_sessions::Session;
 
-/// The user a request acts for.
+/// The user a request acts for. Clones share what [`Actor::memberships`] has read: an actor
+/// lives as long as its request.
 #[derive(Debug, Clone)]
 pub struct Actor {
     /// Who it is.
     pub user: UserSummary,
     /// The scope of the API token the request came with; `None` for a signed-in session.
     pub token_scope: Option<TokenScope>,
+    /// What the request has read about the actor for more than one reader.
+    memo: Arc<Memo>,
+}
+
+/// What a page render reads about its viewer in more than one place, read once.
+#[derive(Debug, Default)]
+struct Memo {
+    /// The viewer's teams: the navigation and the calendar both show them.
+    memberships: OnceCell<Vec<TeamMembership>>,
+}
+
+impl Actor {
+    /// `user`, acting through a session (`token_scope` `None`) or an API token of that scope.
+    pub fn new(user: UserSummary, token_scope: Option<TokenScope>) -> Self {
+        Actor {
+            user,
+            token_scope,
+            memo: Arc::default(),
+        }
+    }
+
+    /// The actor's teams, by name: read by the first caller in the request, then shared (a
+    /// page's navigation and its body ask both, at once). For what a request shows; a service
+    /// that decides on membership reads it under its own transaction instead.
+    pub async fn memberships(
+        &self,
+        db: &impl ConnectionTrait,
+    ) -> Result<Vec<TeamMembership>, DbErr> {
+        self.memo
+            .memberships
+            .get_or_try_init(|| crate::backend::db::teams::memberships_of(db, self.user.id))
+            .await
+            .cloned()
+    }
 }
 
 impl FromRequestParts<AppState> for Actor {
@@ -51,7 +90,7 @@ impl FromRequestParts<AppState> for Actor {
         };
         let user = user.ok_or(AppError::Unauthorized)?;
         tracing::Span::current().record("user.id", user.id);
-        Ok(Actor { user, token_scope })
+        Ok(Actor::new(user, token_scope))
     }
 }
 
@@ -147,16 +186,17 @@ mod tests {
     }
 
     fn actor(id: i64) -> Actor {
-        Actor {
-            user: UserSummary {
+        Actor::new(
+            UserSummary {
                 id,
                 email: Email::parse("ana@example.com").expect("address"),
                 name: "Ana".to_owned(),
                 role: PlatformRole::User,
                 time_zone: Some("America/Sao_Paulo".to_owned()),
+                default_profile_id: None,
             },
-            token_scope: None,
-        }
+            None,
+        )
     }
 
     #[test]

@@ -131,6 +131,25 @@ pub async fn post(
     record: &TransactionRecord<'_>,
     posting: &Posting,
 ) -> Result<i64, PostError> {
+    post_with(db, record, posting, Totals::Add).await
+}
+
+/// Whether a posting for a reservation adds its wallet side to the booking's running totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Totals {
+    /// Added by the posting (every posting but [`charge_inserted`]).
+    Add,
+    /// Written with the row, in the same transaction, before the posting.
+    Written,
+}
+
+/// [`post`], with the booking's totals added or already written.
+async fn post_with(
+    db: &impl ConnectionTrait,
+    record: &TransactionRecord<'_>,
+    posting: &Posting,
+    totals: Totals,
+) -> Result<i64, PostError> {
     let accounts: Vec<Account> = posting
         .entries()
         .iter()
@@ -197,7 +216,9 @@ pub async fn post(
     }))
     .exec_without_returning(db)
     .await?;
-    if let Some(reservation_id) = record.reservation_id {
+    if let Some(reservation_id) = record.reservation_id
+        && totals == Totals::Add
+    {
         add_to_booking_totals(db, reservation_id, record.kind, &resolved).await?;
     }
     Ok(transaction)
@@ -254,6 +275,35 @@ pub async fn charge(
     actor: Option<i64>,
     at: DateTime<Utc>,
 ) -> Result<i64, PostError> {
+    charge_with(db, row, actor, at, Totals::Add).await
+}
+
+/// [`charge`] for a reservation just inserted in the caller's transaction with its charged total
+/// already written (`NewRow::charged_now`), which the posting leaves as it is; a row written
+/// otherwise is refused (the totals would not match the ledger).
+pub async fn charge_inserted(
+    db: &impl ConnectionTrait,
+    row: &reservation::Model,
+    actor: Option<i64>,
+    at: DateTime<Utc>,
+) -> Result<i64, PostError> {
+    if row.charged_minor != row.price_minor || row.refunded_minor != 0 {
+        return Err(PostError::Db(DbErr::Custom(format!(
+            "reservations.id={}: charged {} of {} before its charge was posted",
+            row.id, row.charged_minor, row.price_minor
+        ))));
+    }
+    charge_with(db, row, actor, at, Totals::Written).await
+}
+
+/// [`charge`], the booking's totals added or already written.
+async fn charge_with(
+    db: &impl ConnectionTrait,
+    row: &reservation::Model,
+    actor: Option<i64>,
+    at: DateTime<Utc>,
+    totals: Totals,
+) -> Result<i64, PostError> {
     let record = TransactionRecord {
         kind: TransactionKind::Charge,
         user_id: Some(row.owner_id),
@@ -264,14 +314,13 @@ pub async fn charge(
         provider: None,
         at,
     };
-    transfer(
-        db,
-        &record,
+    let posting = Posting::transfer(
         payer(row),
         Account::Revenue,
         Money::from_minor(row.price_minor),
     )
-    .await
+    .map_err(|err| PostError::Db(DbErr::Custom(err.to_string())))?;
+    post_with(db, &record, &posting, totals).await
 }
 
 /// The wallet that pays reservation `row`: its team's for a team booking, else its owner's.

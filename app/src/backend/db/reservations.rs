@@ -809,6 +809,10 @@ pub struct NewRow {
     pub start_early: bool,
     /// The saved card that pays it.
     pub card_id: Option<i64>,
+    /// Charged its price from its wallet in the same transaction, right after the insert (with
+    /// [`super::ledger::charge_inserted`]): the row is written with its charged total, which the
+    /// charge then leaves as it is, one statement fewer than adding it afterwards.
+    pub charged_now: bool,
 }
 
 /// Inserts a confirmed reservation (its GPUs are held with [`hold_gpus`]).
@@ -842,7 +846,7 @@ pub async fn insert(txn: &DatabaseTransaction, new: &NewRow) -> Result<reservati
         start_early: Set(new.start_early),
         card_id: Set(new.card_id),
         early_from: Set(None),
-        charged_minor: Set(0),
+        charged_minor: Set(if new.charged_now { new.price_minor } else { 0 }),
         refunded_minor: Set(0),
         ..Default::default()
     }
@@ -1091,24 +1095,29 @@ pub async fn views(
         gpus,
         nodes,
         moved_to,
-        ..people_of(db, &rows).await?
+        ..people_of(db, &rows, HashMap::new()).await?
     };
     assemble(rows, parts, now)
 }
 
-/// A reservation row just written by the caller, who holds its GPUs and its node's name, as a
-/// [`Reservation`]: nothing continues it yet, so only its owner (team, profile) is read.
+/// A reservation row just written by the caller, who holds its GPUs and its node's name (and
+/// maybe its owner's), as a [`Reservation`]: nothing continues it yet, so only its owner (unless
+/// named), team and profile are read.
 pub async fn new_view(
     db: &impl ConnectionTrait,
     row: reservation::Model,
     gpu_ids: Vec<i64>,
     node_name: String,
+    owner_name: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<Reservation, DbErr> {
+    let known = owner_name
+        .map(|name| HashMap::from([(row.owner_id, name.to_owned())]))
+        .unwrap_or_default();
     let parts = ViewParts {
         gpus: HashMap::from([(row.id, gpu_ids)]),
         nodes: HashMap::from([(row.node_id, node_name)]),
-        ..people_of(db, std::slice::from_ref(&row)).await?
+        ..people_of(db, std::slice::from_ref(&row), known).await?
     };
     let rows = vec![row];
     Ok(assemble(rows, parts, now)?.remove(0))
@@ -1125,19 +1134,32 @@ struct ViewParts {
     moved_to: HashMap<i64, i64>,
 }
 
-/// The owners' names, the teams' names and the booked profiles of `rows` (the other parts
-/// empty).
+/// The owners' names (those not `known` already), the teams' names and the booked profiles of
+/// `rows` (the other parts empty).
 async fn people_of(
     db: &impl ConnectionTrait,
     rows: &[reservation::Model],
+    known: HashMap<i64, String>,
 ) -> Result<ViewParts, DbErr> {
-    let owners: HashMap<i64, String> = user::Entity::find()
-        .filter(user::Column::Id.is_in(rows.iter().map(|r| r.owner_id).collect::<Vec<_>>()))
-        .all(db)
-        .await?
-        .into_iter()
-        .map(|u| (u.id, u.name))
+    let mut unknown: Vec<i64> = rows
+        .iter()
+        .map(|r| r.owner_id)
+        .filter(|id| !known.contains_key(id))
         .collect();
+    unknown.sort_unstable();
+    unknown.dedup();
+    let mut owners = known;
+    if !unknown.is_empty() {
+        let read: Vec<(i64, String)> = user::Entity::find()
+            .select_only()
+            .column(user::Column::Id)
+            .column(user::Column::Name)
+            .filter(user::Column::Id.is_in(unknown))
+            .into_tuple()
+            .all(db)
+            .await?;
+        owners.extend(read);
+    }
     let mut team_ids: Vec<i64> = rows.iter().filter_map(|r| r.team_id).collect();
     team_ids.sort_unstable();
     team_ids.dedup();

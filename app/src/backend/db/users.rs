@@ -180,6 +180,7 @@ pub(crate) fn summary(row: user::Model) -> Result<UserSummary, DbErr> {
         id: row.id,
         name: row.name,
         time_zone: row.time_zone,
+        default_profile_id: row.default_profile_id,
         role: if row.is_platform_admin {
             PlatformRole::PlatformAdmin
         } else {

@@ -67,7 +67,7 @@ pub async fn availability(
     let (inventory, all_guarantees, teams) = tokio::try_join!(
         db::inventory::list_matching_gpus(&state.db, model, None),
         db::quotas::all_guarantees(&state.db),
-        db::teams::memberships_of(&state.db, actor.user.id),
+        actor.memberships(&state.db),
     )?;
     let Shown {
         ids: gpus,
@@ -318,7 +318,7 @@ pub async fn calendar(
             query.min_memory_gib.map(|gib| i64::from(gib) * 1024),
         ),
         db::quotas::all_guarantees(&state.db),
-        db::teams::memberships_of(&state.db, actor.user.id),
+        actor.memberships(&state.db),
     )?;
     let Shown {
         ids: shown_ids,
@@ -350,7 +350,7 @@ pub async fn calendar(
                 .await
                 .map_err(AppError::from)
         },
-        booking_payment(state, actor.user.id, &teams),
+        booking_payment(state, &actor.user, &teams),
     )?;
     let threshold = policies.platform.threshold_percent;
     let nodes = inventory
@@ -407,17 +407,17 @@ pub async fn calendar(
 }
 
 /// The viewer's balance, what unpaid reservations hold, and the charge modes, for a member of
-/// `memberships`: one round of reads at once.
+/// `memberships`: one round of reads at once (the default profile comes with the viewer).
 async fn booking_payment(
     state: &AppState,
-    user_id: i64,
+    viewer: &crate::domain::user::UserSummary,
     memberships: &[crate::domain::team::TeamMembership],
 ) -> Result<crate::domain::calendar::BookingPayment, AppError> {
+    let user_id = viewer.id;
     let team_ids: Vec<i64> = memberships.iter().map(|m| m.team_id).collect();
-    let (balance, unpaid, default_profile, cards, profiles, team_money) = tokio::try_join!(
+    let (balance, unpaid, cards, profiles, team_money) = tokio::try_join!(
         db::ledger::wallet_balance(&state.db, user_id),
         db::payments::unpaid_of(&state.db, user_id),
-        db::env_profiles::default_of(&state.db, user_id),
         async {
             // Saved cards pay personal bookings when card payments are on.
             match state.stripe {
@@ -444,7 +444,9 @@ async fn booking_payment(
         .into_iter()
         .map(|p| (p.id, p.name))
         .collect::<Vec<_>>();
-    let default_profile = default_profile.filter(|id| profiles.iter().any(|(p, _)| p == id));
+    let default_profile = viewer
+        .default_profile_id
+        .filter(|id| profiles.iter().any(|(p, _)| p == id));
     let teams = memberships
         .iter()
         .zip(team_money)

@@ -236,13 +236,15 @@ async fn move_one(
         moved_from: Some((row.id, cause)),
         start_early: false,
         card_id: None,
+        // Paid: the rest is charged below.
+        charged_now: paid && status == PaymentStatus::Paid,
     };
     let continued = db::reservations::insert(txn, &new).await?;
     db::reservations::hold_gpus(txn, &continued, &target_gpus(&target)).await?;
     // Paid: the rest is paid from what the first part gave back, so the holder is out of
     // pocket only for what they used.
-    if paid && status == PaymentStatus::Paid {
-        db::ledger::charge(txn, &continued, None, now)
+    if new.charged_now {
+        db::ledger::charge_inserted(txn, &continued, None, now)
             .await
             .map_err(|err| match err {
                 db::ledger::PostError::Db(err) => err,

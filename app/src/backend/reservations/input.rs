@@ -206,6 +206,7 @@ pub fn parse_booking(
         .transpose()?;
     Ok(NewReservation {
         owner_id,
+        owner_name: None,
         target,
         share,
         window,

@@ -47,6 +47,7 @@ pub async fn create(
 ) -> Result<Reservation, AppError> {
     let mut request = parse_booking(form, actor.user.id, state, now)?;
     request.platform_admin = actor.require_platform_admin().is_ok();
+    request.owner_name = Some(actor.user.name.clone());
     if let Some(card) = request.card_id {
         crate::backend::card_payments::check_booking_card(state, actor, card, request.team_id)
             .await?;
@@ -56,7 +57,7 @@ pub async fn create(
         crate::backend::team_access::access(&state.db, actor, team_id).await?;
     }
     request.profile_version_id =
-        crate::backend::env_profiles::for_booking(&state.db, actor.user.id, form.profile).await?;
+        crate::backend::env_profiles::for_booking(&state.db, &actor.user, form.profile).await?;
     let key = idempotency_key
         .map(|key| db::idempotency::IdempotencyKey::new(actor.user.id, key, "book", form))
         .transpose()?;

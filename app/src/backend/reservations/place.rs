@@ -207,10 +207,13 @@ async fn attempt_once(
         moved_from: None,
         start_early: request.start_early,
         card_id: request.card_id,
+        // Paid now: charged from its wallet in `record`.
+        charged_now: payment.status == PaymentStatus::Paid,
     };
     record(
         txn,
         &new,
+        request.owner_name.as_deref(),
         &gpus,
         &displaced,
         held.as_ref(),
@@ -762,6 +765,7 @@ async fn check_funds(
 async fn record(
     txn: DatabaseTransaction,
     new: &NewRow,
+    owner_name: Option<&str>,
     gpus: &[BookableGpu],
     displaced: &[i64],
     held: Option<&watch_offer::Model>,
@@ -773,8 +777,8 @@ async fn record(
     if let Some(offer) = held {
         crate::backend::watches::served(&txn, offer, row.id, new.owner_id, terms.now).await?;
     }
-    if new.payment_status == PaymentStatus::Paid {
-        match db::ledger::charge(&txn, &row, Some(new.owner_id), terms.now).await {
+    if new.charged_now {
+        match db::ledger::charge_inserted(&txn, &row, Some(new.owner_id), terms.now).await {
             Ok(_) => {}
             Err(PostError::InsufficientFunds { missing, .. }) => {
                 return Err(crate::backend::ledger::insufficient(missing, terms.currency).into());
@@ -804,7 +808,7 @@ async fn record(
     gpu_ids.sort_unstable();
     let node_name = gpus[0].node_name.clone();
     let mut reservation =
-        db::reservations::new_view(&txn, row, gpu_ids, node_name, terms.now).await?;
+        db::reservations::new_view(&txn, row, gpu_ids, node_name, owner_name, terms.now).await?;
     reservation.budget = warning;
     if terms.notify {
         notify::record(&txn, &NewEvent::booked(&reservation, terms.now)).await?;

@@ -247,6 +247,9 @@ async fn profiles_are_versioned_shared_and_chosen_at_booking(backend: Backend) {
     )
     .await;
     assert_eq!(status, 204);
+    // The caller comes with their default (a booking naming no profile takes it from there).
+    let (_, me) = get(&app, &bia, "/api/v1/me").await;
+    assert_eq!(me["default_profile_id"], json!(id), "{me}");
     let (status, defaulted) = book(&app, &bia, booking(2, None)).await;
     assert_eq!(
         (status, &defaulted["profile"]["profile_id"]),

@@ -41,7 +41,8 @@ pub async fn managed_teams(
     state: &AppState,
     actor: &Actor,
 ) -> Result<Vec<(i64, String)>, AppError> {
-    Ok(db::teams::memberships_of(&state.db, actor.user.id)
+    Ok(actor
+        .memberships(&state.db)
         .await?
         .into_iter()
         .filter(|team| team.role == crate::domain::team::TeamRole::Admin)

@@ -192,7 +192,8 @@ pub async fn teams_to_share_with(
     state: &AppState,
     actor: &Actor,
 ) -> Result<Vec<(i64, String)>, AppError> {
-    Ok(db::teams::memberships_of(&state.db, actor.user.id)
+    Ok(actor
+        .memberships(&state.db)
         .await?
         .into_iter()
         .map(|m| (m.team_id, m.team_name))

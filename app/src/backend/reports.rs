@@ -153,7 +153,7 @@ pub async fn scopes_for(
         }
         scopes.push((Scope::All, None));
     } else {
-        for team in db::teams::memberships_of(&state.db, actor.user.id).await? {
+        for team in actor.memberships(&state.db).await? {
             if team.role == TeamRole::Admin {
                 scopes.push((Scope::Team(team.team_id), Some(team.team_name)));
             }

@@ -30,7 +30,8 @@ pub async fn list(
     if actor.user.role == PlatformRole::PlatformAdmin {
         return Ok(db::teams::summaries_page(db, None, page).await?);
     }
-    let ids: Vec<i64> = db::teams::memberships_of(db, actor.user.id)
+    let ids: Vec<i64> = actor
+        .memberships(db)
         .await?
         .into_iter()
         .map(|team| team.team_id)

@@ -131,7 +131,7 @@ pub async fn post(
     record: &TransactionRecord<'_>,
     posting: &Posting,
 ) -> Result<i64, PostError> {
-    post_with(db, record, posting, Totals::Add).await
+    post_with(db, record, posting, Totals::Add, &[]).await
 }
 
 /// Whether a posting for a reservation adds its wallet side to the booking's running totals.
@@ -149,13 +149,27 @@ async fn post_with(
     record: &TransactionRecord<'_>,
     posting: &Posting,
     totals: Totals,
+    known: &[(Account, i64)],
 ) -> Result<i64, PostError> {
     let accounts: Vec<Account> = posting
         .entries()
         .iter()
         .map(|(account, _)| *account)
         .collect();
-    let ids = account_ids(db, &accounts).await?;
+    // The ids the caller read already (a wallet it locked), else read now.
+    let found: Option<Vec<i64>> = accounts
+        .iter()
+        .map(|account| {
+            known
+                .iter()
+                .find(|(have, _)| have == account)
+                .map(|(_, id)| *id)
+        })
+        .collect();
+    let ids = match found {
+        Some(ids) => ids,
+        None => account_ids(db, &accounts).await?,
+    };
     let mut resolved: Vec<(Account, i64, Money)> = posting
         .entries()
         .iter()
@@ -275,17 +289,19 @@ pub async fn charge(
     actor: Option<i64>,
     at: DateTime<Utc>,
 ) -> Result<i64, PostError> {
-    charge_with(db, row, actor, at, Totals::Add).await
+    charge_with(db, row, actor, at, Totals::Add, &[]).await
 }
 
 /// [`charge`] for a reservation just inserted in the caller's transaction with its charged total
 /// already written (`NewRow::charged_now`), which the posting leaves as it is; a row written
-/// otherwise is refused (the totals would not match the ledger).
+/// otherwise is refused (the totals would not match the ledger). `wallet`: the paying wallet as
+/// the caller locked it in this transaction, whose account ids the posting then takes.
 pub async fn charge_inserted(
     db: &impl ConnectionTrait,
     row: &reservation::Model,
     actor: Option<i64>,
     at: DateTime<Utc>,
+    wallet: Option<&LockedWallet>,
 ) -> Result<i64, PostError> {
     if row.charged_minor != row.price_minor || row.refunded_minor != 0 {
         return Err(PostError::Db(DbErr::Custom(format!(
@@ -293,7 +309,8 @@ pub async fn charge_inserted(
             row.id, row.charged_minor, row.price_minor
         ))));
     }
-    charge_with(db, row, actor, at, Totals::Written).await
+    let known = wallet.map_or(&[][..], |wallet| wallet.known.as_slice());
+    charge_with(db, row, actor, at, Totals::Written, known).await
 }
 
 /// [`charge`], the booking's totals added or already written.
@@ -303,6 +320,7 @@ async fn charge_with(
     actor: Option<i64>,
     at: DateTime<Utc>,
     totals: Totals,
+    known: &[(Account, i64)],
 ) -> Result<i64, PostError> {
     let record = TransactionRecord {
         kind: TransactionKind::Charge,
@@ -320,7 +338,7 @@ async fn charge_with(
         Money::from_minor(row.price_minor),
     )
     .map_err(|err| PostError::Db(DbErr::Custom(err.to_string())))?;
-    post_with(db, &record, &posting, totals).await
+    post_with(db, &record, &posting, totals, known).await
 }
 
 /// The wallet that pays reservation `row`: its team's for a team booking, else its owner's.
@@ -371,7 +389,49 @@ pub async fn lock_funds(
     db: &impl ConnectionTrait,
     account: Account,
 ) -> Result<crate::domain::ledger::Funds, DbErr> {
-    let locked = |query: sea_orm::Select<ledger_account::Entity>| {
+    Ok(lock_wallet(db, account).await?.funds)
+}
+
+/// A wallet locked by [`lock_wallet`]: what it has, and the ids a charge from it posts to.
+#[derive(Debug, Clone)]
+pub struct LockedWallet {
+    /// Its balance and what its unpaid bookings hold.
+    pub funds: crate::domain::ledger::Funds,
+    /// The wallet's account id and the revenue account's, read with the lock (the revenue
+    /// account's id never changes), so that [`charge_inserted`] need not read them again.
+    known: Vec<(Account, i64)>,
+}
+
+/// [`lock_funds`], keeping the account ids a charge from the wallet posts to: the revenue
+/// account's is read in the locking statement (a sub-select, which locks nothing).
+pub async fn lock_wallet(
+    db: &impl ConnectionTrait,
+    account: Account,
+) -> Result<LockedWallet, DbErr> {
+    let locked = |filter: sea_orm::Condition| {
+        let revenue = sea_orm::sea_query::Query::select()
+            .column((
+                sea_orm::sea_query::Alias::new("revenue"),
+                ledger_account::Column::Id,
+            ))
+            .from_as(
+                ledger_account::Entity,
+                sea_orm::sea_query::Alias::new("revenue"),
+            )
+            .and_where(
+                Expr::col((
+                    sea_orm::sea_query::Alias::new("revenue"),
+                    ledger_account::Column::Kind,
+                ))
+                .eq(Account::Revenue.kind()),
+            )
+            .to_owned();
+        let query = ledger_account::Entity::find()
+            .select_only()
+            .column(ledger_account::Column::Id)
+            .column(ledger_account::Column::BalanceMinor)
+            .expr_as(Expr::SubQuery(None, Box::new(revenue.into())), "revenue_id")
+            .filter(filter);
         if db.get_database_backend() == sea_orm::DbBackend::Postgres {
             query.lock(sea_orm::sea_query::LockType::NoKeyUpdate)
         } else {
@@ -379,20 +439,31 @@ pub async fn lock_funds(
         }
     };
     // Found and locked in one statement; a wallet not created yet is created first.
-    let mut row = locked(ledger_account::Entity::find().filter(account_is(account)))
-        .one(db)
-        .await?;
+    let mut row: Option<(i64, i64, Option<i64>)> =
+        locked(account_is(account)).into_tuple().one(db).await?;
     if row.is_none() {
         let id = account_id(db, account).await?;
-        row = locked(ledger_account::Entity::find_by_id(id))
+        row = locked(sea_orm::Condition::all().add(ledger_account::Column::Id.eq(id)))
+            .into_tuple()
             .one(db)
             .await?;
     }
-    let balance = row.map_or(0, |row| row.balance_minor);
     let held = super::payments::held_by(db, account).await?;
-    Ok(crate::domain::ledger::Funds {
-        balance: Money::from_minor(balance),
-        held,
+    let (balance, known) = match row {
+        Some((id, balance, revenue)) => (
+            balance,
+            std::iter::once((account, id))
+                .chain(revenue.map(|revenue| (Account::Revenue, revenue)))
+                .collect(),
+        ),
+        None => (0, Vec::new()),
+    };
+    Ok(LockedWallet {
+        funds: crate::domain::ledger::Funds {
+            balance: Money::from_minor(balance),
+            held,
+        },
+        known,
     })
 }
 

@@ -244,7 +244,7 @@ async fn move_one(
     // Paid: the rest is paid from what the first part gave back, so the holder is out of
     // pocket only for what they used.
     if new.charged_now {
-        db::ledger::charge_inserted(txn, &continued, None, now)
+        db::ledger::charge_inserted(txn, &continued, None, now, None)
             .await
             .map_err(|err| match err {
                 db::ledger::PostError::Db(err) => err,

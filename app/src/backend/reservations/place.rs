@@ -186,7 +186,7 @@ async fn attempt_once(
         super::release(&txn, *victim, None, terms.now, ReleaseReason::Preempted).await?;
     }
     let payment = payment_of(request, price, team.approval_until, terms);
-    check_funds(&txn, request, payment.status, price, terms.currency).await?;
+    let wallet = check_funds(&txn, request, payment.status, price, terms.currency).await?;
     let new = NewRow {
         owner_id: request.owner_id,
         profile_version_id: request.profile_version_id,
@@ -214,6 +214,7 @@ async fn attempt_once(
         txn,
         &new,
         request.owner_name.as_deref(),
+        wallet.as_ref(),
         &gpus,
         &displaced,
         held.as_ref(),
@@ -731,27 +732,27 @@ fn payment_of(
 /// Charged now or held until the payment job charges it, a booking spends only what its wallet
 /// has available: the balance less what its unpaid bookings hold. The wallet is locked until the
 /// transaction ends, so the charge or hold is written before any other booking paid by it reads
-/// its funds.
+/// its funds; the locked wallet is answered for the charge.
 async fn check_funds(
     txn: &DatabaseTransaction,
     request: &NewReservation,
     status: PaymentStatus,
     price: i64,
     currency: &Currency,
-) -> Result<(), Refusal> {
+) -> Result<Option<db::ledger::LockedWallet>, Refusal> {
     // A booking paid by card spends no credits it has not brought.
     if !matches!(status, PaymentStatus::Paid | PaymentStatus::Pending) || request.card_id.is_some()
     {
-        return Ok(());
+        return Ok(None);
     }
     let payer = match request.team_id {
         Some(team) => Account::TeamWallet(team),
         None => Account::Wallet(request.owner_id),
     };
-    let funds = db::ledger::lock_funds(txn, payer).await?;
-    match funds.missing_for(Money::from_minor(price)) {
+    let wallet = db::ledger::lock_wallet(txn, payer).await?;
+    match wallet.funds.missing_for(Money::from_minor(price)) {
         Some(missing) => Err(crate::backend::ledger::insufficient(missing, currency).into()),
-        None => Ok(()),
+        None => Ok(Some(wallet)),
     }
 }
 
@@ -766,6 +767,7 @@ async fn record(
     txn: DatabaseTransaction,
     new: &NewRow,
     owner_name: Option<&str>,
+    wallet: Option<&db::ledger::LockedWallet>,
     gpus: &[BookableGpu],
     displaced: &[i64],
     held: Option<&watch_offer::Model>,
@@ -778,7 +780,7 @@ async fn record(
         crate::backend::watches::served(&txn, offer, row.id, new.owner_id, terms.now).await?;
     }
     if new.charged_now {
-        match db::ledger::charge_inserted(&txn, &row, Some(new.owner_id), terms.now).await {
+        match db::ledger::charge_inserted(&txn, &row, Some(new.owner_id), terms.now, wallet).await {
             Ok(_) => {}
             Err(PostError::InsufficientFunds { missing, .. }) => {
                 return Err(crate::backend::ledger::insufficient(missing, terms.currency).into());

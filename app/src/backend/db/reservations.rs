@@ -809,13 +809,12 @@ pub struct NewRow {
     pub start_early: bool,
     /// The saved card that pays it.
     pub card_id: Option<i64>,
-    /// Charged its price from its wallet in the same transaction, right after the insert (with
-    /// [`super::ledger::charge_inserted`]): the row is written with its charged total, which the
-    /// charge then leaves as it is, one statement fewer than adding it afterwards.
-    pub charged_now: bool,
 }
 
-/// Inserts a confirmed reservation (its GPUs are held with [`hold_gpus`]).
+/// Inserts a confirmed reservation (its GPUs are held with [`hold_gpus`]). A row inserted paid
+/// ([`PaymentStatus::Paid`]) is written with its charged total: the caller charges its wallet in
+/// the same transaction with [`super::ledger::charge_inserted`], which leaves the total as
+/// written (one statement fewer than adding it afterwards).
 pub async fn insert(txn: &DatabaseTransaction, new: &NewRow) -> Result<reservation::Model, DbErr> {
     reservation::ActiveModel {
         owner_id: Set(new.owner_id),
@@ -846,7 +845,11 @@ pub async fn insert(txn: &DatabaseTransaction, new: &NewRow) -> Result<reservati
         start_early: Set(new.start_early),
         card_id: Set(new.card_id),
         early_from: Set(None),
-        charged_minor: Set(if new.charged_now { new.price_minor } else { 0 }),
+        charged_minor: Set(if new.payment_status == PaymentStatus::Paid {
+            new.price_minor
+        } else {
+            0
+        }),
         refunded_minor: Set(0),
         ..Default::default()
     }

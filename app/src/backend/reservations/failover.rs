@@ -236,14 +236,12 @@ async fn move_one(
         moved_from: Some((row.id, cause)),
         start_early: false,
         card_id: None,
-        // Paid: the rest is charged below.
-        charged_now: paid && status == PaymentStatus::Paid,
     };
     let continued = db::reservations::insert(txn, &new).await?;
     db::reservations::hold_gpus(txn, &continued, &target_gpus(&target)).await?;
     // Paid: the rest is paid from what the first part gave back, so the holder is out of
     // pocket only for what they used.
-    if new.charged_now {
+    if status == PaymentStatus::Paid {
         db::ledger::charge_inserted(txn, &continued, None, now, None)
             .await
             .map_err(|err| match err {

@@ -207,8 +207,6 @@ async fn attempt_once(
         moved_from: None,
         start_early: request.start_early,
         card_id: request.card_id,
-        // Paid now: charged from its wallet in `record`.
-        charged_now: payment.status == PaymentStatus::Paid,
     };
     record(
         txn,
@@ -779,7 +777,7 @@ async fn record(
     if let Some(offer) = held {
         crate::backend::watches::served(&txn, offer, row.id, new.owner_id, terms.now).await?;
     }
-    if new.charged_now {
+    if new.payment_status == PaymentStatus::Paid {
         match db::ledger::charge_inserted(&txn, &row, Some(new.owner_id), terms.now, wallet).await {
             Ok(_) => {}
             Err(PostError::InsufficientFunds { missing, .. }) => {

@@ -15,8 +15,8 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
     ActiveValue::{NotSet, Set},
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
-    QuerySelect, RelationTrait, Statement,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter,
+    QueryOrder, QuerySelect, RelationTrait, Statement,
 };
 
 /// What a transaction records besides its entries.
@@ -178,64 +178,183 @@ async fn post_with(
         .collect();
     // Wallets in id order, so two postings that touch the same wallets lock them in one order.
     resolved.sort_by_key(|(_, id, _)| *id);
-    for (account, id, amount) in &resolved {
-        if !account.may_not_go_negative() {
-            continue;
+    let guarded: Vec<(Account, i64, Money)> = resolved
+        .iter()
+        .filter(|(account, _, _)| account.may_not_go_negative())
+        .copied()
+        .collect();
+    let transaction = if db.get_database_backend() == DbBackend::Postgres {
+        // Every wallet but the last moved alone (in id order); the last with the transaction
+        // and its entries in one statement.
+        let (last, before) = match guarded.split_last() {
+            Some((last, before)) => (Some(*last), before),
+            None => (None, &[][..]),
+        };
+        for (account, id, amount) in before {
+            move_balance(db, *account, *id, *amount).await?;
         }
-        let moved = ledger_account::Entity::update_many()
-            .col_expr(
-                ledger_account::Column::BalanceMinor,
-                Expr::col(ledger_account::Column::BalanceMinor).add(amount.minor()),
-            )
-            .filter(ledger_account::Column::Id.eq(*id))
-            .filter(
-                Expr::col(ledger_account::Column::BalanceMinor)
-                    .add(amount.minor())
-                    .gte(0),
-            )
-            .exec(db)
-            .await?;
-        if moved.rows_affected == 0 {
-            let balance = ledger_account::Entity::find_by_id(*id)
-                .one(db)
-                .await?
-                .map_or(0, |row| row.balance_minor);
-            return Err(PostError::InsufficientFunds {
-                account: *account,
-                missing: Money::from_minor(-(balance + amount.minor())),
-            });
+        match post_in_one_statement(
+            db,
+            record,
+            &resolved,
+            last.map(|(_, id, amount)| (id, amount)),
+        )
+        .await?
+        {
+            Some(transaction) => transaction,
+            None => {
+                let (account, id, amount) = last.ok_or_else(|| {
+                    DbErr::Custom("a posting with no wallet wrote no transaction".to_owned())
+                })?;
+                return Err(short(db, account, id, amount).await?);
+            }
         }
-    }
-    let transaction = ledger_transaction::Entity::insert(ledger_transaction::ActiveModel {
-        id: NotSet,
-        kind: Set(record.kind.as_str().to_owned()),
-        user_id: Set(record.user_id),
-        reservation_id: Set(record.reservation_id),
-        reverses_id: Set(record.reverses_id),
-        reason: Set(record.reason.to_owned()),
-        actor_id: Set(record.actor_id),
-        provider: Set(record.provider.map(str::to_owned)),
-        created_at: Set(record.at),
-    })
-    .exec(db)
-    .await?
-    .last_insert_id;
-    ledger_entry::Entity::insert_many(resolved.iter().map(|(_, account_id, amount)| {
-        ledger_entry::ActiveModel {
+    } else {
+        for (account, id, amount) in &guarded {
+            move_balance(db, *account, *id, *amount).await?;
+        }
+        let transaction = ledger_transaction::Entity::insert(ledger_transaction::ActiveModel {
             id: NotSet,
-            transaction_id: Set(transaction),
-            account_id: Set(*account_id),
-            amount_minor: Set(amount.minor()),
-        }
-    }))
-    .exec_without_returning(db)
-    .await?;
+            kind: Set(record.kind.as_str().to_owned()),
+            user_id: Set(record.user_id),
+            reservation_id: Set(record.reservation_id),
+            reverses_id: Set(record.reverses_id),
+            reason: Set(record.reason.to_owned()),
+            actor_id: Set(record.actor_id),
+            provider: Set(record.provider.map(str::to_owned)),
+            created_at: Set(record.at),
+        })
+        .exec(db)
+        .await?
+        .last_insert_id;
+        ledger_entry::Entity::insert_many(resolved.iter().map(|(_, account_id, amount)| {
+            ledger_entry::ActiveModel {
+                id: NotSet,
+                transaction_id: Set(transaction),
+                account_id: Set(*account_id),
+                amount_minor: Set(amount.minor()),
+            }
+        }))
+        .exec_without_returning(db)
+        .await?;
+        transaction
+    };
     if let Some(reservation_id) = record.reservation_id
         && totals == Totals::Add
     {
         add_to_booking_totals(db, reservation_id, record.kind, &resolved).await?;
     }
     Ok(transaction)
+}
+
+/// Moves wallet `account` (row `id`) by `amount`, unless that takes it below zero.
+async fn move_balance(
+    db: &impl ConnectionTrait,
+    account: Account,
+    id: i64,
+    amount: Money,
+) -> Result<(), PostError> {
+    let moved = ledger_account::Entity::update_many()
+        .col_expr(
+            ledger_account::Column::BalanceMinor,
+            Expr::col(ledger_account::Column::BalanceMinor).add(amount.minor()),
+        )
+        .filter(ledger_account::Column::Id.eq(id))
+        .filter(
+            Expr::col(ledger_account::Column::BalanceMinor)
+                .add(amount.minor())
+                .gte(0),
+        )
+        .exec(db)
+        .await?;
+    if moved.rows_affected == 0 {
+        return Err(short(db, account, id, amount).await?);
+    }
+    Ok(())
+}
+
+/// Why wallet `account` (row `id`) could not move by `amount`: what it misses.
+async fn short(
+    db: &impl ConnectionTrait,
+    account: Account,
+    id: i64,
+    amount: Money,
+) -> Result<PostError, DbErr> {
+    let balance = ledger_account::Entity::find_by_id(id)
+        .one(db)
+        .await?
+        .map_or(0, |row| row.balance_minor);
+    Ok(PostError::InsufficientFunds {
+        account,
+        missing: Money::from_minor(-(balance + amount.minor())),
+    })
+}
+
+/// PostgreSQL: `record`'s transaction and its `entries` written in one statement (data-modifying
+/// common table expressions), after moving `wallet` (a row id and an amount) by its guarded
+/// `UPDATE` in the same statement; None, with nothing written, when that would take the wallet
+/// below zero. One statement where SQLite runs three (every part of a statement sees one
+/// snapshot: the transaction is inserted only from the wallet's moved row, and the entries only
+/// from the inserted transaction).
+async fn post_in_one_statement(
+    db: &impl ConnectionTrait,
+    record: &TransactionRecord<'_>,
+    entries: &[(Account, i64, Money)],
+    wallet: Option<(i64, Money)>,
+) -> Result<Option<i64>, DbErr> {
+    let mut values: Vec<sea_orm::Value> = Vec::new();
+    let mut param = |value: sea_orm::Value| {
+        values.push(value);
+        format!("${}", values.len())
+    };
+    let mut sql = String::from("WITH ");
+    let source = match wallet {
+        Some((id, amount)) => {
+            let (amount, id) = (param(amount.minor().into()), param(id.into()));
+            sql.push_str(&format!(
+                "moved AS (UPDATE ledger_accounts SET balance_minor = balance_minor + {amount} \
+                 WHERE id = {id} AND balance_minor + {amount} >= 0 RETURNING id), "
+            ));
+            " FROM moved"
+        }
+        None => "",
+    };
+    let fields = [
+        param(record.kind.as_str().into()),
+        param(record.user_id.into()),
+        param(record.reservation_id.into()),
+        param(record.reverses_id.into()),
+        param(record.reason.into()),
+        param(record.actor_id.into()),
+        param(record.provider.map(str::to_owned).into()),
+        param(record.at.into()),
+    ]
+    .join(", ");
+    let rows = entries
+        .iter()
+        .map(|(_, id, amount)| {
+            let id = param((*id).into());
+            let amount = param(amount.minor().into());
+            format!("({id}::bigint, {amount}::bigint)")
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    sql.push_str(&format!(
+        "tx AS (INSERT INTO ledger_transactions (kind, user_id, reservation_id, reverses_id, \
+         reason, actor_id, provider, created_at) SELECT {fields}{source} RETURNING id) \
+         , entries AS (INSERT INTO ledger_entries (transaction_id, account_id, amount_minor) \
+         SELECT tx.id, e.account_id, e.amount_minor FROM tx \
+         CROSS JOIN (VALUES {rows}) AS e (account_id, amount_minor)) \
+         SELECT id FROM tx"
+    ));
+    let written = db
+        .query_one_raw(Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            sql,
+            values,
+        ))
+        .await?;
+    written.map(|row| row.try_get::<i64>("", "id")).transpose()
 }
 
 /// Adds a charge's or refund's wallet side to the booking's running totals

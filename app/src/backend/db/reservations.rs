@@ -23,6 +23,7 @@ use sea_orm::sea_query::{Alias, Expr, ExprTrait, LockType, OnConflict, Query};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction,
     DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, RelationTrait,
+    Statement,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -864,6 +865,9 @@ pub async fn hold_gpus(
     row: &reservation::Model,
     gpu_ids: &[i64],
 ) -> Result<(), DbErr> {
+    if txn.get_database_backend() == DbBackend::Postgres {
+        return hold_gpus_in_one_statement(txn, row, gpu_ids).await;
+    }
     reservation_gpu::Entity::insert_many(gpu_ids.iter().map(|id| reservation_gpu::ActiveModel {
         reservation_id: Set(row.id),
         gpu_id: Set(*id),
@@ -873,6 +877,49 @@ pub async fn hold_gpus(
     .exec_without_returning(txn)
     .await?;
     add_slot_load(txn, gpu_ids, &stored_window(row)?, row.quarters).await
+}
+
+/// PostgreSQL: [`hold_gpus`] as one statement: the GPU rows inserted in a data-modifying common
+/// table expression, and for each of them its quarters added to every slot of the window
+/// (`generate_series`, the slots [`add_slot_load`] writes: from the start, a slot apart, before
+/// the end).
+async fn hold_gpus_in_one_statement(
+    txn: &DatabaseTransaction,
+    row: &reservation::Model,
+    gpu_ids: &[i64],
+) -> Result<(), DbErr> {
+    let window = stored_window(row)?;
+    let mut values: Vec<sea_orm::Value> = vec![
+        row.id.into(),
+        window.start().into(),
+        window.end().into(),
+        row.quarters.into(),
+    ];
+    let held = gpu_ids
+        .iter()
+        .map(|id| {
+            values.push((*id).into());
+            format!("($1, ${}, $2, $3)", values.len())
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "WITH held AS (INSERT INTO reservation_gpus (reservation_id, gpu_id, start_at, end_at) \
+         VALUES {held} RETURNING gpu_id) \
+         INSERT INTO gpu_slot_load (gpu_id, slot_start, quarters) \
+         SELECT held.gpu_id, slot, $4 FROM held CROSS JOIN \
+         generate_series($2, $3 - interval '1 microsecond', interval '{SLOT_MINUTES} minutes') \
+         AS slot \
+         ON CONFLICT (gpu_id, slot_start) \
+         DO UPDATE SET quarters = gpu_slot_load.quarters + excluded.quarters"
+    );
+    txn.execute_raw(Statement::from_sql_and_values(
+        DbBackend::Postgres,
+        sql,
+        values,
+    ))
+    .await?;
+    Ok(())
 }
 
 /// Confirmed bookings that asked to start early and start after `after`, the earliest booked

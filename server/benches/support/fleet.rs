@@ -502,6 +502,17 @@ pub async fn generate_at(conn: &DatabaseConnection, backend: Backend, scale: Sca
         "ANALYZE"
     };
     conn.execute_unprepared(maintenance).await.expect("analyze");
+    // And the generated rows written out now, not by a checkpoint in the middle of a measure
+    // (a large store is gigabytes of dirty pages): PostgreSQL's `CHECKPOINT` (a superuser's or
+    // `pg_checkpoint`'s; skipped with a warning otherwise), SQLite's write-ahead log folded in.
+    let checkpoint = if conn.get_database_backend() == sea_orm::DbBackend::Postgres {
+        "CHECKPOINT"
+    } else {
+        "PRAGMA wal_checkpoint(TRUNCATE)"
+    };
+    if let Err(err) = conn.execute_unprepared(checkpoint).await {
+        eprintln!("warning: {checkpoint} after generating the store failed: {err}");
+    }
     store
 }
 

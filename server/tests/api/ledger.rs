@@ -675,7 +675,103 @@ async fn the_refund_follows_the_portals_clock_not_the_wall_clock(backend: Backen
     app.stop().await;
 }
 
+/// A posting between two wallets (none of Berth's own yet, but the ledger takes any balanced
+/// posting): both move or neither does, whichever of the two comes first in id order (on
+/// PostgreSQL the last wallet moves in the statement that writes the transaction, the others
+/// before it).
+async fn a_posting_between_two_wallets_moves_both_or_neither(backend: Backend) {
+    use berth_app::domain::ledger::{Account, TransactionKind};
+    use berth_app::domain::money::Money;
+    let (app, _db) = spawn_app(backend).await;
+    let id_of = async |email: &str| {
+        user_token(&app, email, PlatformRole::User).await;
+        db::users::find_user_by_email(
+            &app.db,
+            &berth_app::domain::user::Email::parse(email).unwrap(),
+        )
+        .await
+        .unwrap()
+        .unwrap()
+        .id
+    };
+    // Funded in this order, so ana's wallet has the lower id.
+    let (ana, bia) = (
+        id_of("ana@example.org").await,
+        id_of("bia@example.org").await,
+    );
+    let move_credits = async |from: i64, to: i64, minor: i64| {
+        let txn = db::begin_write(&app.db).await.unwrap();
+        let record = db::ledger::TransactionRecord {
+            kind: TransactionKind::Grant,
+            user_id: Some(to),
+            reservation_id: None,
+            reverses_id: None,
+            reason: "between wallets",
+            actor_id: None,
+            provider: None,
+            at: Utc::now(),
+        };
+        let posted = db::ledger::transfer(
+            &txn,
+            &record,
+            Account::Wallet(from),
+            Account::Wallet(to),
+            Money::from_minor(minor),
+        )
+        .await;
+        match posted {
+            Ok(id) => {
+                txn.commit().await.unwrap();
+                Ok(id)
+            }
+            Err(db::ledger::PostError::InsufficientFunds { account, missing }) => {
+                txn.rollback().await.unwrap();
+                Err((account, missing.minor()))
+            }
+            Err(other) => panic!("{other}"),
+        }
+    };
+    let balances = async || {
+        (
+            db::ledger::wallet_balance(&app.db, ana)
+                .await
+                .unwrap()
+                .minor(),
+            db::ledger::wallet_balance(&app.db, bia)
+                .await
+                .unwrap()
+                .minor(),
+        )
+    };
+    let start = TEST_CREDITS_MINOR;
+    assert_eq!(balances().await, (start, start));
+
+    // Moved both ways: one transaction of two entries each, both wallets moved.
+    let before = counts(&app).await;
+    move_credits(ana, bia, 700).await.unwrap();
+    move_credits(bia, ana, 200).await.unwrap();
+    assert_eq!(balances().await, (start - 500, start + 500));
+    assert_eq!(counts(&app).await, (before.0 + 2, before.1 + 4));
+
+    // Short, paying from the later wallet and then from the earlier: refused, naming the
+    // wallet and what it misses, and nothing of either posting is kept.
+    let before = counts(&app).await;
+    assert_eq!(
+        move_credits(bia, ana, start + 501).await,
+        Err((Account::Wallet(bia), 1))
+    );
+    assert_eq!(
+        move_credits(ana, bia, start).await,
+        Err((Account::Wallet(ana), 500))
+    );
+    assert_eq!(balances().await, (start - 500, start + 500));
+    assert_eq!(counts(&app).await, before);
+    assert_books_balance(&app).await;
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    a_posting_between_two_wallets_moves_both_or_neither,
     the_refund_follows_the_portals_clock_not_the_wall_clock,
     wallet_csv_reasons_a_spreadsheet_would_run_are_prefixed,
     platform_admins_change_credits_on_the_credits_page,

@@ -685,14 +685,7 @@ async fn a_posting_between_two_wallets_moves_both_or_neither(backend: Backend) {
     let (app, _db) = spawn_app(backend).await;
     let id_of = async |email: &str| {
         user_token(&app, email, PlatformRole::User).await;
-        db::users::find_user_by_email(
-            &app.db,
-            &berth_app::domain::user::Email::parse(email).unwrap(),
-        )
-        .await
-        .unwrap()
-        .unwrap()
-        .id
+        user_id(&app, email).await
     };
     // Funded in this order, so ana's wallet has the lower id.
     let (ana, bia) = (

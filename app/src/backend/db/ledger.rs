@@ -6,7 +6,8 @@
 //! (PostgreSQL) or the write lock (SQLite) serialises concurrent postings to a wallet, and a
 //! posting that would take it below zero changes nothing and answers
 //! [`PostError::InsufficientFunds`]. The platform's accounts keep no cached balance, so postings
-//! for different users never wait on each other.
+//! for different users never wait on each other. On PostgreSQL the (last) wallet's `UPDATE`, the
+//! transaction and its entries are one statement; SQLite runs them one after the other.
 
 use crate::backend::entity::{ledger_account, ledger_entry, ledger_transaction, reservation};
 use crate::domain::ledger::{Account, Posting, TransactionKind, WalletEntry};

@@ -17,6 +17,8 @@ test("SSH keys are added, refused when broken, and removed on the profile", asyn
   await section.getByLabel("Public key").fill("ssh-ed25519 not-a-key");
   await section.getByRole("button", { name: "Add key" }).click();
   await expect(section.locator(".error-panel, [role=alert]").first()).toContainText("not an SSH public key");
+  // A refusal keeps what was typed, to be corrected.
+  await expect(section.getByLabel("Public key")).toHaveValue("ssh-ed25519 not-a-key");
 
   await section.getByLabel("Public key").fill(KEY);
   await section.getByRole("button", { name: "Add key" }).click();
@@ -24,6 +26,9 @@ test("SSH keys are added, refused when broken, and removed on the profile", asyn
   await expect(row).toHaveCount(1);
   await expect(row).toContainText("laptop@e2e");
   await expect(row).toContainText("ssh-ed25519");
+  // Added: the form is empty for the next key.
+  await expect(section.getByLabel("Public key")).toHaveValue("");
+  await expect(section.getByLabel(/^Name/)).toHaveValue("");
   await snapshot(page, "ssh-keys");
 
   await row.getByRole("button", { name: "Remove key laptop@e2e" }).click();

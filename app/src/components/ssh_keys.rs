@@ -20,6 +20,15 @@ pub fn SshKeys() -> impl IntoView {
     );
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
+    // A key added: the form is emptied for the next one (a refusal keeps what was typed).
+    let form = NodeRef::<leptos::html::Form>::new();
+    Effect::new(move |_| {
+        if matches!(add.value().get(), Some(Ok(_)))
+            && let Some(form) = form.get_untracked()
+        {
+            form.reset();
+        }
+    });
     view! {
         <section class="calendar-feeds ssh-keys" id="ssh-keys" aria-labelledby="ssh-keys-title">
             <h2 id="ssh-keys-title">{t!(i18n, ssh_keys_title)}</h2>
@@ -62,12 +71,13 @@ pub fn SshKeys() -> impl IntoView {
                                     </p>
                                     <ActionForm
                                         action=add
+                                        node_ref=form
                                         attr:class="feed-form ssh-key-form"
                                         attr:data-hydrated=move || hydrated.get().to_string()
                                     >
                                         <label for="ssh-key">{t!(i18n, ssh_keys_key)}</label>
                                         <textarea id="ssh-key" name="key" rows="3" required maxlength="8192" spellcheck="false" placeholder="ssh-ed25519 AAAA… you@laptop"></textarea>
-                                        <label for="ssh-key-name">{t!(i18n, ssh_keys_name)}</label>
+                                        <label for="ssh-key-name">{t!(i18n, ssh_keys_name_field)}</label>
                                         <input id="ssh-key-name" name="name" type="text" maxlength="64" autocomplete="off" />
                                         <button type="submit" class="button-primary">{t!(i18n, ssh_keys_add)}</button>
                                     </ActionForm>

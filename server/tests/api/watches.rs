@@ -14,6 +14,7 @@ crate::on_both_backends!(
     a_watcher_is_told_when_a_cancellation_frees_the_window_and_books_it,
     two_watchers_race_for_one_window_and_one_wins,
     holds_lapse_watches_expire_and_bad_or_foreign_watches_are_refused,
+    what_stands_in_a_bookings_way_is_read_alike_on_both_stores,
 );
 
 /// A model no demo GPU has, so only the test's node offers it.
@@ -342,5 +343,87 @@ async fn holds_lapse_watches_expire_and_bad_or_foreign_watches_are_refused(backe
     assert_eq!(status, 200);
     assert_eq!(list.as_array().unwrap().len(), 22);
     assert_capacity_kept(&app).await;
+    app.stop().await;
+}
+
+/// `db::reservations::in_the_way` (one statement on PostgreSQL, three reads on SQLite): a
+/// confirmed booking and a maintenance window occupy their GPUs, a cancelled booking does not, and
+/// a window held for a watcher is answered on the GPUs asked about while it holds.
+async fn what_stands_in_a_bookings_way_is_read_alike_on_both_stores(backend: Backend) {
+    use berth_app::backend::entity::maintenance_window;
+    use berth_app::domain::schedule::{Occupancy, Window};
+    use sea_orm::{ActiveModelTrait, ActiveValue::Set};
+    let now = on_grid_in(TimeDelta::hours(1));
+    let (app, _db, _clock) = spawn_app_at(backend, now).await;
+    let gpus = node(&app, "watch-d", 3).await;
+    let start = now + TimeDelta::hours(2);
+    let window = Window::new(start, start + TimeDelta::hours(4)).unwrap();
+    let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let (status, kept) = book(&app, &ana, booking(&gpus[..1], start, 4)).await;
+    assert_eq!(status, 201, "{kept}");
+    let (status, dropped) = book(&app, &ana, booking(&gpus[1..2], start, 4)).await;
+    assert_eq!(status, 201, "{dropped}");
+    assert_eq!(cancel(&app, &ana, &dropped["id"]).await.0, 200);
+    let serviced = Window::new(start + TimeDelta::hours(1), start + TimeDelta::hours(2)).unwrap();
+    maintenance_window::ActiveModel {
+        gpu_id: Set(gpus[2]),
+        start_at: Set(serviced.start()),
+        end_at: Set(serviced.end()),
+        reason: Set("fan".to_owned()),
+        created_by: Set(None),
+        created_at: Set(now),
+        ..Default::default()
+    }
+    .insert(&app.db)
+    .await
+    .unwrap();
+    // The cancelled booking's GPU is the one free GPU: held for bea's watch at once.
+    let bea = user_token(&app, "bea@example.org", PlatformRole::User).await;
+    let made = make_watch(&app, &bea, &watch(start, start + TimeDelta::hours(4), 4.0)).await;
+    assert_eq!(made["offer"]["gpu_ids"], json!([gpus[1]]), "{made}");
+    let hold_until: DateTime<Utc> = serde_json::from_value(made["offer"]["hold_until"].clone())
+        .unwrap_or_else(|err| panic!("{made}: {err}"));
+
+    let read = async |ids: &[i64], at: DateTime<Utc>| {
+        let txn = db::begin_write(&app.db).await.unwrap();
+        let found = db::reservations::in_the_way(&txn, ids, &window, at)
+            .await
+            .unwrap();
+        txn.rollback().await.unwrap();
+        found
+    };
+    let found = read(&gpus, now).await;
+    let whole = |window| {
+        vec![Occupancy {
+            window,
+            quarters: 4,
+        }]
+    };
+    assert_eq!(found.occupied.len(), 2, "{found:?}");
+    assert_eq!(found.occupied[&gpus[0]], whole(window));
+    assert_eq!(found.occupied[&gpus[2]], whole(serviced));
+    assert_eq!(
+        found.watch_holds,
+        vec![db::reservations::WatchHoldOn {
+            gpu_id: gpus[1],
+            window,
+            quarters: 4,
+            hold_until,
+        }]
+    );
+    // Not on the GPUs asked about, or no longer holding: no hold.
+    assert!(read(&gpus[..1], now).await.watch_holds.is_empty());
+    assert!(read(&gpus, hold_until).await.watch_holds.is_empty());
+    // Outside the window: nothing.
+    let txn = db::begin_write(&app.db).await.unwrap();
+    let after = Window::new(window.end(), window.end() + TimeDelta::hours(1)).unwrap();
+    let none = db::reservations::in_the_way(&txn, &gpus, &after, now)
+        .await
+        .unwrap();
+    txn.rollback().await.unwrap();
+    assert!(
+        none.occupied.is_empty() && none.watch_holds.is_empty(),
+        "{none:?}"
+    );
     app.stop().await;
 }

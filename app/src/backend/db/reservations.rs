@@ -22,8 +22,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, LockType, OnConflict, Query};
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseTransaction,
-    DbBackend, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, RelationTrait,
-    Statement,
+    DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder, QuerySelect,
+    QueryTrait, RelationTrait, Statement,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -328,6 +328,146 @@ pub async fn occupancies(
         });
     }
     Ok(busy)
+}
+
+/// A window held for watchers, on one of the GPUs asked about ([`in_the_way`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchHoldOn {
+    /// The GPU.
+    pub gpu_id: i64,
+    /// The window held.
+    pub window: Window,
+    /// The share held, in quarters.
+    pub quarters: u8,
+    /// Held for watchers until then.
+    pub hold_until: DateTime<Utc>,
+}
+
+/// What a booking of `gpu_ids` during `range` meets, read at once.
+#[derive(Debug, Default)]
+pub struct InTheWay {
+    /// [`occupancies`]: confirmed reservations and maintenance windows, per GPU.
+    pub occupied: HashMap<i64, Vec<Occupancy>>,
+    /// Windows held for watchers that overlap `range` and still hold at `now`
+    /// ([`super::watches::holds_on`]), one per GPU of `gpu_ids` they hold.
+    pub watch_holds: Vec<WatchHoldOn>,
+}
+
+/// [`occupancies`] of `gpu_ids` during `range` and the windows held for watchers there at `now`.
+/// On PostgreSQL one statement (a booking's reads of what stands in its way, one round trip); on
+/// SQLite the three reads they are.
+pub async fn in_the_way(
+    txn: &DatabaseTransaction,
+    gpu_ids: &[i64],
+    range: &Window,
+    now: DateTime<Utc>,
+) -> Result<InTheWay, DbErr> {
+    if gpu_ids.is_empty() {
+        return Ok(InTheWay::default());
+    }
+    if txn.get_database_backend() == DbBackend::Postgres {
+        return in_the_way_in_one_statement(txn, gpu_ids, range, now).await;
+    }
+    let (occupied, offers) = tokio::try_join!(
+        occupancies(txn, gpu_ids, range),
+        super::watches::holds_on(txn, gpu_ids, range, now)
+    )?;
+    let mut watch_holds = Vec::new();
+    for offer in offers {
+        let window = Window::new(offer.start_at, offer.end_at)
+            .map_err(|err| DbErr::Custom(format!("watch_offers.id={}: {err}", offer.id)))?;
+        for gpu_id in super::watches::gpu_ids_of(&offer) {
+            if gpu_ids.contains(&gpu_id) {
+                watch_holds.push(WatchHoldOn {
+                    gpu_id,
+                    window,
+                    quarters: u8::try_from(offer.quarters).unwrap_or(WHOLE_GPU),
+                    hold_until: offer.hold_until,
+                });
+            }
+        }
+    }
+    Ok(InTheWay {
+        occupied,
+        watch_holds,
+    })
+}
+
+/// One row of [`in_the_way_in_one_statement`]: a hold, a maintenance window (whole GPU), or a
+/// window held for watchers (with `hold_until`).
+#[derive(Debug, sea_orm::FromQueryResult)]
+struct InTheWayRow {
+    gpu_id: i64,
+    start_at: DateTime<Utc>,
+    end_at: DateTime<Utc>,
+    quarters: i16,
+    hold_until: Option<DateTime<Utc>>,
+}
+
+/// PostgreSQL: [`in_the_way`] as one statement, the three reads joined by `UNION ALL`. The
+/// holds walk the index of holds by GPU and end time as [`holds_on`] does, and each looks up its
+/// reservation by primary key (a lateral subquery that cannot be flattened, so the planner never
+/// hashes the reservations table); a watch offer's GPUs are its comma-separated `gpu_ids`.
+async fn in_the_way_in_one_statement(
+    txn: &DatabaseTransaction,
+    gpu_ids: &[i64],
+    range: &Window,
+    now: DateTime<Utc>,
+) -> Result<InTheWay, DbErr> {
+    let mut values: Vec<sea_orm::Value> =
+        vec![range.start().into(), range.end().into(), now.into()];
+    let ids = gpu_ids
+        .iter()
+        .map(|id| {
+            values.push((*id).into());
+            format!("${}", values.len())
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "SELECT g.gpu_id, g.start_at, g.end_at, r.quarters, NULL::timestamptz AS hold_until \
+         FROM reservation_gpus g CROSS JOIN LATERAL \
+         (SELECT quarters FROM reservations WHERE id = g.reservation_id AND status = 'confirmed' \
+         OFFSET 0) r \
+         WHERE g.gpu_id IN ({ids}) AND g.end_at > $1 AND g.start_at < $2 \
+         UNION ALL \
+         SELECT m.gpu_id, m.start_at, m.end_at, {WHOLE_GPU}::smallint, NULL::timestamptz \
+         FROM maintenance_windows m \
+         WHERE m.gpu_id IN ({ids}) AND m.start_at < $2 AND m.end_at > $1 \
+         UNION ALL \
+         SELECT w.gpu_id, o.start_at, o.end_at, o.quarters, o.hold_until \
+         FROM watch_offers o CROSS JOIN LATERAL \
+         unnest(string_to_array(o.gpu_ids, ',')::bigint[]) AS w(gpu_id) \
+         WHERE o.outcome IS NULL AND o.hold_until > $3 AND o.start_at < $2 AND o.end_at > $1 \
+         AND w.gpu_id IN ({ids})"
+    );
+    let rows = InTheWayRow::find_by_statement(Statement::from_sql_and_values(
+        DbBackend::Postgres,
+        sql,
+        values,
+    ))
+    .all(txn)
+    .await?;
+    let mut found = InTheWay::default();
+    for row in rows {
+        let window = Window::new(row.start_at, row.end_at)
+            .map_err(|err| DbErr::Custom(format!("a hold on GPU {}: {err}", row.gpu_id)))?;
+        let quarters = u8::try_from(row.quarters).unwrap_or(WHOLE_GPU);
+        match row.hold_until {
+            Some(hold_until) => found.watch_holds.push(WatchHoldOn {
+                gpu_id: row.gpu_id,
+                window,
+                quarters,
+                hold_until,
+            }),
+            None => found
+                .occupied
+                .entry(row.gpu_id)
+                .or_default()
+                .push(Occupancy { window, quarters }),
+        }
+    }
+    Ok(found)
 }
 
 /// The window stored on `row`.

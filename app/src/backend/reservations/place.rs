@@ -24,7 +24,8 @@ use super::offers::{displace_on_nodes, find_offers, model_clash, offer_instead, 
 use crate::backend::db::idempotency::{Claim, IdempotencyKey, replayed};
 use crate::backend::db::ledger::PostError;
 use crate::backend::db::reservations::{
-    BookableGpu, NewRow, bookable_of_model, gpus_held_by, holders_on, lock_gpus, occupancies,
+    BookableGpu, InTheWay, NewRow, WatchHoldOn, bookable_of_model, gpus_held_by, holders_on,
+    in_the_way, lock_gpus,
 };
 use crate::backend::db::{self, begin_write};
 use crate::backend::entity::{reservation, watch_offer};
@@ -139,6 +140,7 @@ async fn attempt_once(
         gpus,
         displaced,
         claimed,
+        watch_holds,
     } = choose_gpus(&txn, request, priority, terms.latest_start, terms.now).await?;
     // The GPUs are chosen and nobody gives way: what is left reads and writes by key, where a
     // generic plan is the same index scan (checked with `EXPLAIN ANALYZE EXECUTE`, see
@@ -147,7 +149,7 @@ async fn attempt_once(
     if displaced.is_empty() && !matches!(request.target, Target::Gpus(_)) {
         db::reuse_generic_plans(&txn).await?;
     }
-    let held = respect_holds(&txn, request, &gpus, terms.now).await?;
+    let held = respect_holds(&txn, request, &gpus, &watch_holds, terms.now).await?;
     let victims = lock_displaced(&txn, &displaced).await?;
     let price: i64 = gpus
         .iter()
@@ -263,6 +265,8 @@ struct Chosen {
     displaced: Vec<i64>,
     /// Some of `displaced` give way only because they borrow the team's guaranteed capacity.
     claimed: bool,
+    /// The windows held for watchers on the GPUs looked at (for [`respect_holds`]).
+    watch_holds: Vec<WatchHoldOn>,
 }
 
 /// Step 3: the GPUs for `request`, locked.
@@ -274,7 +278,7 @@ async fn choose_gpus(
     now: DateTime<Utc>,
 ) -> Result<Chosen, Refusal> {
     match &request.target {
-        Target::Gpus(ids) => choose_listed(txn, request, ids, priority, latest_start).await,
+        Target::Gpus(ids) => choose_listed(txn, request, ids, priority, latest_start, now).await,
         Target::Model { model, count } => {
             let count = usize::try_from(*count).unwrap_or(usize::MAX);
             choose_of_model(txn, request, model, count, priority, latest_start, now).await
@@ -292,6 +296,7 @@ async fn choose_listed(
     ids: &[i64],
     priority: Priority,
     latest_start: DateTime<Utc>,
+    now: DateTime<Utc>,
 ) -> Result<Chosen, Refusal> {
     let window = request.window;
     // Until a clash, every statement is keyed by the listed GPUs (at most 64): generic
@@ -323,7 +328,10 @@ async fn choose_listed(
     }
     let quarters = request.share.quarters();
     let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
-    let busy = occupancies(txn, &ids, &window).await?;
+    let InTheWay {
+        occupied: busy,
+        watch_holds,
+    } = in_the_way(txn, &ids, &window, now).await?;
     let clash = gpus.iter().find_map(|g| {
         let taken = busy.get(&g.id).map(Vec::as_slice).unwrap_or(&[]);
         first_overflow(taken, &window, quarters).map(|at| (g.id, g.label(), at))
@@ -333,6 +341,7 @@ async fn choose_listed(
             gpus,
             displaced: Vec::new(),
             claimed: false,
+            watch_holds,
         });
     };
     // Taken: what follows searches the model's GPUs, or gives way, planned for its values.
@@ -368,6 +377,7 @@ async fn choose_listed(
             gpus,
             claimed: victims.iter().any(|id| borrowers.contains(id)),
             displaced: victims,
+            watch_holds,
         }),
         None => {
             let suggestion =
@@ -416,22 +426,20 @@ async fn choose_of_model(
         .filter(|g| locked.contains(&g.id))
         .collect();
     let ids: Vec<i64> = candidates.iter().map(|g| g.id).collect();
-    let mut busy = occupancies(txn, &ids, &window).await?;
+    let InTheWay {
+        occupied: mut busy,
+        watch_holds,
+    } = in_the_way(txn, &ids, &window, now).await?;
     // Windows held for watchers count as taken here, so that another GPU free then is chosen
     // (step 3b refuses a held one to anyone but a watcher).
     if request.through_watch.is_none() {
-        for hold in db::watches::holds_on(txn, &ids, &window, now).await? {
-            let Ok(held) = crate::domain::schedule::Window::new(hold.start_at, hold.end_at) else {
-                continue;
-            };
-            for gpu in db::watches::gpu_ids_of(&hold) {
-                busy.entry(gpu)
-                    .or_default()
-                    .push(crate::domain::schedule::Occupancy {
-                        window: held,
-                        quarters: u8::try_from(hold.quarters).unwrap_or(4),
-                    });
-            }
+        for hold in &watch_holds {
+            busy.entry(hold.gpu_id)
+                .or_default()
+                .push(crate::domain::schedule::Occupancy {
+                    window: hold.window,
+                    quarters: hold.quarters,
+                });
         }
     }
     for (_, node_gpus) in super::offers::by_node(&candidates) {
@@ -451,6 +459,7 @@ async fn choose_of_model(
                 gpus: fitting,
                 displaced: Vec::new(),
                 claimed: false,
+                watch_holds,
             });
         }
     }
@@ -470,6 +479,7 @@ async fn choose_of_model(
             gpus,
             claimed: displaced.iter().any(|id| borrowers.contains(id)),
             displaced,
+            watch_holds,
         });
     }
     let clash = model_clash(
@@ -561,11 +571,13 @@ async fn quota_check(
 
 /// Step 3b: a window held for watchers is theirs until the hold ends: anyone else's booking of
 /// it is refused; a watcher booking through the window held for their watch claims it (the first
-/// watcher to get here under the GPUs' locks wins; the others then meet a clash).
+/// watcher to get here under the GPUs' locks wins; the others then meet a clash). `watch_holds`:
+/// those step 3 read on the GPUs it looked at, under their locks.
 async fn respect_holds(
     txn: &DatabaseTransaction,
     request: &NewReservation,
     gpus: &[BookableGpu],
+    watch_holds: &[WatchHoldOn],
     now: DateTime<Utc>,
 ) -> Result<Option<watch_offer::Model>, Refusal> {
     if let Some((watch_id, offer_id)) = request.through_watch {
@@ -573,9 +585,10 @@ async fn respect_holds(
             crate::backend::watches::claim(txn, request.owner_id, watch_id, offer_id, now).await?;
         return Ok(Some(offer));
     }
-    let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
-    let holds = db::watches::holds_on(txn, &ids, &request.window, now).await?;
-    match holds.iter().map(|hold| hold.hold_until).max() {
+    let on_these = watch_holds
+        .iter()
+        .filter(|hold| gpus.iter().any(|g| g.id == hold.gpu_id));
+    match on_these.map(|hold| hold.hold_until).max() {
         Some(until) => Err(AppError::Conflict(Problem::HeldForWatchers { until }).into()),
         None => Ok(None),
     }

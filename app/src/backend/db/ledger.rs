@@ -413,8 +413,8 @@ pub async fn charge(
 }
 
 /// [`charge`] for a reservation just inserted in the caller's transaction with its charged total
-/// already written (a paid row, see [`super::reservations::insert`]), which the posting leaves
-/// as it is; a row written otherwise is refused (the totals would not match the ledger).
+/// already written (a paid row, see [`super::reservations::insert_holding`]), which the posting
+/// leaves as it is; a row written otherwise is refused (the totals would not match the ledger).
 /// `wallet`: the paying wallet as the caller locked it in this transaction, whose account ids
 /// the posting then takes.
 pub async fn charge_inserted(

@@ -952,11 +952,73 @@ pub struct NewRow {
     pub card_id: Option<i64>,
 }
 
-/// Inserts a confirmed reservation (its GPUs are held with [`hold_gpus`]). A row inserted paid
-/// ([`PaymentStatus::Paid`]) is written with its charged total: the caller charges its wallet in
-/// the same transaction with [`super::ledger::charge_inserted`], which leaves the total as
-/// written (one statement fewer than adding it afterwards).
-pub async fn insert(txn: &DatabaseTransaction, new: &NewRow) -> Result<reservation::Model, DbErr> {
+/// Inserts a confirmed reservation holding `gpu_ids` ([`hold_gpus`]); on PostgreSQL the row, its
+/// GPUs and its slots are one statement ([`insert_holding_in_one_statement`]). A row inserted
+/// paid ([`PaymentStatus::Paid`]) is written with its charged total: the caller charges its
+/// wallet in the same transaction with [`super::ledger::charge_inserted`], which leaves the total
+/// as written (one statement fewer than adding it afterwards).
+pub async fn insert_holding(
+    txn: &DatabaseTransaction,
+    new: &NewRow,
+    gpu_ids: &[i64],
+) -> Result<reservation::Model, DbErr> {
+    if txn.get_database_backend() == DbBackend::Postgres {
+        return insert_holding_in_one_statement(txn, new, gpu_ids).await;
+    }
+    let row = row_of(new).insert(txn).await?;
+    hold_gpus(txn, &row, gpu_ids).await?;
+    Ok(row)
+}
+
+/// PostgreSQL: [`insert_holding`] as one statement. The row's `INSERT … RETURNING *` is a
+/// data-modifying common table expression; its returned id and window feed the GPU rows'
+/// insert, whose returned GPU ids feed the slots' upsert as in [`hold_gpus_in_one_statement`]
+/// (the capacity `CHECK` fires as there, failing the whole statement); the statement answers
+/// the inserted row.
+async fn insert_holding_in_one_statement(
+    txn: &DatabaseTransaction,
+    new: &NewRow,
+    gpu_ids: &[i64],
+) -> Result<reservation::Model, DbErr> {
+    let mut insert = reservation::Entity::insert(row_of(new));
+    QueryTrait::query(&mut insert).returning_all();
+    let row = QueryTrait::build(&insert, DbBackend::Postgres);
+    let mut values = row.values.map(|values| values.0).unwrap_or_default();
+    let ids = gpu_ids
+        .iter()
+        .map(|id| {
+            values.push((*id).into());
+            format!("(${}::bigint)", values.len())
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql = format!(
+        "WITH booked AS ({row}), \
+         held AS (INSERT INTO reservation_gpus (reservation_id, gpu_id, start_at, end_at) \
+         SELECT booked.id, ids.gpu_id, booked.start_at, booked.end_at \
+         FROM booked CROSS JOIN (VALUES {ids}) AS ids(gpu_id) RETURNING gpu_id), \
+         load AS (INSERT INTO gpu_slot_load (gpu_id, slot_start, quarters) \
+         SELECT held.gpu_id, slot, booked.quarters FROM held CROSS JOIN booked CROSS JOIN \
+         generate_series(booked.start_at, booked.end_at - interval '1 microsecond', \
+         interval '{SLOT_MINUTES} minutes') AS slot \
+         ON CONFLICT (gpu_id, slot_start) \
+         DO UPDATE SET quarters = gpu_slot_load.quarters + excluded.quarters) \
+         SELECT * FROM booked",
+        row = row.sql
+    );
+    reservation::Entity::find()
+        .from_raw_sql(Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            sql,
+            values,
+        ))
+        .one(txn)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotInserted)
+}
+
+/// The row [`insert_holding`] writes for `new`.
+fn row_of(new: &NewRow) -> reservation::ActiveModel {
     reservation::ActiveModel {
         owner_id: Set(new.owner_id),
         node_id: Set(new.node_id),
@@ -994,8 +1056,6 @@ pub async fn insert(txn: &DatabaseTransaction, new: &NewRow) -> Result<reservati
         refunded_minor: Set(0),
         ..Default::default()
     }
-    .insert(txn)
-    .await
 }
 
 /// Holds `gpu_ids` for reservation `row`: its GPU rows and its quarters in every slot of its

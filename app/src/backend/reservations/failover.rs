@@ -237,8 +237,7 @@ async fn move_one(
         start_early: false,
         card_id: None,
     };
-    let continued = db::reservations::insert(txn, &new).await?;
-    db::reservations::hold_gpus(txn, &continued, &target_gpus(&target)).await?;
+    let continued = db::reservations::insert_holding(txn, &new, &target_gpus(&target)).await?;
     // Paid: the rest is paid from what the first part gave back, so the holder is out of
     // pocket only for what they used.
     if status == PaymentStatus::Paid {

@@ -786,7 +786,8 @@ async fn record(
     terms: &BookingTerms<'_>,
     idempotency: Option<&IdempotencyKey>,
 ) -> Result<Reservation, Refusal> {
-    let row = db::reservations::insert(&txn, new).await?;
+    let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
+    let row = db::reservations::insert_holding(&txn, new, &ids).await?;
     if let Some(offer) = held {
         crate::backend::watches::served(&txn, offer, row.id, new.owner_id, terms.now).await?;
     }
@@ -799,8 +800,6 @@ async fn record(
             Err(PostError::Db(err)) => return Err(Refusal::Db(err)),
         }
     }
-    let ids: Vec<i64> = gpus.iter().map(|g| g.id).collect();
-    db::reservations::hold_gpus(&txn, &row, &ids).await?;
     // Each displaced owner is offered the nearest window that is free now, and told so.
     for victim in displaced {
         offer_instead(&txn, *victim, terms.now, terms.latest_start).await?;

@@ -416,14 +416,7 @@ async fn in_the_way_in_one_statement(
 ) -> Result<InTheWay, DbErr> {
     let mut values: Vec<sea_orm::Value> =
         vec![range.start().into(), range.end().into(), now.into()];
-    let ids = gpu_ids
-        .iter()
-        .map(|id| {
-            values.push((*id).into());
-            format!("${}", values.len())
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let ids = bind_ids(&mut values, gpu_ids, |at| format!("${at}"));
     let sql = format!(
         "SELECT g.gpu_id, g.start_at, g.end_at, r.quarters, NULL::timestamptz AS hold_until \
          FROM reservation_gpus g CROSS JOIN LATERAL \
@@ -984,14 +977,7 @@ async fn insert_holding_in_one_statement(
     QueryTrait::query(&mut insert).returning_all();
     let row = QueryTrait::build(&insert, DbBackend::Postgres);
     let mut values = row.values.map(|values| values.0).unwrap_or_default();
-    let ids = gpu_ids
-        .iter()
-        .map(|id| {
-            values.push((*id).into());
-            format!("(${}::bigint)", values.len())
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let ids = bind_ids(&mut values, gpu_ids, |at| format!("(${at}::bigint)"));
     let sql = format!(
         "WITH booked AS ({row}), \
          held AS (INSERT INTO reservation_gpus (reservation_id, gpu_id, start_at, end_at) \
@@ -1095,14 +1081,7 @@ async fn hold_gpus_in_one_statement(
         window.end().into(),
         row.quarters.into(),
     ];
-    let held = gpu_ids
-        .iter()
-        .map(|id| {
-            values.push((*id).into());
-            format!("($1, ${}, $2, $3)", values.len())
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let held = bind_ids(&mut values, gpu_ids, |at| format!("($1, ${at}, $2, $3)"));
     let sql = format!(
         "WITH held AS (INSERT INTO reservation_gpus (reservation_id, gpu_id, start_at, end_at) \
          VALUES {held} RETURNING gpu_id) \
@@ -1120,6 +1099,22 @@ async fn hold_gpus_in_one_statement(
     ))
     .await?;
     Ok(())
+}
+
+/// PostgreSQL: binds `ids` after `values`, each written by `each` with its placeholder's number;
+/// answers them joined by commas, for a statement written by hand.
+fn bind_ids(
+    values: &mut Vec<sea_orm::Value>,
+    ids: &[i64],
+    each: impl Fn(usize) -> String,
+) -> String {
+    ids.iter()
+        .map(|id| {
+            values.push((*id).into());
+            each(values.len())
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Confirmed bookings that asked to start early and start after `after`, the earliest booked

@@ -10,7 +10,7 @@
 //! 5. [`team_rules`]: a team booking's budget, quota and approval, under the team's lock.
 //! 6. [`payment_of`] and [`check_funds`]: charged now, before the start, or free; the paying
 //!    wallet's available funds must cover it.
-//! 7. [`record`]: the row, the charge, the GPUs held, offers to those displaced, the watch it
+//! 7. [`record`]: the row with its GPUs held, the charge, offers to those displaced, the watch it
 //!    served, the answer kept for the idempotency key.
 //!
 //! Lock order, in every booking: GPUs (in id order), then a watch and its held window, then the
@@ -767,9 +767,9 @@ async fn check_funds(
     }
 }
 
-/// Step 7: the reservation row, its charge when paid now (a short wallet refuses the booking and
-/// nothing is kept), its GPUs held, offers to those it displaced, and the answer kept for the
-/// idempotency key; then commit.
+/// Step 7: the reservation row with its GPUs held, its charge when paid now (a short wallet
+/// refuses the booking and nothing is kept), offers to those it displaced, and the answer kept
+/// for the idempotency key; then commit.
 #[expect(
     clippy::too_many_arguments,
     reason = "the steps' results, each named at the one call"

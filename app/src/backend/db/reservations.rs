@@ -983,14 +983,15 @@ async fn insert_holding_in_one_statement(
          held AS (INSERT INTO reservation_gpus (reservation_id, gpu_id, start_at, end_at) \
          SELECT booked.id, ids.gpu_id, booked.start_at, booked.end_at \
          FROM booked CROSS JOIN (VALUES {ids}) AS ids(gpu_id) RETURNING gpu_id), \
-         load AS (INSERT INTO gpu_slot_load (gpu_id, slot_start, quarters) \
-         SELECT held.gpu_id, slot, booked.quarters FROM held CROSS JOIN booked CROSS JOIN \
-         generate_series(booked.start_at, booked.end_at - interval '1 microsecond', \
-         interval '{SLOT_MINUTES} minutes') AS slot \
-         ON CONFLICT (gpu_id, slot_start) \
-         DO UPDATE SET quarters = gpu_slot_load.quarters + excluded.quarters) \
+         load AS ({load}) \
          SELECT * FROM booked",
-        row = row.sql
+        row = row.sql,
+        load = add_held_slots(
+            "booked.quarters",
+            "booked.start_at",
+            "booked.end_at",
+            " CROSS JOIN booked"
+        ),
     );
     reservation::Entity::find()
         .from_raw_sql(Statement::from_sql_and_values(
@@ -1084,13 +1085,8 @@ async fn hold_gpus_in_one_statement(
     let held = bind_ids(&mut values, gpu_ids, |at| format!("($1, ${at}, $2, $3)"));
     let sql = format!(
         "WITH held AS (INSERT INTO reservation_gpus (reservation_id, gpu_id, start_at, end_at) \
-         VALUES {held} RETURNING gpu_id) \
-         INSERT INTO gpu_slot_load (gpu_id, slot_start, quarters) \
-         SELECT held.gpu_id, slot, $4 FROM held CROSS JOIN \
-         generate_series($2, $3 - interval '1 microsecond', interval '{SLOT_MINUTES} minutes') \
-         AS slot \
-         ON CONFLICT (gpu_id, slot_start) \
-         DO UPDATE SET quarters = gpu_slot_load.quarters + excluded.quarters"
+         VALUES {held} RETURNING gpu_id) {load}",
+        load = add_held_slots("$4", "$2", "$3", "")
     );
     txn.execute_raw(Statement::from_sql_and_values(
         DbBackend::Postgres,
@@ -1101,8 +1097,23 @@ async fn hold_gpus_in_one_statement(
     Ok(())
 }
 
-/// PostgreSQL: binds `ids` after `values`, each written by `each` with its placeholder's number;
-/// answers them joined by commas, for a statement written by hand.
+/// PostgreSQL: the upsert that adds `quarters` to every slot from `start` to before `end` (the
+/// slots [`add_slot_load`] writes) for each GPU id of the common table expression `held`, joined
+/// with what `also_from` names: SQL expressions, for the statements written by hand.
+fn add_held_slots(quarters: &str, start: &str, end: &str, also_from: &str) -> String {
+    format!(
+        "INSERT INTO gpu_slot_load (gpu_id, slot_start, quarters) \
+         SELECT held.gpu_id, slot, {quarters} FROM held{also_from} CROSS JOIN \
+         generate_series({start}, {end} - interval '1 microsecond', \
+         interval '{SLOT_MINUTES} minutes') AS slot \
+         ON CONFLICT (gpu_id, slot_start) \
+         DO UPDATE SET quarters = gpu_slot_load.quarters + excluded.quarters"
+    )
+}
+
+/// PostgreSQL: pushes `ids` onto `values` as bound parameters and answers them written by `each`
+/// (given each one's parameter number, `$n`) and joined by commas, for a statement written by
+/// hand.
 fn bind_ids(
     values: &mut Vec<sea_orm::Value>,
     ids: &[i64],

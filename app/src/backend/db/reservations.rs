@@ -974,7 +974,10 @@ async fn insert_holding_in_one_statement(
     gpu_ids: &[i64],
 ) -> Result<reservation::Model, DbErr> {
     let mut insert = reservation::Entity::insert(row_of(new));
-    QueryTrait::query(&mut insert).returning_all();
+    // The columns named, never `*`: a prepared statement whose result changes shape (a column
+    // a later release adds while this one serves) fails on every connection that cached it.
+    QueryTrait::query(&mut insert)
+        .returning(Query::returning().columns(<reservation::Column as sea_orm::Iterable>::iter()));
     let row = QueryTrait::build(&insert, DbBackend::Postgres);
     let mut values = row.values.map(|values| values.0).unwrap_or_default();
     let ids = bind_ids(&mut values, gpu_ids, |at| format!("(${at}::bigint)"));
@@ -984,7 +987,7 @@ async fn insert_holding_in_one_statement(
          SELECT booked.id, ids.gpu_id, booked.start_at, booked.end_at \
          FROM booked CROSS JOIN (VALUES {ids}) AS ids(gpu_id) RETURNING gpu_id), \
          load AS ({load}) \
-         SELECT * FROM booked",
+         SELECT booked.* FROM booked",
         row = row.sql,
         load = add_held_slots(
             "booked.quarters",

@@ -731,7 +731,10 @@ fn release_of(state: &AppState, row: &reservation::Model) -> DateTime<Utc> {
 async fn booking_due(state: &AppState, id: i64) -> Result<(), AppError> {
     let now = state.now();
     let txn = begin_write(&state.db).await?;
-    let Some(row) = db::payments::claim(&txn, id).await? else {
+    // Waits for a job's run that holds the booking for a moment (two replicas' jobs look at
+    // the same bookings): skipping it would leave the holder untold. Paid or released
+    // meanwhile, there is nothing to tell.
+    let Some(row) = db::payments::claim_waiting(&txn, id).await? else {
         txn.rollback().await?;
         return Ok(());
     };

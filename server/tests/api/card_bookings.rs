@@ -10,19 +10,20 @@
 
 use crate::helpers::*;
 use berth_app::backend::card_payments;
-use berth_app::backend::entity::notification_event;
+use berth_app::backend::entity::{card_payment, notification_event};
 use berth_app::backend::payment_job;
 use berth_app::domain::notify::EventKind;
 use berth_app::domain::payment::ChargePolicy;
 use berth_app::domain::user::PlatformRole;
 use chrono::{DateTime, TimeDelta, Utc};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, TransactionTrait};
 use serde_json::{Value, json};
 
 crate::on_both_backends!(
     issue_28_a_booking_paid_by_card_at_booking_and_refunded_to_the_card,
     issue_28_before_start_bookings_are_charged_off_session_with_authentication_and_declines,
     issue_28_stripe_unreachable_when_the_job_charges_leaves_the_booking_due_and_told,
+    issue_28_a_payment_due_is_told_though_another_job_holds_the_booking_then,
 );
 
 /// Saves card `number` the way the wallet page does; answers the card.
@@ -412,5 +413,91 @@ async fn issue_28_stripe_unreachable_when_the_job_charges_leaves_the_booking_due
         0
     );
     assert_eq!(balance(&app, &token).await, 0);
+    assert_books_balance(&app).await;
+}
+
+/// The holder of a booking whose card needs the bank's authentication is told, though at that
+/// moment another transaction holds the booking's row (a second replica's job looking at it):
+/// the notice waits for it instead of being skipped. (CI once lost a declined card's notice
+/// this way, with two jobs running at once.)
+async fn issue_28_a_payment_due_is_told_though_another_job_holds_the_booking_then(
+    backend: Backend,
+) {
+    let stripe = LocalStripe::start().await;
+    let (app, _db) = stripe_portal(backend, &stripe).await;
+    let email = "asked@berth.test";
+    let token = unfunded_user_token(&app, email, PlatformRole::User).await;
+    let asks = saved_card(&app, &stripe, &token, "4000002760003184").await;
+    let h100 = gpus_of(&app, H100).await;
+    let start = on_grid_in(TimeDelta::hours(3));
+    let (status, booked) = book(&app, &token, booking(h100[0], start, "before_start", &asks)).await;
+    assert_eq!(status, 201, "{booked}");
+    let id = booked["id"].as_i64().unwrap();
+
+    // On PostgreSQL, once the job has recorded the payment it asks Stripe for, another
+    // transaction takes the payment's row (so the answer waits) and the booking's; it lets the
+    // payment go, and the booking a moment after the answer is booked. (On SQLite writers take
+    // turns, and nothing is skipped.)
+    let holder = (backend == Backend::Postgres).then(|| {
+        let db = app.db.clone();
+        tokio::spawn(async move {
+            let payment = loop {
+                if let Some(row) = card_payment::Entity::find()
+                    .filter(card_payment::Column::ReservationId.eq(id))
+                    .one(&db)
+                    .await
+                    .unwrap()
+                {
+                    break row.id;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            };
+            let lock = |table: &str, row: i64| {
+                format!("SELECT id FROM {table} WHERE id = {row} FOR UPDATE")
+            };
+            let answer = db.begin().await.unwrap();
+            answer
+                .execute_unprepared(&lock("card_payments", payment))
+                .await
+                .unwrap();
+            let booking = db.begin().await.unwrap();
+            booking
+                .execute_unprepared(&lock("reservations", id))
+                .await
+                .unwrap();
+            answer.commit().await.unwrap();
+            while card_payment::Entity::find_by_id(payment)
+                .one(&db)
+                .await
+                .unwrap()
+                .is_none_or(|row| row.status != "requires_action")
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            booking.commit().await.unwrap();
+        })
+    });
+    let due = start - TimeDelta::hours(2);
+    assert_eq!(
+        card_payments::charge_due_bookings(&app.state, due)
+            .await
+            .unwrap(),
+        1
+    );
+    if let Some(holder) = holder {
+        holder.await.unwrap();
+    }
+    let (_, waiting) = get(
+        &app,
+        &token,
+        &format!("/api/v1/reservations/{id}/card-payment"),
+    )
+    .await;
+    assert_eq!(waiting["status"], "requires_action", "{waiting}");
+    let told = notices(&app, email, EventKind::PaymentDue).await;
+    assert_eq!(told.len(), 1, "told at once");
+    assert_eq!(told[0].reservation_id, Some(id));
+    payment_status_becomes(&app, &token, &json!(id), "due").await;
     assert_books_balance(&app).await;
 }

@@ -98,11 +98,33 @@ pub async fn claim(
     txn: &DatabaseTransaction,
     id: i64,
 ) -> Result<Option<reservation::Model>, DbErr> {
+    unpaid_locked(txn, id, Some(LockBehavior::SkipLocked)).await
+}
+
+/// Reservation `id` if it is still confirmed and unpaid, locked until `txn` ends like
+/// [`claim`], but waiting for a transaction that holds it (a job's run that looked at it and
+/// let go) instead of skipping it. For a caller that holds no other lock yet.
+pub async fn claim_waiting(
+    txn: &DatabaseTransaction,
+    id: i64,
+) -> Result<Option<reservation::Model>, DbErr> {
+    unpaid_locked(txn, id, None).await
+}
+
+/// [`claim`] and [`claim_waiting`]: the lock taken with `behavior` (none: it waits).
+async fn unpaid_locked(
+    txn: &DatabaseTransaction,
+    id: i64,
+    behavior: Option<LockBehavior>,
+) -> Result<Option<reservation::Model>, DbErr> {
     let mut query = reservation::Entity::find_by_id(id)
         .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .filter(reservation::Column::PaymentStatus.is_in(UNPAID));
     if txn.get_database_backend() == DbBackend::Postgres {
-        query = query.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
+        query = match behavior {
+            Some(behavior) => query.lock_with_behavior(LockType::Update, behavior),
+            None => query.lock(LockType::Update),
+        };
     }
     query.one(txn).await
 }

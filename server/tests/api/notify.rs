@@ -6,7 +6,7 @@
 use crate::helpers::*;
 use berth_app::backend::clock::Clock;
 use berth_app::backend::db;
-use berth_app::backend::entity::notification_event;
+use berth_app::backend::entity::{notification_delivery, notification_event};
 use berth_app::backend::notify;
 use berth_app::domain::notify::{EventKind, InboxItem};
 use berth_app::domain::user::PlatformRole;
@@ -35,6 +35,29 @@ async fn inbox_of(app: &TestApp, email: &str) -> Vec<InboxItem> {
 
 fn kinds(items: &[InboxItem]) -> Vec<EventKind> {
     items.iter().map(|item| item.kind).collect()
+}
+
+/// Waits until no sender holds a delivery's lease: every try under way (by the app's own
+/// worker too) has ended. A test moves its clock only then, or a try still under way would lose
+/// its lease to the test's sender (two tries of one message).
+pub(crate) async fn no_try_under_way(app: &TestApp) {
+    for _ in 0..200 {
+        let deliveries = notification_delivery::Entity::find()
+            .all(&app.db)
+            .await
+            .unwrap();
+        if deliveries.iter().all(|d| d.lease_until.is_none()) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!(
+        "a try still under way: {:#?}",
+        notification_delivery::Entity::find()
+            .all(&app.db)
+            .await
+            .unwrap()
+    );
 }
 
 /// Runs the worker at `now` until every event due is handed out: the app's own worker may hold

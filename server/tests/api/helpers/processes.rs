@@ -3,6 +3,7 @@
 //! are in `tests/faults/services.rs`.)
 
 use std::fs::OpenOptions;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -18,6 +19,32 @@ pub fn repo_root() -> PathBuf {
 /// A file under `deploy/`.
 pub fn deploy_file(name: &str) -> PathBuf {
     repo_root().join("deploy").join(name)
+}
+
+/// Starts the Python fixture `script` (under `tests/api/fixtures/`), which binds a free loopback
+/// port itself and prints it on its first line: the process and its port. It panics with
+/// `missing` when the fixture prints no port (its package is not installed, say).
+pub async fn python_fixture(script: &str, missing: &str) -> (Child, u16) {
+    let path = repo_root().join("server/tests/api/fixtures").join(script);
+    let mut child = Command::new(crate::helpers::python())
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|err| panic!("start {script}: {err}"));
+    let stdout = child.stdout.take().expect("the fixture's output");
+    let first = tokio::task::spawn_blocking(move || {
+        let mut first = String::new();
+        BufReader::new(stdout).read_line(&mut first).map(|_| first)
+    })
+    .await
+    .expect("read the fixture's port")
+    .unwrap_or_default();
+    let port = first
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{script} did not start (printed {first:?}): {missing}"));
+    (child, port)
 }
 
 /// A port nobody listens on now (the test's processes must name theirs before they start).

@@ -1,8 +1,9 @@
-//! A real S3 implementation for the workspace-store tests: moto's server (`moto_server`, from
-//! PyPI) on a free loopback port, with one bucket. `scripts/test.sh` installs it in
-//! `.tools/venv`.
+//! A real S3 implementation for the workspace-store tests: moto's server (PyPI `moto[server]`,
+//! started by `fixtures/moto_s3_server.py`) on a free loopback port, with one bucket.
+//! `scripts/test.sh` installs it in `.tools/venv`.
 
-use std::process::{Child, Command, Stdio};
+use super::python_fixture;
+use std::process::Child;
 
 /// A running moto server; stopped when dropped.
 pub struct S3Server {
@@ -17,34 +18,15 @@ impl Drop for S3Server {
     }
 }
 
-fn moto_server() -> String {
-    let venv = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../.tools/venv/bin/moto_server"
-    );
-    if std::path::Path::new(venv).exists() {
-        return venv.to_owned();
-    }
-    panic!(
-        "the S3 workspace-store tests need moto's server: run scripts/test.sh (it installs \
-         moto[server] in .tools/venv)"
-    );
-}
-
 impl S3Server {
     /// Starts moto and makes `bucket`.
     pub async fn start(bucket: &str) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(moto_server())
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start moto_server");
+        let (child, port) = python_fixture(
+            "moto_s3_server.py",
+            "the S3 workspace-store tests need moto[server]: run scripts/test.sh (it installs it \
+             in .tools/venv)",
+        )
+        .await;
         let server = Self {
             endpoint: format!("http://127.0.0.1:{port}"),
             child,
@@ -61,7 +43,7 @@ impl S3Server {
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
-        panic!("moto_server did not start on port {port}");
+        panic!("moto's server did not answer on port {port}");
     }
 
     /// Overwrites object `key` of `bucket`.

@@ -4,8 +4,9 @@
 //! the browser (confirm a SetupIntent with a card number, authenticate a payment), since the
 //! card number never reaches Berth.
 
+use super::python_fixture;
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 /// The keys the tests give Berth.
 pub(crate) const STRIPE_SECRET_KEY: &str = "sk_test_berth";
@@ -31,22 +32,11 @@ impl Drop for LocalStripe {
 impl LocalStripe {
     /// Starts it and waits until it answers.
     pub(crate) async fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/api/fixtures/localstripe_server.py"
-        );
-        let child = Command::new(crate::helpers::python())
-            .arg(script)
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start localstripe");
+        let (child, port) = python_fixture(
+            "localstripe_server.py",
+            "is localstripe installed in .tools/venv? (scripts/test.sh installs it)",
+        )
+        .await;
         let server = Self {
             base: format!("http://127.0.0.1:{port}"),
             child,
@@ -65,7 +55,7 @@ impl LocalStripe {
             }
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
-        panic!("localstripe did not start on port {port}; is it installed in .tools/venv?");
+        panic!("localstripe did not answer on port {port}");
     }
 
     /// Points Berth's settings at it.

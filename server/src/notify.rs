@@ -1,6 +1,6 @@
 //! Runs the notification worker in the background of `berth serve`: every `every`, and soon
 //! (50 ms) after a change in this replica recorded events. Each run hands due events out
-//! (`berth_app::backend::notify::run`) and then sends the e-mails due
+//! (`berth_app::backend::notify::run`) and then sends the e-mails and webhook calls due
 //! (`berth_app::backend::notify::deliver`). Every replica runs it; events are claimed under a
 //! lock and deliveries under a lease, so replicas share the work and never do it twice.
 
@@ -37,18 +37,16 @@ pub fn spawn_job(state: AppState, every: std::time::Duration) -> tokio::task::Jo
                 Ok(outcome) => tracing::debug!(?outcome, "notification worker"),
                 Err(err) => tracing::warn!(error = %err, "notification worker failed"),
             }
-            if state.mail.is_none() {
-                continue;
-            }
+            // E-mails when the portal has an e-mail channel, and webhook calls either way.
             let started = std::time::Instant::now();
-            let result = notify::deliver(&state, state.now()).await;
+            let result = notify::deliver(&state).await;
             state
                 .metrics
                 .job_run("mail", result.is_ok(), started.elapsed().as_secs_f64());
             match result {
                 Ok(sent) if sent == notify::Sent::default() => {}
-                Ok(sent) => tracing::debug!(?sent, "e-mail sender"),
-                Err(err) => tracing::warn!(error = %err, "e-mail sender failed"),
+                Ok(sent) => tracing::debug!(?sent, "notice sender (e-mail, webhooks)"),
+                Err(err) => tracing::warn!(error = %err, "notice sender failed"),
             }
         }
     })

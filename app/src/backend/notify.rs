@@ -238,16 +238,20 @@ pub struct Sent {
     pub failed: u32,
 }
 
-/// Sends every delivery due at `now` that no other sender holds (e-mails when the portal has an
-/// e-mail channel, webhook calls). Each is taken with a short conditional update and released
-/// with another, so no lock is held while a message goes out; a sender that dies mid-try loses
-/// its lease and the delivery is tried again. A failed try is tried again later
-/// ([`retry_after`]) until it succeeds or runs out of tries; a webhook that fails
+/// Sends every delivery due now (by the state's clock) that no other sender holds (e-mails when
+/// the portal has an e-mail channel, webhook calls). Each is taken with a short conditional
+/// update and released with another, so no lock is held while a message goes out; a sender
+/// that dies mid-try loses its lease and the delivery is tried again. A failed try is tried
+/// again later ([`retry_after`]) until it succeeds or runs out of tries; a webhook that fails
 /// [`WEBHOOK_FAILURES_TO_DISABLE`] times in a row is turned off and its owner told.
-pub async fn deliver(state: &AppState, now: DateTime<Utc>) -> Result<Sent, DbErr> {
+pub async fn deliver(state: &AppState) -> Result<Sent, DbErr> {
     let mut outcome = Sent::default();
     let db = &state.db;
-    for id in db::notify::due_deliveries(db, now, BATCH).await? {
+    for id in db::notify::due_deliveries(db, state.now(), BATCH).await? {
+        // The time of this try, not the run's start: a run of slow receivers takes minutes,
+        // and a lease counted from its start would run out before its try began (another
+        // sender would try the message again while this one sends it).
+        let now = state.now();
         let Some(delivery) = db::notify::take_delivery(db, id, now, now + DELIVERY_LEASE).await?
         else {
             continue;

@@ -50,7 +50,7 @@ async fn deliveries(app: &TestApp) -> Vec<notification_delivery::Model> {
 /// Runs the worker and the sender at the clock's time (the app's own worker may run alongside).
 async fn work(app: &TestApp, clock: &ManualClock) {
     crate::notify::settle(app, clock.now()).await;
-    notify::deliver(&app.state, clock.now()).await.unwrap();
+    notify::deliver(&app.state).await.unwrap();
 }
 
 /// Waits (briefly) until no delivery is queued: the app's own worker may hold one a moment
@@ -207,10 +207,7 @@ async fn a_failing_mail_server_is_tried_again_later_and_mails_once(backend: Back
     // Two senders at once, again and again, the clock moving past each wait.
     for _ in 0..12 {
         notify::run(&app.state, clock.now()).await.unwrap();
-        let (a, b) = tokio::join!(
-            notify::deliver(&app.state, clock.now()),
-            notify::deliver(&app.state, clock.now())
-        );
+        let (a, b) = tokio::join!(notify::deliver(&app.state), notify::deliver(&app.state));
         a.unwrap();
         b.unwrap();
         if deliveries(&app)

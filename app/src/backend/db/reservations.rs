@@ -963,11 +963,11 @@ pub async fn insert_holding(
     Ok(row)
 }
 
-/// PostgreSQL: [`insert_holding`] as one statement. The row's `INSERT … RETURNING *` is a
-/// data-modifying common table expression; its returned id and window feed the GPU rows'
-/// insert, whose returned GPU ids feed the slots' upsert as in [`hold_gpus_in_one_statement`]
-/// (the capacity `CHECK` fires as there, failing the whole statement); the statement answers
-/// the inserted row.
+/// PostgreSQL: [`insert_holding`] as one statement. The row's `INSERT … RETURNING` (its columns
+/// named) is a data-modifying common table expression; its returned id and window feed the GPU
+/// rows' insert, whose returned GPU ids feed the slots' upsert as in
+/// [`hold_gpus_in_one_statement`] (the capacity `CHECK` fires as there, failing the whole
+/// statement); the statement answers the inserted row.
 async fn insert_holding_in_one_statement(
     txn: &DatabaseTransaction,
     new: &NewRow,

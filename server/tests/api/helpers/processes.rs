@@ -21,25 +21,23 @@ pub fn deploy_file(name: &str) -> PathBuf {
     repo_root().join("deploy").join(name)
 }
 
-/// Starts the Python fixture `script` (under `tests/api/fixtures/`), which binds a free loopback
-/// port itself and prints it on its first line: the process and its port. It panics with
-/// `missing` when the fixture prints no port (its package is not installed, say).
-pub async fn python_fixture(script: &str, missing: &str) -> (Child, u16) {
+/// Starts the Python fixture `script` (under `tests/api/fixtures/`) with `args`; it binds a free
+/// loopback port itself and prints it on its first line: the process and its port. Its standard
+/// input is a pipe (a fixture may stop when it closes) and its errors go to the test's. It
+/// panics with `missing` when the fixture prints no port (its package is not installed, say).
+pub fn python_fixture(script: &str, args: &[String], missing: &str) -> (Child, u16) {
     let path = repo_root().join("server/tests/api/fixtures").join(script);
     let mut child = Command::new(crate::helpers::python())
         .arg(&path)
+        .args(args)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|err| panic!("start {script}: {err}"));
-    let stdout = child.stdout.take().expect("the fixture's output");
-    let first = tokio::task::spawn_blocking(move || {
-        let mut first = String::new();
-        BufReader::new(stdout).read_line(&mut first).map(|_| first)
-    })
-    .await
-    .expect("read the fixture's port")
-    .unwrap_or_default();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("the fixture's output"))
+        .read_line(&mut first)
+        .unwrap_or_default();
     let port = first
         .trim()
         .parse()

@@ -23,10 +23,10 @@ impl S3Server {
     pub async fn start(bucket: &str) -> Self {
         let (child, port) = python_fixture(
             "moto_s3_server.py",
+            &[],
             "the S3 workspace-store tests need moto[server]: run scripts/test.sh (it installs it \
              in .tools/venv)",
-        )
-        .await;
+        );
         let server = Self {
             endpoint: format!("http://127.0.0.1:{port}"),
             child,

@@ -2,7 +2,7 @@
 //! port, writing each message it accepts as JSON to a temporary directory. `scripts/test.sh`
 //! installs aiosmtpd in `.tools/venv`; `BERTH_TEST_PYTHON` may name another interpreter.
 
-use std::io::{BufRead, BufReader};
+use super::python_fixture;
 use std::process::{Child, Command, Stdio};
 
 /// How the sink answers.
@@ -40,33 +40,13 @@ pub(crate) fn python() -> String {
 impl SmtpSink {
     pub fn start(mode: SinkMode) -> Self {
         let dir = tempfile::tempdir().expect("a directory for received mail");
-        let script = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/api/fixtures/smtp_sink.py"
-        );
-        let mut command = Command::new(python());
-        command.arg(script).arg(dir.path());
+        let mut args = vec![dir.path().display().to_string()];
         match mode {
             SinkMode::Accept => {}
-            SinkMode::FailFirst(n) => {
-                command.arg("--fail-first").arg(n.to_string());
-            }
-            SinkMode::Reject => {
-                command.arg("--reject");
-            }
+            SinkMode::FailFirst(n) => args.extend(["--fail-first".to_owned(), n.to_string()]),
+            SinkMode::Reject => args.push("--reject".to_owned()),
         }
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start the SMTP sink");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("sink stdout"))
-            .read_line(&mut first)
-            .expect("the sink's port");
-        let port = first.trim().parse().unwrap_or_else(|_| {
-            panic!("the SMTP sink did not start (printed {first:?}); is aiosmtpd installed?")
-        });
+        let (child, port) = python_fixture("smtp_sink.py", &args, "is aiosmtpd installed?");
         Self { port, dir, child }
     }
 

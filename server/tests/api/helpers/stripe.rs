@@ -34,9 +34,9 @@ impl LocalStripe {
     pub(crate) async fn start() -> Self {
         let (child, port) = python_fixture(
             "localstripe_server.py",
+            &[],
             "is localstripe installed in .tools/venv? (scripts/test.sh installs it)",
-        )
-        .await;
+        );
         let server = Self {
             base: format!("http://127.0.0.1:{port}"),
             child,

@@ -153,8 +153,32 @@ pub fn locale_named(code: &str) -> Option<Locale> {
 /// Runs `f` with the translations of `locale`, outside any request (a message written by the
 /// notification worker for a reader who is not looking).
 pub fn in_locale<R>(locale: Locale, f: impl FnOnce(I18nContext<Locale>) -> R) -> R {
-    crate::text::language::in_request_language(|i18n| {
-        i18n.set_locale_untracked(locale);
-        f(i18n)
+    crate::text::language::detached(|| {
+        crate::text::language::in_request_language(|i18n| {
+            i18n.set_locale_untracked(locale);
+            f(i18n)
+        })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_text_outlives_a_request_that_ends_while_it_is_put_together() {
+        let _ = any_spawner::Executor::init_futures_executor();
+        // A request's root owner, left current on this thread as leptos_axum leaves it.
+        let request = Owner::new_root(None);
+        let text = in_locale(Locale::pt_BR, |i18n| {
+            // The request ends (on another worker thread, in the portal) meanwhile.
+            request.cleanup();
+            t_string!(i18n, email_open).to_string()
+        });
+        let english = in_locale(Locale::en, |i18n| t_string!(i18n, email_open).to_string());
+        assert!(!text.is_empty());
+        assert_ne!(text, english);
+        // The thread's owner is put back.
+        assert!(Owner::current().is_some_and(|owner| owner == request));
+    }
 }

@@ -52,10 +52,28 @@ pub fn in_language_of<R>(
 fn with_request_headers<R>(headers: &http::HeaderMap, f: impl FnOnce() -> R) -> R {
     let (mut parts, ()) = http::Request::new(()).into_parts();
     parts.headers = headers.clone();
-    Owner::new().with(|| {
+    detached(|| {
         provide_context(parts);
         f()
     })
+}
+
+/// Runs `f` under a new root owner: for texts put together outside Leptos' handling of a
+/// request (plain routes, the notification worker).
+///
+/// Not a child of this thread's current owner: `leptos_axum` leaves each request's root owner
+/// current on the worker thread that served it, and a child made there belongs to that request.
+/// When the request ends, perhaps on another thread while `f` runs, its clean-up disposes the
+/// child's signals too, and reading the locale then panics. The thread's owner is put back
+/// afterwards.
+pub fn detached<R>(f: impl FnOnce() -> R) -> R {
+    let before = Owner::current();
+    let owner = Owner::new_root(None);
+    let result = owner.with(f);
+    if let Some(before) = before {
+        before.set();
+    }
+    result
 }
 
 /// Runs `f` with the translations of the current request's language (cookie or

@@ -320,15 +320,23 @@ pub async fn deliver(state: &AppState) -> Result<Sent, DbErr> {
         if let Some(reason) = &error {
             tracing::info!(delivery.id = id, delivery.attempts = attempts, %reason, ?status, "notice not delivered");
         }
-        let recorded =
-            db::notify::finish_delivery(db, id, delivery.attempts, status, next_at, error, now)
-                .await?;
-        if !recorded {
-            tracing::warn!(delivery.id = id, "a delivery try outlived its lease");
-            continue;
-        }
+        // The call was made, whatever became of the delivery meanwhile: its hook counts it
+        // first (a failure that turns the hook off gives this delivery up with the rest).
         if let Some(hook) = hook {
-            webhook_outcome(state, &hook, result.err().map(|err| err.reason), now).await?;
+            webhook_outcome(state, &hook, error.clone(), now).await?;
+        }
+        match db::notify::finish_delivery(db, id, delivery.attempts, status, next_at, error, now)
+            .await?
+        {
+            db::notify::TryEnd::Recorded => {}
+            db::notify::TryEnd::GivenUp => {
+                outcome.failed += 1;
+                continue;
+            }
+            db::notify::TryEnd::Lost => {
+                tracing::warn!(delivery.id = id, "a delivery try outlived its lease");
+                continue;
+            }
         }
         match status {
             DeliveryStatus::Sent => outcome.sent += 1,

@@ -1,7 +1,8 @@
 //! Webhooks against a real receiver on loopback: a booking posts signed JSON (the signature checks
 //! out with the secret shown once; Slack's `text` field carries the words), an address inside the
-//! network is refused unless the portal allows it, and a receiver that keeps failing is retried,
-//! then turned off, and its owner told.
+//! network is refused unless the portal allows it, a receiver that keeps failing is retried,
+//! then turned off, and its owner told, and a delivery given up while its call is under way
+//! stays given up unless the call got through.
 
 use crate::helpers::*;
 use axum::http::StatusCode;
@@ -256,12 +257,8 @@ async fn a_failing_webhook_is_retried_then_turned_off_and_its_owner_told(backend
         crate::notify::no_try_under_way(&app).await;
         clock.advance(DELIVERY_LEASE);
     }
-    // A try of the app's own worker under way when the hook was turned off comes back queued
-    // for a later try, and that try gives it up without a call.
+    // A try of the app's own worker may still be under way: it ends given up.
     crate::notify::no_try_under_way(&app).await;
-    clock.advance(TimeDelta::hours(2));
-    work(&app, &clock).await;
-    settled(&app, clock.now()).await;
     let hook = webhook::Entity::find().one(&app.db).await.unwrap().unwrap();
     assert!(!hook.active, "{hook:#?}");
     assert!(hook.disabled_at.is_some());
@@ -308,9 +305,111 @@ async fn a_failing_webhook_is_retried_then_turned_off_and_its_owner_told(backend
     app.stop().await;
 }
 
+/// Books once for a webhook whose receiver holds the call with `answer`; while the call is held,
+/// the hook is turned off (as another try's fifth failure in a row would, in the portal), then
+/// the call is answered. The webhook's deliveries once the try is over, and the receiver.
+async fn given_up_while_tried(
+    backend: Backend,
+    answer: StatusCode,
+) -> (
+    Vec<notification_delivery::Model>,
+    Receiver,
+    TestApp,
+    TestDatabase,
+    ManualClock,
+) {
+    let receiver = Receiver::holding(answer).await;
+    let (app, db, clock) = spawn(backend, true).await;
+    let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let (status, created) = create_hook(&app, &ana, &receiver.url).await;
+    assert_eq!(status, 200, "{created}");
+    let h100 = gpus_of(&app, H100).await;
+    let start = clock.now() + TimeDelta::days(3);
+    let (status, booked) = book(&app, &ana, booking(h100[0], start, 2)).await;
+    assert_eq!(status, 201, "{booked}");
+    // The portal's own worker, or this sender, makes the call; the receiver holds it.
+    crate::notify::settle(&app, clock.now()).await;
+    let sender = {
+        let state = app.state.clone();
+        tokio::spawn(async move { notify::deliver(&state).await.unwrap() })
+    };
+    receiver.called(1).await;
+    let hook = webhook::Entity::find().one(&app.db).await.unwrap().unwrap();
+    assert!(
+        berth_app::backend::db::webhooks::disable(&app.db, hook.id, clock.now())
+            .await
+            .unwrap()
+    );
+    receiver.let_go();
+    sender.await.unwrap();
+    crate::notify::no_try_under_way(&app).await;
+    let deliveries = hook_deliveries(&app).await;
+    (deliveries, receiver, app, db, clock)
+}
+
+/// A try under way when its webhook is turned off fails: the delivery stays given up, and no
+/// later run calls again (it once came back queued for another try).
+async fn a_delivery_given_up_while_its_call_fails_stays_given_up(backend: Backend) {
+    let (deliveries, receiver, app, _db, clock) =
+        given_up_while_tried(backend, StatusCode::SERVICE_UNAVAILABLE).await;
+    assert!(!deliveries.is_empty());
+    for delivery in &deliveries {
+        assert_eq!(delivery.status, DeliveryStatus::Failed, "{deliveries:#?}");
+        assert!(delivery.lease_until.is_none(), "{deliveries:#?}");
+        assert!(
+            delivery
+                .last_error
+                .as_deref()
+                .is_some_and(|error| error.contains("turned off")),
+            "{deliveries:#?}"
+        );
+    }
+    // Each failed call still counts against the hook (the booking's notices may have been
+    // called at once, by the portal's worker and this test's sender).
+    let calls = receiver.calls().len();
+    let hook = webhook::Entity::find().one(&app.db).await.unwrap().unwrap();
+    assert_eq!(usize::try_from(hook.failures).unwrap(), calls, "{hook:#?}");
+    clock.advance(TimeDelta::hours(2));
+    work(&app, &clock).await;
+    assert_eq!(receiver.calls().len(), calls);
+    assert!(
+        hook_deliveries(&app)
+            .await
+            .iter()
+            .all(|d| d.status == DeliveryStatus::Failed)
+    );
+    app.stop().await;
+}
+
+/// A try under way when its webhook is turned off that gets through is recorded as sent: the
+/// message did go out. Those not yet tried stay given up.
+async fn a_delivery_given_up_while_its_call_gets_through_is_sent(backend: Backend) {
+    let (deliveries, receiver, app, _db, _clock) =
+        given_up_while_tried(backend, StatusCode::NO_CONTENT).await;
+    let sent: Vec<_> = deliveries
+        .iter()
+        .filter(|d| d.status == DeliveryStatus::Sent)
+        .collect();
+    assert_eq!(sent.len(), receiver.calls().len(), "{deliveries:#?}");
+    assert!(
+        sent.iter()
+            .all(|d| d.sent_at.is_some() && d.last_error.is_none() && d.lease_until.is_none()),
+        "{deliveries:#?}"
+    );
+    assert!(
+        deliveries
+            .iter()
+            .all(|d| d.status == DeliveryStatus::Sent || d.status == DeliveryStatus::Failed),
+        "{deliveries:#?}"
+    );
+    app.stop().await;
+}
+
 crate::on_both_backends!(
     a_booking_posts_signed_json_to_its_owners_webhook,
     addresses_inside_the_network_are_refused_unless_allowed,
     a_failing_webhook_is_retried_then_turned_off_and_its_owner_told,
     the_portals_own_worker_calls_webhooks_without_e_mail_set_up,
+    a_delivery_given_up_while_its_call_fails_stays_given_up,
+    a_delivery_given_up_while_its_call_gets_through_is_sent,
 );

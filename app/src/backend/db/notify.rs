@@ -339,9 +339,21 @@ pub async fn take_delivery(
     notification_delivery::Entity::find_by_id(id).one(db).await
 }
 
+/// How a try of a delivery ended in the store ([`finish_delivery`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TryEnd {
+    /// Its outcome is the delivery's.
+    Recorded,
+    /// The delivery was given up while it was tried (its webhook turned off), and this try did
+    /// not get it through: it stays given up.
+    GivenUp,
+    /// Its lease ran out and another sender took the delivery over, counting a new try.
+    Lost,
+}
+
 /// Records the outcome of try number `attempt` of delivery `id`: sent at `now`, queued again for
-/// `next_at`, or failed; `error` says why a try failed. Answers false when the try lost the
-/// delivery meanwhile (its lease ran out and another sender took it over, counting a new try).
+/// `next_at`, or failed; `error` says why a try failed. A delivery given up during the try stays
+/// given up unless this try sent it.
 pub async fn finish_delivery(
     db: &impl ConnectionTrait,
     id: i64,
@@ -350,7 +362,7 @@ pub async fn finish_delivery(
     next_at: Option<DateTime<Utc>>,
     error: Option<String>,
     now: DateTime<Utc>,
-) -> Result<bool, DbErr> {
+) -> Result<TryEnd, DbErr> {
     let mut update = notification_delivery::Entity::update_many()
         .col_expr(notification_delivery::Column::Status, Expr::value(status))
         .col_expr(
@@ -364,12 +376,32 @@ pub async fn finish_delivery(
     if let Some(next_at) = next_at {
         update = update.col_expr(notification_delivery::Column::NextAt, Expr::value(next_at));
     }
-    let finished = update
+    update = update
+        .filter(notification_delivery::Column::Id.eq(id))
+        .filter(notification_delivery::Column::Attempts.eq(attempt));
+    if status != DeliveryStatus::Sent {
+        update = update.filter(notification_delivery::Column::Status.eq(DeliveryStatus::Queued));
+    }
+    let finished = update.exec(db).await?;
+    if finished.rows_affected == 1 {
+        return Ok(TryEnd::Recorded);
+    }
+    // Given up meanwhile and not sent by this try: it stays given up, and the try's lease ends.
+    let given_up = notification_delivery::Entity::update_many()
+        .col_expr(
+            notification_delivery::Column::LeaseUntil,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
         .filter(notification_delivery::Column::Id.eq(id))
         .filter(notification_delivery::Column::Attempts.eq(attempt))
+        .filter(notification_delivery::Column::Status.eq(DeliveryStatus::Failed))
         .exec(db)
         .await?;
-    Ok(finished.rows_affected == 1)
+    Ok(if given_up.rows_affected == 1 {
+        TryEnd::GivenUp
+    } else {
+        TryEnd::Lost
+    })
 }
 
 /// The event a delivery carries.

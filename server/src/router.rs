@@ -7,8 +7,8 @@ use crate::configuration::SessionSettings;
 use crate::middleware::rate_limit::SignInLimiter;
 use crate::middleware::security_headers::SecurityHeaders;
 use crate::middleware::{
-    csrf, guard, locale, page_cache, panic, rate_limit, request_log, security_headers,
-    server_fn_status,
+    csrf, guard, locale, page_cache, panic, rate_limit, request_log, request_owner,
+    security_headers, server_fn_status,
 };
 use crate::ops::health;
 use crate::ops::metrics::{self, MetricsToken};
@@ -81,6 +81,7 @@ pub fn router(
         // Also registers the server functions, with `AppState` in their context.
         .leptos_routes(&state, routes, move || shell(shell_options.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(axum::middleware::from_fn(request_owner::own_owner))
         .layer(axum::middleware::from_fn(
             server_fn_status::client_errors_as_4xx,
         ))
@@ -91,7 +92,8 @@ pub fn router(
         // Layers run outside-in from the bottom: set the security headers (and the page's script
         // nonce), count, log, turn a panic into a 500, compress, refuse cross-site writes, limit
         // sign-in attempts, load the session, require sign-in for pages, then answer the calendar
-        // page from its copy (and count the changes that make copies stale).
+        // page from its copy (and count the changes that make copies stale); innermost, a
+        // server function's error status, and a reactive owner of the request's own.
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             guard::require_sign_in,

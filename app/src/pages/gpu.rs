@@ -70,14 +70,8 @@ pub fn GpuDetailPage() -> impl IntoView {
 /// island, in the language and time zone of the request.
 #[cfg(feature = "ssr")]
 pub fn board_html(page: GpuPage) -> String {
-    let owner = Owner::new();
-    owner.with(|| {
-        // The same context `I18nContextProvider` provides: the language from the request's
-        // cookie or `Accept-Language` header.
-        #[allow(deprecated)]
-        leptos_i18n::context::provide_i18n_context::<Locale>();
-        view! { <GpuView page /> }.to_html()
-    })
+    // In the request's language (cookie or `Accept-Language` header).
+    crate::text::language::in_request_language(|_| view! { <GpuView page /> }.to_html())
 }
 
 /// Refreshes the board every ten seconds, and at once when the browser has just told the

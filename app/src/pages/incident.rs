@@ -67,29 +67,35 @@ pub fn ReportProblem(
 /// inline SVG, no script, no form; in the language of the request (`parts`).
 #[cfg(feature = "ssr")]
 pub fn export_html(page: IncidentPage, css: &str, parts: http::request::Parts) -> String {
-    let owner = Owner::new();
-    owner.with(|| {
+    crate::text::language::detached(|| {
         provide_context(parts);
-        #[allow(deprecated)]
-        leptos_i18n::context::provide_i18n_context::<Locale>();
-        let i18n = use_i18n();
-        let lang = i18n.get_locale_untracked().as_str().to_owned();
-        let id = page.report.incident.id;
-        let title = t_string!(i18n, incident_title, id = id).to_string();
-        let body = view! {
-            <main class="incident-page incident-export-page">
-                <p class="hint">"Berth"</p>
-                <IncidentBody page gpu=None export=true />
-            </main>
-        }
-        .to_html();
-        format!(
-            "<!DOCTYPE html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
+        crate::text::language::in_request_language(|i18n| export_document(page, css, i18n))
+    })
+}
+
+/// [`export_html`]'s document, with the request's translations.
+#[cfg(feature = "ssr")]
+fn export_document(
+    page: IncidentPage,
+    css: &str,
+    i18n: leptos_i18n::I18nContext<Locale>,
+) -> String {
+    let lang = i18n.get_locale_untracked().as_str().to_owned();
+    let id = page.report.incident.id;
+    let title = t_string!(i18n, incident_title, id = id).to_string();
+    let body = view! {
+        <main class="incident-page incident-export-page">
+            <p class="hint">"Berth"</p>
+            <IncidentBody page gpu=None export=true />
+        </main>
+    }
+    .to_html();
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
              <title>{title}</title><style>{css}\n.incident-export.hidden{{display:none}}</style>\
              </head><body>{body}</body></html>\n"
-        )
-    })
+    )
 }
 
 /// The incident page.

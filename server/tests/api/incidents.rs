@@ -357,6 +357,23 @@ async fn issue_27_an_xid_79_during_a_lease_opens_an_incident_with_the_diagnosis_
         5,
         "five charts of the one GPU"
     );
+    assert!(html.contains("<html lang=\"en\">"));
+    // In the reader's language.
+    let html = crate::helpers::client()
+        .get(app.url(&format!("/incidents/{id}/export.html")))
+        .bearer_auth(&ana)
+        .header("accept-language", "pt-BR,pt;q=0.9")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("<html lang=\"pt-BR\">"), "{html}");
+    assert!(
+        html.contains(&format!("<title>Incidente #{id}</title>")),
+        "{html}"
+    );
 
     // Ana was told: opened by Berth, and the credit.
     let items = inbox(&app, "ana@example.org").await;

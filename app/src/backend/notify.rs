@@ -320,14 +320,36 @@ pub async fn deliver(state: &AppState) -> Result<Sent, DbErr> {
         if let Some(reason) = &error {
             tracing::info!(delivery.id = id, delivery.attempts = attempts, %reason, ?status, "notice not delivered");
         }
-        // The call was made, whatever became of the delivery meanwhile: its hook counts it
-        // first (a failure that turns the hook off gives this delivery up with the rest).
-        if let Some(hook) = hook {
-            webhook_outcome(state, &hook, error.clone(), now).await?;
-        }
-        match db::notify::finish_delivery(db, id, delivery.attempts, status, next_at, error, now)
-            .await?
-        {
+        let end = match hook {
+            // The call was made, whatever became of the delivery meanwhile: its hook counts it,
+            // first (a failure that turns the hook off gives this delivery up with the rest),
+            // in one transaction with the delivery's outcome (a sent call never stays unrecorded
+            // to be made again).
+            Some(hook) => {
+                let txn = db::begin_write(db).await?;
+                let turned_off = webhook_outcome(&txn, &hook, error.clone(), now).await?;
+                let end = db::notify::finish_delivery(
+                    &txn,
+                    id,
+                    delivery.attempts,
+                    status,
+                    next_at,
+                    error,
+                    now,
+                )
+                .await?;
+                txn.commit().await?;
+                if turned_off {
+                    state.wake.poke();
+                }
+                end
+            }
+            None => {
+                db::notify::finish_delivery(db, id, delivery.attempts, status, next_at, error, now)
+                    .await?
+            }
+        };
+        match end {
             db::notify::TryEnd::Recorded => {}
             db::notify::TryEnd::GivenUp => {
                 outcome.failed += 1;
@@ -375,44 +397,43 @@ async fn call_webhook(
         .map_err(|(permanent, reason)| MailError { permanent, reason })
 }
 
-/// Counts a webhook call's outcome: a success ends its run of failures; the failure that makes
-/// [`WEBHOOK_FAILURES_TO_DISABLE`] in a row turns it off and tells its owner (or the team's
-/// admins), in one transaction.
+/// Counts a webhook call's outcome in `txn`: a success ends its run of failures; the failure
+/// that makes [`WEBHOOK_FAILURES_TO_DISABLE`] in a row turns it off, gives up its deliveries
+/// still waiting and tells its owner (or the team's admins). Answers whether it turned it off.
 async fn webhook_outcome(
-    state: &AppState,
+    txn: &DatabaseTransaction,
     hook: &crate::backend::entity::webhook::Model,
     error: Option<String>,
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
+) -> Result<bool, DbErr> {
     let Some(error) = error else {
-        return db::webhooks::succeeded(&state.db, hook.id).await;
+        db::webhooks::succeeded(txn, hook.id).await?;
+        return Ok(false);
     };
-    let txn = db::begin_write(&state.db).await?;
-    let Some(now_hook) = db::webhooks::failed(&txn, hook.id, &error).await? else {
-        return txn.commit().await;
+    let Some(now_hook) = db::webhooks::failed(txn, hook.id, &error).await? else {
+        return Ok(false);
     };
     let failures = u32::try_from(now_hook.failures).unwrap_or(0);
-    if failures >= WEBHOOK_FAILURES_TO_DISABLE && db::webhooks::disable(&txn, hook.id, now).await? {
-        let audience = match now_hook.team_id {
-            Some(team) => Audience::TeamAdmins(team),
-            None => Audience::User(now_hook.user_id),
-        };
-        record(
-            &txn,
-            &[NewEvent::webhook_disabled(
-                audience, hook.id, &hook.url, &error, now,
-            )],
-        )
-        .await?;
-        tracing::warn!(
-            webhook.id = hook.id,
-            failures,
-            "webhook turned off after repeated failures"
-        );
+    if failures < WEBHOOK_FAILURES_TO_DISABLE || !db::webhooks::disable(txn, hook.id, now).await? {
+        return Ok(false);
     }
-    txn.commit().await?;
-    state.wake.poke();
-    Ok(())
+    let audience = match now_hook.team_id {
+        Some(team) => Audience::TeamAdmins(team),
+        None => Audience::User(now_hook.user_id),
+    };
+    record(
+        txn,
+        &[NewEvent::webhook_disabled(
+            audience, hook.id, &hook.url, &error, now,
+        )],
+    )
+    .await?;
+    tracing::warn!(
+        webhook.id = hook.id,
+        failures,
+        "webhook turned off after repeated failures"
+    );
+    Ok(true)
 }
 
 /// The actor's latest notices, newest first.

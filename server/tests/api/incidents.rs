@@ -336,12 +336,14 @@ async fn issue_27_an_xid_79_during_a_lease_opens_an_incident_with_the_diagnosis_
     let (status, export) = get(&app, &ana, &format!("/api/v1/incidents/{id}/export.json")).await;
     assert_eq!(status, 200);
     assert_valid_export(&export);
-    let html = crate::helpers::client()
-        .get(app.url(&format!("/incidents/{id}/export.html")))
-        .bearer_auth(&ana)
-        .send()
-        .await
-        .unwrap();
+    let export_html = |language: &'static str| {
+        crate::helpers::client()
+            .get(app.url(&format!("/incidents/{id}/export.html")))
+            .bearer_auth(&ana)
+            .header("accept-language", language)
+            .send()
+    };
+    let html = export_html("en").await.unwrap();
     assert_eq!(html.status(), 200);
     assert!(
         html.headers()["content-disposition"]
@@ -359,11 +361,7 @@ async fn issue_27_an_xid_79_during_a_lease_opens_an_incident_with_the_diagnosis_
     );
     assert!(html.contains("<html lang=\"en\">"));
     // In the reader's language.
-    let html = crate::helpers::client()
-        .get(app.url(&format!("/incidents/{id}/export.html")))
-        .bearer_auth(&ana)
-        .header("accept-language", "pt-BR,pt;q=0.9")
-        .send()
+    let html = export_html("pt-BR,pt;q=0.9")
         .await
         .unwrap()
         .text()

@@ -60,6 +60,17 @@ async fn hook_deliveries(app: &TestApp) -> Vec<notification_delivery::Model> {
         .unwrap()
 }
 
+/// Ana adds a webhook to `url` and books an H100 for two hours in three days.
+async fn hook_and_booking(app: &TestApp, clock: &ManualClock, url: &str) {
+    let ana = user_token(app, "ana@example.org", PlatformRole::User).await;
+    let (status, created) = create_hook(app, &ana, url).await;
+    assert_eq!(status, 200, "{created}");
+    let h100 = gpus_of(app, H100).await;
+    let start = clock.now() + TimeDelta::days(3);
+    let (status, booked) = book(app, &ana, booking(h100[0], start, 2)).await;
+    assert_eq!(status, 201, "{booked}");
+}
+
 /// Waits until no webhook delivery is queued and untried at `now` (the app's worker may hold one).
 async fn settled(app: &TestApp, now: DateTime<Utc>) {
     for _ in 0..100 {
@@ -159,13 +170,7 @@ async fn the_portals_own_worker_calls_webhooks_without_e_mail_set_up(backend: Ba
     let receiver = Receiver::start(StatusCode::NO_CONTENT).await;
     let (app, _db, clock) = spawn(backend, true).await;
     assert!(app.state.mail.is_none());
-    let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
-    let (status, created) = create_hook(&app, &ana, &receiver.url).await;
-    assert_eq!(status, 200, "{created}");
-    let h100 = gpus_of(&app, H100).await;
-    let start = clock.now() + TimeDelta::days(3);
-    let (status, booked) = book(&app, &ana, booking(h100[0], start, 2)).await;
-    assert_eq!(status, 201, "{booked}");
+    hook_and_booking(&app, &clock, &receiver.url).await;
     let confirmed = || {
         receiver
             .calls()
@@ -320,13 +325,7 @@ async fn given_up_while_tried(
 ) {
     let receiver = Receiver::holding(answer).await;
     let (app, db, clock) = spawn(backend, true).await;
-    let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
-    let (status, created) = create_hook(&app, &ana, &receiver.url).await;
-    assert_eq!(status, 200, "{created}");
-    let h100 = gpus_of(&app, H100).await;
-    let start = clock.now() + TimeDelta::days(3);
-    let (status, booked) = book(&app, &ana, booking(h100[0], start, 2)).await;
-    assert_eq!(status, 201, "{booked}");
+    hook_and_booking(&app, &clock, &receiver.url).await;
     // The portal's own worker, or this sender, makes the call; the receiver holds it.
     crate::notify::settle(&app, clock.now()).await;
     let sender = {

@@ -67,13 +67,18 @@ fn with_request_headers<R>(headers: &http::HeaderMap, f: impl FnOnce() -> R) -> 
 /// child's signals too, and reading the locale then panics. The thread's owner is put back
 /// afterwards.
 pub fn detached<R>(f: impl FnOnce() -> R) -> R {
+    new_root_owner().with(f)
+}
+
+/// A new root owner, leaving the thread's current owner as it was (`Owner::new_root` makes
+/// itself current).
+pub fn new_root_owner() -> Owner {
     let before = Owner::current();
-    let owner = Owner::new_root(None);
-    let result = owner.with(f);
+    let root = Owner::new_root(None);
     if let Some(before) = before {
         before.set();
     }
-    result
+    root
 }
 
 /// Runs `f` with the translations of the current request's language (cookie or

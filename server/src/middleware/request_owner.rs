@@ -12,23 +12,12 @@
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
-use leptos::prelude::Owner;
 
 /// Middleware: runs the rest of the request under a root owner of its own.
 pub async fn own_owner(request: Request, next: Next) -> Response {
-    let root = detached_root();
+    let root = berth_app::text::language::new_root_owner();
     let mut handling = std::pin::pin!(next.run(request));
     std::future::poll_fn(|cx| root.with(|| handling.as_mut().poll(cx))).await
-}
-
-/// A new root owner, leaving the thread's current owner as it was.
-fn detached_root() -> Owner {
-    let before = Owner::current();
-    let root = Owner::new_root(None);
-    if let Some(before) = before {
-        before.set();
-    }
-    root
 }
 
 #[cfg(test)]

@@ -3,9 +3,13 @@
 //! while the portal is unreachable).
 //!
 //! - **Keys.** `berth agent authorized-keys USER` answers `sshd` from the cached schedule
-//!   ([`authorized_keys`]): no network call on the login path.
+//!   ([`authorized_keys`]): no network call on the login path. It runs as an unprivileged user,
+//!   so it reads `keys.json`, the schedule without what only the agent and the holder may see
+//!   (workspace tokens, profile variables and scripts, notices); `leases.json`, the whole
+//!   schedule, is readable by the agent's user only.
 //! - **Environment.** `<env_dir>/<login>.env` holds `CUDA_VISIBLE_DEVICES` and the MPS limits of
-//!   the holder's open leases; `deploy/profile.d/berth.sh` reads it into login shells.
+//!   the holder's open leases, and their profile's variables; `deploy/profile.d/berth.sh` reads it
+//!   into login shells. It belongs to the holder and nobody else may read it.
 //! - **Devices.** With `device_acl`, the holder's UID gets a POSIX ACL entry (`rw`) on the
 //!   reserved GPUs' device files (`<device_dir>/nvidia<minor>`) from the start to the end.
 //! - **Processes.** At the end the holder's processes on those GPUs get SIGTERM, and SIGKILL
@@ -30,8 +34,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The schedule file in the state directory.
+/// The schedule file in the state directory (the whole schedule; mode 0600).
 pub const SCHEDULE_FILE: &str = "leases.json";
+/// What the key command reads in the state directory: the schedule without its secrets (mode
+/// 0644).
+pub const KEYS_FILE: &str = "keys.json";
 /// Default state directory (the sshd snippet's `authorized-keys` reads it from there).
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/berth-agent";
 /// Default directory of the per-login environment files.
@@ -91,21 +98,41 @@ pub struct CachedSchedule {
 impl CachedSchedule {
     /// Reads `<state_dir>/leases.json`; `None` when there is none or it cannot be read.
     pub fn load(state_dir: &Path) -> Option<Self> {
-        let bytes = std::fs::read(state_dir.join(SCHEDULE_FILE)).ok()?;
+        Self::load_file(&state_dir.join(SCHEDULE_FILE))
+    }
+
+    fn load_file(path: &Path) -> Option<Self> {
+        let bytes = std::fs::read(path).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
-    /// Writes it atomically (a temporary file renamed over the old one), readable by all (it
-    /// holds public keys only: `sshd` runs the key command as an unprivileged user).
+    /// Writes it atomically (each file a temporary one renamed over the old one): the whole
+    /// schedule readable by the agent's user only, and [`CachedSchedule::for_keys`] readable by
+    /// all (`sshd` runs the key command as an unprivileged user).
     pub fn save(&self, state_dir: &Path) -> std::io::Result<()> {
         std::fs::create_dir_all(state_dir)?;
-        let tmp = state_dir.join(format!(".{SCHEDULE_FILE}.{}", std::process::id()));
-        std::fs::write(
-            &tmp,
-            serde_json::to_vec(self).map_err(std::io::Error::other)?,
+        let json =
+            |cached: &CachedSchedule| serde_json::to_vec(cached).map_err(std::io::Error::other);
+        write_atomically(
+            &state_dir.join(KEYS_FILE),
+            &json(&self.for_keys())?,
+            0o644,
+            None,
         )?;
-        set_mode(&tmp, 0o644)?;
-        std::fs::rename(&tmp, state_dir.join(SCHEDULE_FILE))
+        write_atomically(&state_dir.join(SCHEDULE_FILE), &json(self)?, 0o600, None)
+    }
+
+    /// What the key command needs: each lease's login, keys, GPUs and times, without its
+    /// environment (profile variables, setup script, dotfiles), its workspace's token or its
+    /// notice.
+    pub fn for_keys(&self) -> Self {
+        let mut public = self.clone();
+        for lease in &mut public.schedule.leases {
+            lease.environment = None;
+            lease.workspace = None;
+            lease.notice = None;
+        }
+        public
     }
 
     fn early(&self) -> TimeDelta {
@@ -113,15 +140,47 @@ impl CachedSchedule {
     }
 }
 
-fn set_mode(path: &Path, mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+/// Writes `bytes` to `path` through a temporary file beside it, created with `mode` (never
+/// readable by more than `mode` allows, not even for a moment) and given to `owner` (a UID) when
+/// there is one, then renamed over `path`.
+fn write_atomically(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    owner: Option<u32>,
+) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        // The umask may have taken bits away; it never adds any.
+        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        if let Some(uid) = owner {
+            std::os::unix::fs::fchown(&file, Some(uid), None)?;
+        }
+        file.write_all(bytes)?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// The `AuthorizedKeysCommand` answer for `user` at `now`, from the schedule kept in
 /// `state_dir`: one line per accepted key.
 pub fn authorized_keys(state_dir: &Path, user: &str, now: DateTime<Utc>) -> Vec<String> {
-    match CachedSchedule::load(state_dir) {
+    match CachedSchedule::load_file(&state_dir.join(KEYS_FILE)) {
         Some(mut cached) => {
             // A lease whose workspace is still being restored does not let its holder in yet.
             let waiting = waiting_leases(state_dir);
@@ -437,12 +496,9 @@ impl Keeper {
             return;
         }
         let path = waiting_file(&self.options.state_dir);
-        let tmp = path.with_extension("tmp");
         let written = serde_json::to_vec(&waiting)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| std::fs::write(&tmp, bytes))
-            .and_then(|()| set_mode(&tmp, 0o644))
-            .and_then(|()| std::fs::rename(&tmp, &path));
+            .and_then(|bytes| write_atomically(&path, &bytes, 0o644, None));
         match written {
             Ok(()) => self.waiting = waiting,
             Err(err) => {
@@ -832,10 +888,20 @@ impl Keeper {
                 continue;
             }
             let path = self.options.env_dir.join(format!("{login}.env"));
-            let tmp = self.options.env_dir.join(format!(".{login}.env.tmp"));
-            let written = std::fs::write(&tmp, body)
-                .and_then(|()| set_mode(&tmp, 0o644))
-                .and_then(|()| std::fs::rename(&tmp, &path));
+            // The holder's own (their profile's variables may be secrets): readable by them and
+            // root only. An agent that may not give files away (not root) keeps it its own.
+            let holder = self
+                .processes
+                .uid_of(login)
+                .filter(|uid| *uid != nix::unistd::geteuid().as_raw());
+            let written = write_atomically(&path, body.as_bytes(), 0o600, holder).or_else(|err| {
+                if holder.is_some() && err.kind() == std::io::ErrorKind::PermissionDenied {
+                    tracing::warn!(login, "the agent may not give the lease environment file to its holder; it stays the agent's");
+                    write_atomically(&path, body.as_bytes(), 0o600, None)
+                } else {
+                    Err(err)
+                }
+            });
             if let Err(err) = written {
                 tracing::error!(error = %err, path = %path.display(), "writing a lease environment file");
             }
@@ -1165,6 +1231,71 @@ mod tests {
         );
         setup.tick(at(2, 3), &[]);
         assert_eq!(told(&setup).len(), 2);
+    }
+
+    #[test]
+    fn the_schedules_secrets_are_kept_from_other_people_on_the_node() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mut booked = lease(1, "alice", 4, 1, 5, false);
+        booked.keys = vec!["ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA".into()];
+        booked.workspace = Some(berth_app::domain::lease::LeaseWorkspace {
+            dir: "work".into(),
+            token: "bws1.1.secret-mac".into(),
+        });
+        booked.environment = Some(berth_app::domain::lease::LeaseEnvironment {
+            profile: "train".into(),
+            version: 1,
+            hash: "abc".into(),
+            spec: berth_app::domain::profile::ProfileSpec {
+                setup_script: "echo secret-script".into(),
+                ..Default::default()
+            },
+        });
+        booked.notice = Some(berth_app::domain::lease::LeaseNotice {
+            key: "k".into(),
+            text: "secret-notice".into(),
+        });
+        let mut setup = Setup::new(vec![booked], IntruderPolicy::Report);
+        let dir = setup._dir.path().to_owned();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let state = dir.join("state");
+        // The whole schedule: the agent's only.
+        assert_eq!(mode(&state.join(SCHEDULE_FILE)), 0o600);
+        let whole = std::fs::read_to_string(state.join(SCHEDULE_FILE)).unwrap();
+        assert!(whole.contains("bws1.1.secret-mac") && whole.contains("secret-script"));
+        // What the key command reads: for all, and nothing secret in it.
+        assert_eq!(mode(&state.join(KEYS_FILE)), 0o644);
+        let public = std::fs::read_to_string(state.join(KEYS_FILE)).unwrap();
+        for secret in ["secret-mac", "secret-script", "secret-notice"] {
+            assert!(!public.contains(secret), "{secret} in {public}");
+        }
+        // … and it answers as before.
+        assert_eq!(
+            authorized_keys(&state, "alice", at(2, 0)).len(),
+            1,
+            "{public}"
+        );
+        assert!(authorized_keys(&state, "alice", at(6, 0)).is_empty());
+        assert!(authorized_keys(&state, "bob", at(2, 0)).is_empty());
+        // No temporary file is left behind.
+        let names: Vec<String> = std::fs::read_dir(&state)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names.iter().all(|name| !name.ends_with(".tmp")),
+            "{names:?}"
+        );
+        // The holder's environment file: hers alone (given to her when the agent may).
+        setup.tick(at(2, 0), &[]);
+        let env = dir.join("leases/alice.env");
+        assert_eq!(mode(&env), 0o600);
+        let owner = std::fs::metadata(&env).unwrap().uid();
+        if nix::unistd::geteuid().is_root() {
+            assert_eq!(owner, 1001, "given to the holder");
+        } else {
+            assert_eq!(owner, nix::unistd::geteuid().as_raw(), "kept by the agent");
+        }
     }
 
     #[test]

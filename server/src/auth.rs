@@ -4,7 +4,7 @@
 use axum::Form;
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Redirect, Response};
-use berth_app::backend::auth::actor::SESSION_USER_ID;
+use berth_app::backend::auth::actor::{SESSION_ADDRESS_VOUCHED, SESSION_USER_ID};
 use berth_app::backend::auth::oidc::{CallbackParams, PendingSignIn, SESSION_PENDING_SIGN_IN};
 use berth_app::backend::demo::{self, DemoAccount};
 use berth_app::backend::session::{self, IdentitySignIn};
@@ -175,12 +175,14 @@ async fn sign_in(
         berth_app::text::language::language_of(headers),
     )
     .await?;
-    let joined = if email_verified {
-        berth_app::backend::teams::accept_invitations(state, user_id, &user.email, state.now())
-            .await?
-    } else {
-        Vec::new()
-    };
+    let joined = berth_app::backend::teams::accept_invitations(
+        state,
+        user_id,
+        &user.email,
+        email_verified,
+        state.now(),
+    )
+    .await?;
     for team in joined {
         tracing::info!(
             user.id = user_id,
@@ -193,6 +195,10 @@ async fn sign_in(
     session.set_expiry(Some(Expiry::OnInactivity(time::Duration::days(i64::from(
         state.portal.session_idle_days,
     )))));
+    session
+        .insert(SESSION_ADDRESS_VOUCHED, email_verified)
+        .await
+        .map_err(session_error)?;
     session
         .insert(SESSION_USER_ID, user_id)
         .await

@@ -20,7 +20,9 @@ pub struct TeamsPage {
 }
 
 /// The viewer's teams. Invitations sent to the viewer's address since they signed in are
-/// accepted here too, as at sign-in.
+/// accepted here too, as at sign-in, when that sign-in vouched for the address (the identity
+/// provider verified it): an account made with an address nobody verified never joins a team by
+/// an invitation to that address.
 #[server(endpoint = "get_teams_page")]
 pub async fn get_teams_page(cursor: Option<String>) -> Result<TeamsPage, AppError> {
     use crate::api::context::signed_in;
@@ -30,7 +32,8 @@ pub async fn get_teams_page(cursor: Option<String>) -> Result<TeamsPage, AppErro
     signed_in(|call| async move {
         let (state, actor) = (&call.state, &call.actor);
         let page = crate::backend::input::page(ListKind::Teams, None, cursor.as_deref())?;
-        teams::accept_invitations(state, actor.user.id, &actor.user.email, call.now).await?;
+        let (user_id, email) = (actor.user.id, &actor.user.email);
+        teams::accept_invitations(state, user_id, email, actor.address_vouched, call.now).await?;
         let listed = teams::list(state, actor, &page).await?;
         Ok(TeamsPage {
             teams: listed.items,

@@ -496,15 +496,19 @@ pub async fn create(
     ))
 }
 
-/// Accepts the open invitations of the user who just signed in; answers the teams joined.
+/// Accepts the open invitations sent to `email`, the address of user `user_id`, when the
+/// user's sign-in `vouched` for it (the identity provider verified it and it is the address
+/// stored): an account made with an address nobody verified never joins a team by an
+/// invitation to it. Answers the teams joined.
 pub async fn accept_invitations(
     state: &AppState,
     user_id: i64,
     email: &Email,
+    vouched: bool,
     now: DateTime<Utc>,
 ) -> Result<Vec<db::teams::Accepted>, AppError> {
     let db = &state.db;
-    if !db::teams::has_open_invitations(db, email).await? {
+    if !vouched || !db::teams::has_open_invitations(db, email).await? {
         return Ok(Vec::new());
     }
     let txn = db::begin_write(db).await?;

@@ -338,6 +338,28 @@ async fn admin_emails_and_invitations_need_the_stored_address_verified_now(backe
         "a missing email_verified is not a yes"
     );
     assert!(invited(&app, team, "ops@example.com").await);
+    // Nor does the teams page, which accepts invitations sent since a vouched sign-in.
+    let teams_page = |browser: reqwest::Client| {
+        let app = &app;
+        async move {
+            let response = browser
+                .post(app.url("/api/get_teams_page"))
+                .header("sec-fetch-site", "same-origin")
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body("")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            response.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let page = teams_page(ops.clone()).await;
+    assert_eq!(page["teams"], serde_json::json!([]), "{page}");
+    assert!(
+        invited(&app, team, "ops@example.com").await,
+        "an unverified address joins no team from a page either"
+    );
 
     // The same account, verified this time: promoted, and the invitation accepted.
     provider.set_person(Person::new("subject-ops", "ops@example.com", "Ops Team"));
@@ -345,6 +367,28 @@ async fn admin_emails_and_invitations_need_the_stored_address_verified_now(backe
     callback(&ops, &authorize(&app, &ops, "/").await).await;
     assert_eq!(me(&app, &ops).await.1["role"], "platform_admin");
     assert!(!invited(&app, team, "ops@example.com").await);
+    // An invitation sent after that sign-in is accepted on the teams page.
+    let later = db::teams::create_team(
+        &app.db,
+        &berth_app::domain::team::TeamName::parse("Later").unwrap(),
+        now,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    db::teams::insert_invitation(
+        &app.db,
+        later,
+        &Email::parse("ops@example.com").unwrap(),
+        berth_app::domain::team::TeamRole::Member,
+        None,
+        now,
+    )
+    .await
+    .unwrap();
+    let page = teams_page(ops.clone()).await;
+    assert_eq!(page["teams"].as_array().map(Vec::len), Some(2), "{page}");
+    assert!(!invited(&app, later, "ops@example.com").await);
 
     // Bia signs in, then her provider address changes to a listed one: her account keeps its
     // address, so she is not promoted, and an invitation to her new address stays open.

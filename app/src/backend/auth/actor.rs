@@ -27,6 +27,10 @@ pub struct Actor {
     pub user: UserSummary,
     /// The scope of the API token the request came with; `None` for a signed-in session.
     pub token_scope: Option<TokenScope>,
+    /// Whether the session's sign-in vouched for the account's address (the identity provider
+    /// verified it, and it is the address stored): what lets a page accept the team invitations
+    /// sent to it. Never for an API token.
+    pub address_vouched: bool,
     /// What the request has read about the actor for more than one reader.
     memo: Arc<Memo>,
 }
@@ -44,8 +48,15 @@ impl Actor {
         Actor {
             user,
             token_scope,
+            address_vouched: false,
             memo: Arc::default(),
         }
+    }
+
+    /// The same actor, whose sign-in vouched (or not) for the account's address.
+    pub fn with_address_vouched(mut self, vouched: bool) -> Self {
+        self.address_vouched = vouched;
+        self
     }
 
     /// The actor's teams, by name: read by the first caller in the request, then shared (a
@@ -67,7 +78,7 @@ impl FromRequestParts<AppState> for Actor {
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
-        let (user, token_scope) = if let Some(token) = bearer_token(parts) {
+        let (user, token_scope, vouched) = if let Some(token) = bearer_token(parts) {
             let hash = tokens::hash(token);
             match db::api_tokens::authenticate_token(&state.db, &hash, state.now()).await? {
                 TokenCheck::Valid(user, scope) => {
@@ -77,20 +88,24 @@ impl FromRequestParts<AppState> for Actor {
                         tracing::info!(user.id = user.id, "read-only token refused for a change");
                         return Err(AppError::Forbidden);
                     }
-                    (Some(user), Some(scope))
+                    (Some(user), Some(scope), false)
                 }
                 TokenCheck::Expired => return Err(AppError::TokenExpired),
-                TokenCheck::Unknown => (None, None),
+                TokenCheck::Unknown => (None, None, false),
             }
         } else {
-            match session_user_id(parts, state).await? {
-                Some(user_id) => (db::users::find_user(&state.db, user_id).await?, None),
-                None => (None, None),
+            match session_user(parts, state).await? {
+                Some((user_id, vouched)) => (
+                    db::users::find_user(&state.db, user_id).await?,
+                    None,
+                    vouched,
+                ),
+                None => (None, None, false),
             }
         };
         let user = user.ok_or(AppError::Unauthorized)?;
         tracing::Span::current().record("user.id", user.id);
-        Ok(Actor::new(user, token_scope))
+        Ok(Actor::new(user, token_scope).with_address_vouched(vouched))
     }
 }
 
@@ -150,15 +165,36 @@ impl Actor {
 /// The session key that holds the signed-in user's id.
 pub const SESSION_USER_ID: &str = "user_id";
 
-/// The user id stored in the request's session, if it has one.
-async fn session_user_id(parts: &mut Parts, state: &AppState) -> Result<Option<i64>, AppError> {
+/// The session key that says whether the sign-in vouched for the account's address
+/// ([`Actor::address_vouched`]); absent: it did not.
+pub const SESSION_ADDRESS_VOUCHED: &str = "address_vouched";
+
+/// The user id stored in the request's session, if it has one, and whether its sign-in vouched
+/// for the account's address.
+async fn session_user(
+    parts: &mut Parts,
+    state: &AppState,
+) -> Result<Option<(i64, bool)>, AppError> {
     let Ok(session) = Session::from_request_parts(parts, state).await else {
         return Ok(None);
     };
-    session.get::<i64>(SESSION_USER_ID).await.map_err(|err| {
+    let unreadable = |err: tower_sessions::session::Error| {
         tracing::error!(error = %err, "reading the session");
         AppError::Unavailable
-    })
+    };
+    let Some(user_id) = session
+        .get::<i64>(SESSION_USER_ID)
+        .await
+        .map_err(unreadable)?
+    else {
+        return Ok(None);
+    };
+    let vouched = session
+        .get::<bool>(SESSION_ADDRESS_VOUCHED)
+        .await
+        .map_err(unreadable)?
+        .unwrap_or(false);
+    Ok(Some((user_id, vouched)))
 }
 
 /// The token of an `Authorization: Bearer …` header.

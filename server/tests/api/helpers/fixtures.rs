@@ -64,6 +64,7 @@ pub(crate) async fn accept(app: &TestApp, email: &str) {
         &app.state,
         user_id(app, email).await,
         &berth_app::domain::user::Email::parse(email).unwrap(),
+        true,
         chrono::Utc::now(),
     )
     .await

@@ -144,6 +144,16 @@ pub async fn open(state: &AppState, actor: &Actor, request: OpenRequest) -> Resu
         _ => rules::window(request.from, request.to, now)
             .map_err(|(field, problem)| AppError::invalid(field, problem))?,
     };
+    // A holder looks into their booking's time only (an hour either side): the GPUs' evidence
+    // at other times is other tenants'.
+    let (from, to) = match &row {
+        Some(row) if !admin => {
+            let until = row.cancelled_at.map_or(row.end_at, |at| at.min(row.end_at));
+            rules::within_booking((from, to), now, row.start_at, until)
+                .map_err(|problem| AppError::invalid("from", problem))?
+        }
+        _ => (from, to),
+    };
     let gpu_ids = match &row {
         Some(row) => db::reservations::gpus_held_by(&txn, &[row.id]).await?,
         None => gpu_id.into_iter().collect(),
@@ -383,8 +393,13 @@ pub async fn report(state: &AppState, actor: &Actor, id: i64) -> Result<Evidence
     let row = db::incidents::find(&state.db, id)
         .await?
         .ok_or_else(|| not_found(id))?;
-    taker_of(&state.db, actor, &row).await?;
-    Ok(build(&state.db, state, &row, state.now()).await?)
+    let (taker, _) = taker_of(&state.db, actor, &row).await?;
+    let report = build(&state.db, state, &row, state.now()).await?;
+    Ok(if taker.admin {
+        report
+    } else {
+        report.for_reporter()
+    })
 }
 
 /// The incidents `actor` may see: every one for platform admins, else those on their bookings

@@ -281,3 +281,53 @@ pub struct EvidenceReport {
     /// The SLA's reading.
     pub availability: Availability,
 }
+
+impl EvidenceReport {
+    /// The report as its reporter sees it ([`others_unnamed`] on its lease events); platform
+    /// admins see all.
+    pub fn for_reporter(mut self) -> Self {
+        others_unnamed(&mut self.access);
+        self
+    }
+}
+
+/// Lease events that are not this booking's keep their time, GPU, kind and memory, but not who
+/// (the login on the node) or which process: other tenants are never named to a reporter, as
+/// their shares are not.
+pub fn others_unnamed(access: &mut [AccessEntry]) {
+    for entry in access.iter_mut().filter(|e| !e.this_booking) {
+        entry.user = None;
+        entry.pid = None;
+    }
+}
+
+#[cfg(test)]
+mod reporter_tests {
+    use super::*;
+
+    #[test]
+    fn a_reporter_sees_other_peoples_lease_events_without_their_names() {
+        let entry = |this_booking: bool, user: &str| AccessEntry {
+            at: DateTime::<Utc>::UNIX_EPOCH,
+            gpu: "node-1 GPU 0".into(),
+            kind: "unauthorized".into(),
+            this_booking,
+            pid: Some(4242),
+            user: Some(user.into()),
+            memory_mib: Some(512),
+        };
+        let mut access = vec![entry(true, "ana"), entry(false, "bruno")];
+        others_unnamed(&mut access);
+        let shown: Vec<_> = access
+            .into_iter()
+            .map(|e| (e.user, e.pid, e.memory_mib))
+            .collect();
+        assert_eq!(
+            shown,
+            vec![
+                (Some("ana".into()), Some(4242), Some(512)),
+                (None, None, Some(512)),
+            ]
+        );
+    }
+}

@@ -304,6 +304,32 @@ pub fn window(
     Ok((start, to))
 }
 
+/// How far before its start and after its end a booking's holder may look into its GPUs.
+pub const BOOKING_MARGIN: TimeDelta = TimeDelta::hours(1);
+
+/// A holder's window (`to` `None`: up to now, and on with the present) kept to their booking,
+/// held from `start` until `until` (its end, or its cancellation when that came first), and
+/// [`BOOKING_MARGIN`] either side: the GPUs' evidence at other times is other tenants'. `Err`
+/// when nothing of the window is left.
+pub fn within_booking(
+    (from, to): WindowAsked,
+    now: DateTime<Utc>,
+    start: DateTime<Utc>,
+    until: DateTime<Utc>,
+) -> Result<WindowAsked, Problem> {
+    let (earliest, latest) = (start - BOOKING_MARGIN, until + BOOKING_MARGIN);
+    let from = from.max(earliest);
+    let to = match to {
+        Some(to) => Some(to.min(latest)),
+        None if now > latest => Some(latest),
+        None => None,
+    };
+    if until <= start || from >= to.unwrap_or(now) {
+        return Err(Problem::OutsideBooking);
+    }
+    Ok((from, to))
+}
+
 /// What counts as the platform's fault in an SLA credit, and what it pays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SlaPolicy {
@@ -547,6 +573,41 @@ pub fn credit_minor(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_holders_window_stays_within_the_booking_and_an_hour_around_it() {
+        let t = |h: i64| DateTime::<Utc>::UNIX_EPOCH + TimeDelta::hours(h);
+        // Booked from 10 to 14.
+        let inside = super::within_booking((t(11), Some(t(12))), t(20), t(10), t(14));
+        assert_eq!(inside, Ok((t(11), Some(t(12)))));
+        // Days before and after: cut to an hour either side.
+        let wide = super::within_booking((t(0), Some(t(19))), t(20), t(10), t(14));
+        assert_eq!(wide, Ok((t(9), Some(t(15)))));
+        // Up to now, long after the end: up to an hour after it.
+        assert_eq!(
+            super::within_booking((t(13), None), t(20), t(10), t(14)),
+            Ok((t(13), Some(t(15))))
+        );
+        // Up to now, while it runs: on with the present.
+        assert_eq!(
+            super::within_booking((t(11), None), t(12), t(10), t(14)),
+            Ok((t(11), None))
+        );
+        // Nothing of it within the booking.
+        assert_eq!(
+            super::within_booking((t(0), Some(t(8))), t(20), t(10), t(14)),
+            Err(Problem::OutsideBooking)
+        );
+        assert_eq!(
+            super::within_booking((t(16), Some(t(19))), t(20), t(10), t(14)),
+            Err(Problem::OutsideBooking)
+        );
+        // Cancelled before its start: never held.
+        assert_eq!(
+            super::within_booking((t(9), Some(t(12))), t(20), t(10), t(9)),
+            Err(Problem::OutsideBooking)
+        );
+    }
+
     use super::*;
     use chrono::TimeZone;
     use proptest::prelude::*;

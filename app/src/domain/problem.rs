@@ -532,6 +532,9 @@ pub enum Problem {
     /// A user opening an incident on a GPU they had no booking on.
     #[error("you had no booking on this GPU in that window")]
     NoBookingOnGpu,
+    /// A holder's incident window with nothing of it within their booking (an hour either side).
+    #[error("that window is outside your booking (its time, and an hour either side)")]
+    OutsideBooking,
     /// A time after now where only the past makes sense.
     #[error("this time is in the future")]
     InTheFuture,

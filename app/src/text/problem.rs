@@ -124,6 +124,7 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
             t_string!(i18n, problem_webhook_signature, why).to_string()
         }
         Problem::NoBookingOnGpu => t_string!(i18n, problem_no_booking_on_gpu).to_string(),
+        Problem::OutsideBooking => t_string!(i18n, problem_outside_booking).to_string(),
         Problem::Name { max } => t_string!(i18n, problem_name, max).to_string(),
         Problem::NoTarget => t_string!(i18n, problem_no_target).to_string(),
         Problem::UnknownAccount { raw } => {

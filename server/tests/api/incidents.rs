@@ -557,6 +557,63 @@ async fn issue_27_clean_evidence_says_no_fault_and_an_admin_maintenance_change_i
     assert_eq!(status, 404);
     let (_, list) = get(&app, &ana, "/api/v1/incidents").await;
     assert_eq!(list.as_array().unwrap().len(), 2);
+
+    // Ana looks into her booking's time only, an hour either side: a window all before it is
+    // refused, a wider one cut to it.
+    let (status, answer) = post_json(
+        &app,
+        &ana,
+        "/api/v1/incidents",
+        &json!({ "reservation_id": id, "from": start - TimeDelta::hours(6), "to": start - TimeDelta::hours(2) }),
+    )
+    .await;
+    assert_eq!(
+        (status, &answer["code"], &answer["field"]),
+        (422, &json!("outside_booking"), &json!("from")),
+        "{answer}"
+    );
+    let (status, wide) = post_json(
+        &app,
+        &ana,
+        "/api/v1/incidents",
+        &json!({ "reservation_id": id, "from": start - TimeDelta::hours(5), "to": now }),
+    )
+    .await;
+    assert_eq!(status, 201, "{wide}");
+    assert_eq!(wide["incident"]["from"], json!(start - TimeDelta::hours(1)));
+    // Someone else's process on her GPU is in her evidence, but not who or which process; the
+    // admins see both.
+    let (status, body) = post_json(
+        &app,
+        &token,
+        "/api/v1/agent/report",
+        &json!({ "access": [{ "uuid": "GPU-inc-c0", "at": (start + TimeDelta::minutes(5)).to_rfc3339(),
+                             "kind": "unauthorized", "pid": 4242, "uid": 1500, "user": "mallory", "memory_mib": 700 }] }),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let wide_id = wide["incident"]["id"].as_i64().unwrap();
+    let intruder = |evidence: Value| {
+        evidence["access"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["kind"] == "unauthorized")
+            .cloned()
+            .unwrap_or_else(|| panic!("no intruder in {evidence}"))
+    };
+    let seen = intruder(incident(&app, &ana, wide_id).await);
+    assert_eq!(
+        (&seen["user"], &seen["pid"], &seen["memory_mib"]),
+        (&Value::Null, &Value::Null, &json!(700)),
+        "{seen}"
+    );
+    let seen = intruder(incident(&app, &admin, wide_id).await);
+    assert_eq!(
+        (&seen["user"], &seen["pid"]),
+        (&json!("mallory"), &json!(4242)),
+        "{seen}"
+    );
     app.stop().await;
 }
 

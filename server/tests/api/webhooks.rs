@@ -404,7 +404,80 @@ async fn a_delivery_given_up_while_its_call_gets_through_is_sent(backend: Backen
     app.stop().await;
 }
 
+/// A team's hook speaks for the team only while its maker manages it: once Ana is no longer
+/// the team's admin, its notices stop reaching her hook.
+async fn a_team_hook_goes_quiet_when_its_maker_no_longer_manages_the_team(backend: Backend) {
+    let receiver = Receiver::start(StatusCode::NO_CONTENT).await;
+    let (app, _db, clock) = spawn(backend, true).await;
+    let platform = unfunded_user_token(&app, "root@example.org", PlatformRole::PlatformAdmin).await;
+    let ana = unfunded_user_token(&app, "ana@example.org", PlatformRole::User).await;
+    let bia = unfunded_user_token(&app, "bia@example.org", PlatformRole::User).await;
+    let team = team_with_admin(&app, &platform, "Vision", "ana@example.org").await;
+    invitation_by_admin(&app, team, &ana, "bia@example.org").await;
+    accept(&app, "bia@example.org").await;
+    let (ana_id, bia_id) = (
+        user_id(&app, "ana@example.org").await,
+        user_id(&app, "bia@example.org").await,
+    );
+    let role = |token: String, id: i64, role: &'static str| {
+        let app = &app;
+        async move {
+            let (status, body) = send(
+                app,
+                reqwest::Method::PATCH,
+                Some(&token),
+                &format!("/api/v1/teams/{team}/members/{id}"),
+                Some(json!({ "role": role })),
+            )
+            .await;
+            assert_eq!(status, 204, "{body}");
+        }
+    };
+    role(ana.clone(), bia_id, "admin").await;
+    let response = client()
+        .post(app.url("/api/create_webhook"))
+        .bearer_auth(&ana)
+        .form(&[("url", receiver.url.as_str()), ("team", &team.to_string())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let credit = |reason: &'static str| {
+        let (app, platform) = (&app, platform.clone());
+        async move {
+            let (status, body) = post_json(
+                app,
+                &platform,
+                "/api/v1/admin/credits",
+                &json!({ "team_id": team, "amount_minor": 5_000, "reason": reason }),
+            )
+            .await;
+            assert_eq!(status, 201, "{body}");
+        }
+    };
+    let credited_calls = || {
+        receiver
+            .calls()
+            .iter()
+            .filter(|call| call.headers["x-berth-event"] == "credits_added")
+            .count()
+    };
+    credit("first").await;
+    work(&app, &clock).await;
+    settled(&app, clock.now()).await;
+    assert_eq!(credited_calls(), 1, "while Ana manages the team");
+
+    // Bia makes Ana a plain member: the hook hears nothing more of the team.
+    role(bia.clone(), ana_id, "member").await;
+    credit("second").await;
+    work(&app, &clock).await;
+    settled(&app, clock.now()).await;
+    assert_eq!(credited_calls(), 1, "Ana no longer manages the team");
+    app.stop().await;
+}
+
 crate::on_both_backends!(
+    a_team_hook_goes_quiet_when_its_maker_no_longer_manages_the_team,
     a_booking_posts_signed_json_to_its_owners_webhook,
     addresses_inside_the_network_are_refused_unless_allowed,
     a_failing_webhook_is_retried_then_turned_off_and_its_owner_told,

@@ -1,6 +1,6 @@
 //! Webhooks: who has which, which receive an event, and their run of failures.
 
-use crate::backend::entity::{notification_delivery, webhook};
+use crate::backend::entity::{notification_delivery, team_member, user, webhook};
 use crate::domain::notify::{Channel, DeliveryStatus};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
@@ -78,14 +78,34 @@ pub async fn active_of_users(
         .await
 }
 
-/// The active webhooks of team `team_id`'s notices.
+/// The active webhooks of team `team_id`'s notices whose owners still manage the team (its
+/// admins and platform admins, as when the hook was made): a hook of someone who left the team
+/// or lost its admin role gets nothing more.
 pub async fn active_of_team(
     db: &impl ConnectionTrait,
     team_id: i64,
 ) -> Result<Vec<webhook::Model>, DbErr> {
+    use sea_orm::Condition;
+    use sea_orm::sea_query::Query;
+    let team_admins = Query::select()
+        .column(team_member::Column::UserId)
+        .from(team_member::Entity)
+        .and_where(team_member::Column::TeamId.eq(team_id))
+        .and_where(team_member::Column::Role.eq("admin"))
+        .to_owned();
+    let platform_admins = Query::select()
+        .column(user::Column::Id)
+        .from(user::Entity)
+        .and_where(user::Column::IsPlatformAdmin.eq(true))
+        .to_owned();
     webhook::Entity::find()
         .filter(webhook::Column::TeamId.eq(team_id))
         .filter(webhook::Column::Active.eq(true))
+        .filter(
+            Condition::any()
+                .add(webhook::Column::UserId.in_subquery(team_admins))
+                .add(webhook::Column::UserId.in_subquery(platform_admins)),
+        )
         .order_by_asc(webhook::Column::Id)
         .all(db)
         .await

@@ -288,7 +288,9 @@ pub async fn create(
 }
 
 /// Changes profile `id` (its owner only): the name and team apply at once; a changed spec makes
-/// a new version, which bookings not yet started take (started ones keep theirs).
+/// a new version, which bookings not yet started take (started ones keep theirs), the owner's
+/// and those of the members of the team it is shared with now (others keep the version they
+/// booked).
 pub async fn update(
     state: &AppState,
     actor: &Actor,
@@ -315,7 +317,8 @@ pub async fn update(
         let version =
             db::env_profiles::insert_version(&txn, row.id, number + 1, &spec, &hash, now).await?;
         // Bookings that have not started take the new version (a fix applies before the start).
-        let moved = db::env_profiles::move_upcoming(&txn, row.id, version.id, now).await?;
+        let holders = (actor.user.id, body.team_id);
+        let moved = db::env_profiles::move_upcoming(&txn, row.id, version.id, holders, now).await?;
         tracing::info!(
             profile.id = row.id,
             version = number + 1,

@@ -297,6 +297,35 @@ async fn profiles_are_versioned_shared_and_chosen_at_booking(backend: Backend) {
         let id = booked["id"].as_i64().unwrap();
         assert!(versions.contains(&(id, json!(3))), "{versions:?}");
     }
+    // No longer shared with the team, a change reaches nobody else's bookings: its script would
+    // run as Bia, who never chose this version.
+    let mut private = fixed.clone();
+    private["team_id"] = json!(null);
+    private["setup_script"] = json!("echo not for bia\n");
+    let (_, saved) = put_json(&app, &ana, &format!("/api/v1/profiles/{id}"), &private).await;
+    assert_eq!(saved["version"]["number"], 4, "{saved}");
+    let (_, mine) = get(&app, &bia, "/api/v1/reservations?mine=true").await;
+    for booked in [&named, &defaulted] {
+        let id = booked["id"].as_i64().unwrap();
+        let kept = mine
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == json!(id))
+            .map(|r| r["profile"]["number"].clone());
+        assert_eq!(kept, Some(json!(3)), "{mine}");
+    }
+    // Shared again, as it was: the next fix reaches them.
+    let (_, saved) = put_json(&app, &ana, &format!("/api/v1/profiles/{id}"), &fixed).await;
+    assert_eq!(saved["version"]["number"], 5, "{saved}");
+    let (_, mine) = get(&app, &bia, "/api/v1/reservations?mine=true").await;
+    let fifth = mine
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["profile"]["number"] == json!(5))
+        .count();
+    assert_eq!(fifth, 2, "{mine}");
 
     // The pages: the list, the editor's refusal kept in place, the booking panel's choice.
     let page = page_as(&app, &bia, "/profiles").await;
@@ -329,7 +358,7 @@ async fn profiles_are_versioned_shared_and_chosen_at_booking(backend: Backend) {
         mine.as_array()
             .unwrap()
             .iter()
-            .any(|r| r["id"] == named["id"] && r["profile"]["number"] == 3),
+            .any(|r| r["id"] == named["id"] && r["profile"]["number"] == 5),
         "{mine}"
     );
     let (status, gone) = book(&app, &bia, booking(5, None)).await;

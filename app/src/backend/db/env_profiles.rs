@@ -2,7 +2,7 @@
 //! bookings' environments.
 
 use crate::backend::entity::{
-    env_preparation, env_profile, env_profile_version, reservation, team, user,
+    env_preparation, env_profile, env_profile_version, reservation, team, team_member, user,
 };
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, OnConflict};
@@ -154,24 +154,42 @@ pub async fn insert_version(
 }
 
 /// Moves the bookings that use a version of `profile_id` and start after `now` to version
-/// `version_id` (a fixed profile applies to what has not started); answers how many moved.
+/// `version_id` (a fixed profile applies to what has not started), when their holder is the
+/// profile's `owner_id` or a member of `team_id`, the team it is shared with now: a holder the
+/// profile is no longer shared with keeps the version they booked (its script runs as them).
+/// Answers how many moved.
 pub async fn move_upcoming(
     db: &impl ConnectionTrait,
     profile_id: i64,
     version_id: i64,
+    (owner_id, team_id): (i64, Option<i64>),
     now: DateTime<Utc>,
 ) -> Result<u64, DbErr> {
-    let versions = sea_orm::sea_query::Query::select()
+    use sea_orm::sea_query::Query;
+    let versions = Query::select()
         .column(env_profile_version::Column::Id)
         .from(env_profile_version::Entity)
         .and_where(env_profile_version::Column::ProfileId.eq(profile_id))
         .to_owned();
+    let mut holders = Condition::any().add(reservation::Column::OwnerId.eq(owner_id));
+    if let Some(team_id) = team_id {
+        holders = holders.add(
+            reservation::Column::OwnerId.in_subquery(
+                Query::select()
+                    .column(team_member::Column::UserId)
+                    .from(team_member::Entity)
+                    .and_where(team_member::Column::TeamId.eq(team_id))
+                    .to_owned(),
+            ),
+        );
+    }
     let result = reservation::Entity::update_many()
         .col_expr(
             reservation::Column::ProfileVersionId,
             Expr::value(version_id),
         )
         .filter(reservation::Column::ProfileVersionId.in_subquery(versions))
+        .filter(holders)
         .filter(reservation::Column::StartAt.gt(now))
         .filter(reservation::Column::Status.eq(reservation::Status::Confirmed))
         .exec(db)

@@ -11,10 +11,50 @@ use std::collections::BTreeMap;
 pub const HORIZON_HOURS: i64 = 24;
 /// Most characters of a login name.
 pub const LOGIN_MAX: usize = 32;
-/// Names a login may not take: system accounts every node has.
+/// Names a login may not take: system accounts every node has, and the first accounts of common
+/// cloud and distribution images (which can usually `sudo`): `ubuntu@example.com` must not log
+/// in as a GPU host's `ubuntu`.
 const RESERVED_LOGINS: &[&str] = &[
-    "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp", "proxy",
-    "www-data", "backup", "list", "irc", "nobody", "sshd", "berth", "postgres", "admin",
+    "root",
+    "daemon",
+    "bin",
+    "sys",
+    "sync",
+    "games",
+    "man",
+    "lp",
+    "mail",
+    "news",
+    "uucp",
+    "proxy",
+    "www-data",
+    "backup",
+    "list",
+    "irc",
+    "nobody",
+    "sshd",
+    "berth",
+    "postgres",
+    "admin",
+    "ubuntu",
+    "debian",
+    "ec2-user",
+    "centos",
+    "rocky",
+    "almalinux",
+    "fedora",
+    "core",
+    "opc",
+    "azureuser",
+    "cloud-user",
+    "pi",
+    "vagrant",
+    "ansible",
+    "nvidia",
+    "operator",
+    "sudo",
+    "wheel",
+    "administrator",
 ];
 
 /// One GPU of a lease.
@@ -500,16 +540,15 @@ pub fn login_from_email(email: &str) -> String {
             _ => None,
         })
         .collect();
-    if !login.starts_with(|c: char| c.is_ascii_lowercase() || c == '_') {
+    let prefixed = !login.starts_with(|c: char| c.is_ascii_lowercase() || c == '_');
+    if prefixed {
         login.insert(0, 'u');
     }
     login.truncate(LOGIN_MAX);
     if login.len() < 2 || RESERVED_LOGINS.contains(&login.as_str()) || login.starts_with("systemd")
     {
-        login = format!("user_{}", login.trim_start_matches('u'))
-            .chars()
-            .take(LOGIN_MAX)
-            .collect();
+        let own = if prefixed { &login[1..] } else { &login[..] };
+        login = format!("user_{own}").chars().take(LOGIN_MAX).collect();
     }
     login
 }
@@ -740,6 +779,8 @@ mod tests {
         assert_eq!(login_from_email("Maria.Silva+gpu@lab.org"), "maria_silva");
         assert_eq!(login_from_email("42@lab.org"), "u42");
         assert_eq!(login_from_email("root@lab.org"), "user_root");
+        assert_eq!(login_from_email("ubuntu@lab.org"), "user_ubuntu");
+        assert_eq!(login_from_email("ec2-user@lab.org"), "user_ec2-user");
         assert_eq!(login_from_email("ü@lab.org"), "user_");
         assert_eq!(
             login_from_email(&format!("{}@x", "a".repeat(40))).len(),

@@ -35,10 +35,20 @@ pub fn ErrorPanel(error: AppError) -> impl IntoView {
         AppError::TokenExpired => t_string!(i18n, error_token_expired).to_string(),
         AppError::Forbidden => t_string!(i18n, error_forbidden).to_string(),
         AppError::NotFound(_) => t_string!(i18n, error_not_found).to_string(),
-        // The calendar shows clashes itself (with the nearest free window); elsewhere the
-        // server's English sentence is the fallback, and the browser has no copy of it.
+        // The calendar shows clashes itself (with the nearest free window, in the viewer's
+        // zone); elsewhere the server says what is taken when (UTC), and the browser has no copy
+        // of that sentence.
         #[cfg(not(feature = "hydrate"))]
-        AppError::Clash(clash) => clash.to_string(),
+        AppError::Clash(clash) => {
+            let at = crate::domain::time_text::date_minute(clash.at.naive_utc());
+            t_string!(
+                i18n,
+                clash_body,
+                what = clash.what.clone(),
+                at = format!("{at} UTC")
+            )
+            .to_string()
+        }
         #[cfg(feature = "hydrate")]
         AppError::Clash(_) => t_string!(i18n, error_refused).to_string(),
         AppError::TooManyRequests(seconds) => {

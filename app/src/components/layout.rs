@@ -28,7 +28,7 @@ pub fn Header() -> impl IntoView {
                 <span class="brand-name">{t!(i18n, app_name)}</span>
                 <span class="brand-tagline">{t!(i18n, tagline)}</span>
             </a>
-            <nav class="site-nav" aria-label="main">
+            <nav class="site-nav" aria-label=move || t_string!(i18n, nav_label)>
                 <a href="/" aria-current=move || current("/")>{t!(i18n, nav_gpus)}</a>
                 <a href="/calendar" aria-current=move || current("/calendar")>{t!(i18n, nav_calendar)}</a>
                 <a href="/reservations" aria-current=move || current("/reservations")>{t!(i18n, nav_reservations)}</a>

@@ -214,7 +214,14 @@ fn FleetView(data: FleetData) -> impl IntoView {
                 team.quotas
                     .iter()
                     .map(|(model, q)| match q.weekly_gpu_hours {
-                        Some(hours) => format!("{model}: {} GPU · {hours} h/wk", q.guaranteed_gpus),
+                        Some(hours) => t_string!(
+                            i18n,
+                            fleet_quota_weekly,
+                            model = model.clone(),
+                            gpus = q.guaranteed_gpus,
+                            hours
+                        )
+                        .to_string(),
                         None => format!("{model}: {} GPU", q.guaranteed_gpus),
                     })
                     .collect::<Vec<_>>()

@@ -698,10 +698,15 @@ fn Messages(report: EvidenceReport, zone: ZoneOffsets) -> impl IntoView {
         .map(|m| {
             let who = m.author.clone().unwrap_or_else(|| "Berth".to_owned());
             let state = m.state.map(|s| view! { " "<span class=format!("badge incident-state incident-state-{}", s.as_str())>{state_name(i18n, s)}</span> });
+            // A step taken with a cause from the diagnosis and no note carries the cause's code.
+            let body = match (m.state, crate::domain::diagnosis::Cause::parse(&m.body)) {
+                (Some(_), Some(cause)) => cause_name(i18n, cause),
+                _ => m.body.clone(),
+            };
             view! {
                 <li class="incident-message" class:from-admin=m.by_admin>
                     <p class="message-head"><strong>{who}</strong>{state}" · "<time datetime=m.at.to_rfc3339()>{date_minute(zone.local(m.at))}</time></p>
-                    {(!m.body.is_empty()).then(|| view! { <p class="message-body">{m.body.clone()}</p> })}
+                    {(!body.is_empty()).then(|| view! { <p class="message-body">{body}</p> })}
                 </li>
             }
         })

@@ -96,7 +96,11 @@ pub fn problem_text(i18n: leptos_i18n::I18nContext<Locale>, problem: &Problem) -
         Problem::ToNotAfterFrom => t_string!(i18n, problem_to_not_after_from).to_string(),
         Problem::Reason { max } => t_string!(i18n, problem_reason, max).to_string(),
         Problem::IncidentStep { state, .. } => {
-            t_string!(i18n, problem_incident_step, state = state.clone()).to_string()
+            let state = crate::domain::incident::IncidentState::parse(state.as_str()).map_or_else(
+                || state.clone(),
+                |s| crate::text::incident::state_name(i18n, s),
+            );
+            t_string!(i18n, problem_incident_step, state).to_string()
         }
         Problem::NotInDiagnosis => t_string!(i18n, problem_not_in_diagnosis).to_string(),
         Problem::AlreadyReopened => t_string!(i18n, problem_already_reopened).to_string(),

@@ -156,18 +156,18 @@ pub async fn list(
                 .or(incident::Column::GpuIds.like(format!("%,{id},%"))),
         ),
         Scope::Of(user) => {
-            let own: Vec<i64> = reservation::Entity::find()
-                .select_only()
+            // Their bookings' incidents by a subquery: a user with years of bookings is no
+            // longer a list of every id sent to the database.
+            let own = sea_orm::sea_query::Query::select()
                 .column(reservation::Column::Id)
-                .filter(reservation::Column::OwnerId.eq(user))
-                .into_tuple()
-                .all(db)
-                .await?;
-            let mut filter = incident::Column::OpenedBy.eq(user);
-            for chunk in own.chunks(5000) {
-                filter = filter.or(incident::Column::ReservationId.is_in(chunk.to_vec()));
-            }
-            query.filter(filter)
+                .from(reservation::Entity)
+                .and_where(reservation::Column::OwnerId.eq(user))
+                .to_owned();
+            query.filter(
+                incident::Column::OpenedBy
+                    .eq(user)
+                    .or(incident::Column::ReservationId.in_subquery(own)),
+            )
         }
     };
     query.all(db).await

@@ -80,24 +80,31 @@ pub async fn get_wallet(cursor: Option<String>) -> Result<WalletPage, AppError> 
 /// What the credits page shows platform admins.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CreditsPage {
-    /// Every user with their balance, by name.
+    /// A page of users with their balances, oldest account first.
     pub users: Vec<(
         crate::domain::user::UserSummary,
         crate::domain::money::Money,
     )>,
+    /// The cursor of the next page, when there is one.
+    #[serde(default)]
+    pub next: Option<String>,
     /// The currency.
     pub currency: crate::domain::money::Currency,
     /// A fresh idempotency key for the form, so a form sent twice grants once.
     pub form_key: String,
 }
 
-/// Users and balances, for platform admins.
+/// A page of users and balances, for platform admins.
 #[server(endpoint = "get_credits_page")]
-pub async fn get_credits_page() -> Result<CreditsPage, AppError> {
+pub async fn get_credits_page(cursor: Option<String>) -> Result<CreditsPage, AppError> {
     use crate::api::context::platform_admin;
+    use crate::domain::paging::ListKind;
     platform_admin(|call| async move {
+        let page = crate::backend::input::page(ListKind::Users, None, cursor.as_deref())?;
+        let users = crate::backend::ledger::user_balances(&call.state, &call.actor, &page).await?;
         Ok(CreditsPage {
-            users: crate::backend::ledger::user_balances(&call.state, &call.actor).await?,
+            users: users.items,
+            next: users.next,
             currency: call.state.portal.currency.clone(),
             form_key: uuid::Uuid::new_v4().to_string(),
         })

@@ -85,7 +85,19 @@ pub async fn get_gpu_page(id: i64) -> Result<GpuPage, AppError> {
             })
             .ok_or_else(|| AppError::NotFound(format!("GPU {id}")))?;
         let access = if call.actor.require_platform_admin().is_ok() {
-            Some(crate::backend::node_access::gpu_access_events(state, &call.actor, id, 20).await?)
+            Some(
+                crate::backend::node_access::gpu_access_events(
+                    state,
+                    &call.actor,
+                    id,
+                    Ok(crate::domain::paging::PageRequest {
+                        limit: 20,
+                        after: None,
+                    }),
+                )
+                .await?
+                .items,
+            )
         } else {
             None
         };

@@ -375,7 +375,8 @@ pub async fn payments_due(
     actor.require_platform_admin()?;
     let (db, charge) = (&state.db, &state.portal.charge);
     let rows = db::payments::due(db).await?;
-    let balances = db::ledger::balances(db).await?;
+    let owners: Vec<i64> = rows.iter().map(|row| row.owner_id).collect();
+    let balances = db::ledger::balances_of(db, &owners).await?;
     let reservations = db::reservations::views(db, rows, now).await?;
     Ok(reservations
         .into_iter()
@@ -390,22 +391,19 @@ pub async fn payments_due(
         .collect())
 }
 
-/// Every user with their wallet balance, by name (platform admins).
+/// A page of users with their wallet balances, oldest account first (platform admins).
 pub async fn user_balances(
     state: &AppState,
     actor: &crate::backend::auth::actor::Actor,
-) -> Result<Vec<(crate::domain::user::UserSummary, Money)>, AppError> {
+    page: &crate::domain::paging::PageRequest,
+) -> Result<crate::domain::paging::Page<(crate::domain::user::UserSummary, Money)>, AppError> {
     let db = &state.db;
     actor.require_platform_admin()?;
-    let balances = crate::backend::db::ledger::balances(db).await?;
-    let mut users: Vec<_> = crate::backend::db::users::list_users(db)
-        .await?
-        .into_iter()
-        .map(|user| {
-            let balance = balances.get(&user.id).copied().unwrap_or(Money::ZERO);
-            (user, balance)
-        })
-        .collect();
-    users.sort_by_key(|a| a.0.name.to_lowercase());
-    Ok(users)
+    let users = crate::backend::db::users::users_page(db, page).await?;
+    let ids: Vec<i64> = users.items.iter().map(|user| user.id).collect();
+    let balances = crate::backend::db::ledger::balances_of(db, &ids).await?;
+    Ok(users.map(|user| {
+        let balance = balances.get(&user.id).copied().unwrap_or(Money::ZERO);
+        (user, balance)
+    }))
 }

@@ -484,25 +484,34 @@ fn access_event(
     })
 }
 
-/// What node agents did and saw on GPU `gpu_id`, newest first (platform admins).
+/// A page of what node agents did and saw on GPU `gpu_id`, newest first (platform admins).
+/// `page` is the request's as parsed: a problem with it is answered only to those allowed.
 pub async fn gpu_access_events(
     state: &AppState,
     actor: &Actor,
     gpu_id: i64,
-    limit: u64,
-) -> Result<Vec<GpuAccessEvent>, AppError> {
+    page: Result<crate::domain::paging::PageRequest, AppError>,
+) -> Result<crate::domain::paging::Page<GpuAccessEvent>, AppError> {
+    use crate::domain::paging::{Cursor, ListKind, Page};
     actor.require_platform_admin()?;
+    let page = &page?;
     let uuid = db::node_access::gpu_uuid(&state.db, gpu_id)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("GPU {gpu_id}")))?;
     let uuids = HashMap::from([(gpu_id, uuid)]);
-    Ok(
-        db::node_access::access_events_of_gpu(&state.db, gpu_id, limit.clamp(1, 1000))
-            .await?
+    let rows =
+        db::node_access::access_events_of_gpu(&state.db, gpu_id, page.after, page.fetch()).await?;
+    let page = Page::from_rows(rows, page, ListKind::AccessEvents, |row| {
+        Cursor::at(row.at, row.id)
+    });
+    Ok(Page {
+        items: page
+            .items
             .into_iter()
             .filter_map(|row| access_event(row, &uuids))
             .collect(),
-    )
+        next: page.next,
+    })
 }
 
 /// Reservation `id` on its node, for its holder or a platform admin (others: not found).

@@ -35,14 +35,16 @@ pub async fn signed_in_user(
     })
 }
 
-/// Every user (platform admins).
+/// A page of users, oldest account first (platform admins). `page` is the request's as parsed:
+/// a problem with it is answered only to those allowed.
 pub async fn users(
     state: &AppState,
     actor: &Actor,
-) -> Result<Vec<crate::domain::user::UserSummary>, AppError> {
+    page: Result<crate::domain::paging::PageRequest, AppError>,
+) -> Result<crate::domain::paging::Page<crate::domain::user::UserSummary>, AppError> {
     let db = &state.db;
     actor.require_platform_admin()?;
-    Ok(db::users::list_users(db).await?)
+    Ok(db::users::users_page(db, &page?).await?)
 }
 
 /// How a sign-in through an identity provider ends.

@@ -90,7 +90,8 @@ pub fn PostButton(
 
 /// The links between the pages of a long list: back to the newest page when this is a later one,
 /// and on to the next (older) one when there is more. `base` is the list's address with any
-/// filters (`?…` included when it has some); the cursor is added to it.
+/// filters (`?…` included when it has some); the cursor is added to it. A list read oldest first
+/// (`ascending`) says "Next" and "First" instead.
 #[component]
 pub fn PageLinks(
     /// The next page's cursor.
@@ -100,6 +101,9 @@ pub fn PageLinks(
     /// The list's address, with its filters.
     #[prop(into)]
     base: String,
+    /// The list is read oldest first.
+    #[prop(optional)]
+    ascending: bool,
 ) -> impl IntoView {
     use crate::i18n::*;
     let i18n = use_i18n();
@@ -109,11 +113,21 @@ pub fn PageLinks(
     let joiner = if base.contains('?') { '&' } else { '?' };
     let older = next.map(|cursor| {
         let href = format!("{base}{joiner}cursor={cursor}");
-        view! { <a class="pager-older" rel="next" href=href>{t!(i18n, pager_older)}</a> }
+        let label = if ascending {
+            t_string!(i18n, pager_next).to_string()
+        } else {
+            t_string!(i18n, pager_older).to_string()
+        };
+        view! { <a class="pager-older" rel="next" href=href>{label}</a> }
     });
     let newest = on_later_page.then(|| {
         let href = base.clone();
-        view! { <a class="pager-newest" href=href>{t!(i18n, pager_newest)}</a> }
+        let label = if ascending {
+            t_string!(i18n, pager_first).to_string()
+        } else {
+            t_string!(i18n, pager_newest).to_string()
+        };
+        view! { <a class="pager-newest" href=href>{label}</a> }
     });
     Some(
         view! { <nav class="pager" aria-label=t_string!(i18n, pager_label).to_string()>{newest}" "{older}</nav> },

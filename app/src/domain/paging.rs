@@ -30,6 +30,10 @@ pub enum ListKind {
     Audit,
     /// Teams, by id.
     Teams,
+    /// Users, by id (platform admins' lists).
+    Users,
+    /// What node agents did and saw on a GPU, newest first.
+    AccessEvents,
 }
 
 impl ListKind {
@@ -40,6 +44,8 @@ impl ListKind {
             ListKind::GpuEvents => "e",
             ListKind::Audit => "a",
             ListKind::Teams => "t",
+            ListKind::Users => "u",
+            ListKind::AccessEvents => "g",
         }
     }
 }
@@ -247,7 +253,7 @@ mod tests {
         #[test]
         fn cursors_read_back_as_written(at in -62_000_000_000_000_000i64..200_000_000_000_000_000, id in 0i64..i64::MAX) {
             let cursor = Cursor { at_micros: at, id };
-            for kind in [ListKind::Reservations, ListKind::WalletEntries, ListKind::GpuEvents, ListKind::Audit, ListKind::Teams] {
+            for kind in [ListKind::Reservations, ListKind::WalletEntries, ListKind::GpuEvents, ListKind::Audit, ListKind::Teams, ListKind::Users, ListKind::AccessEvents] {
                 let text = cursor.encode(kind);
                 prop_assert!(text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
                 prop_assert_eq!(Cursor::decode(kind, &text), Ok(cursor));

@@ -1,5 +1,5 @@
 //! `/admin/credits`: platform admins grant or deduct a user's credits with a reason, and see
-//! every user's balance. A plain form (the
+//! users' balances, a page of 100 at a time. A plain form (the
 //! `change_credits` server function), rendered on the server only.
 
 use crate::api::ledger::ChangeCredits;
@@ -18,7 +18,11 @@ use leptos_router::hooks::use_query_map;
 pub fn CreditsPage() -> impl IntoView {
     let i18n = use_i18n();
     let (done, error) = use_query_map().with_untracked(|q| (q.get("done"), q.get("error")));
-    let data = Resource::new(|| (), |()| get_credits_page());
+    let cursor = use_query_map()
+        .with_untracked(|q| q.get("cursor"))
+        .filter(|cursor| !cursor.is_empty());
+    let on_later_page = cursor.is_some();
+    let data = Resource::new(|| (), move |()| get_credits_page(cursor.clone()));
     let flash = form_outcome(
         done.map(|id| t_string!(i18n, credits_done, id).to_string()),
         error,
@@ -35,7 +39,7 @@ pub fn CreditsPage() -> impl IntoView {
                 {move || {
                     data.get()
                         .map(|result| match result {
-                            Ok(data) => Either::Left(view! { <CreditsView data /> }),
+                            Ok(data) => Either::Left(view! { <CreditsView data on_later_page /> }),
                             Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                         })
                 }}
@@ -45,10 +49,11 @@ pub fn CreditsPage() -> impl IntoView {
 }
 
 #[component]
-fn CreditsView(data: CreditsData) -> impl IntoView {
+fn CreditsView(data: CreditsData, on_later_page: bool) -> impl IntoView {
     let i18n = use_i18n();
     let CreditsData {
         users,
+        next,
         currency,
         form_key,
     } = data;
@@ -56,7 +61,7 @@ fn CreditsView(data: CreditsData) -> impl IntoView {
         .iter()
         .map(|(user, _)| {
             let email = user.email.as_str().to_owned();
-            view! { <option value=email.clone()>{format!("{} <{email}>", user.name)}</option> }
+            view! { <option value=email.clone()>{user.name.clone()}</option> }
         })
         .collect_view();
     let decimals = usize::from(currency.exponent());
@@ -68,8 +73,10 @@ fn CreditsView(data: CreditsData) -> impl IntoView {
     view! {
         <form class="credits-form" method="post" action=ChangeCredits::PATH>
             <input type="hidden" name="idempotency_key" value=form_key />
+            // Any user's address; those on this page of balances are suggested.
             <label class="field">{t!(i18n, credits_user)}
-                <select name="email" required>{options}</select>
+                <input type="email" name="email" required maxlength="320" list="credit-users" autocomplete="off" />
+                <datalist id="credit-users">{options}</datalist>
             </label>
             <fieldset class="field credits-direction">
                 <legend>{t!(i18n, credits_direction)}</legend>
@@ -110,5 +117,6 @@ fn CreditsView(data: CreditsData) -> impl IntoView {
                 </tbody>
             </table>
         </div>
+        <crate::components::table::PageLinks next on_later_page base="/admin/credits" ascending=true />
     }
 }

@@ -81,7 +81,7 @@ fn TeamsView(data: TeamsData, on_later_page: bool) -> impl IntoView {
                     <tbody>{rows}</tbody>
                 </table>
             </div>
-            <crate::components::table::PageLinks next on_later_page base="/teams" />
+            <crate::components::table::PageLinks next on_later_page base="/teams" ascending=true />
         })
     };
     let create = can_create.then(|| {

@@ -6,7 +6,7 @@ use crate::helpers::{
     Backend, H100, TestApp, first_gpu, gpus_of, past_booking, post_json, spawn_app, user_id,
     user_token,
 };
-use berth_app::backend::entity::{gpu, gpu_event};
+use berth_app::backend::entity::{gpu, gpu_access_event, gpu_event};
 use berth_app::domain::user::PlatformRole;
 use chrono::{DateTime, TimeDelta, Utc};
 use sea_orm::{ActiveValue::NotSet, ActiveValue::Set, EntityTrait};
@@ -328,6 +328,48 @@ async fn events_audit_and_teams_page(backend: Backend) {
         "newest first, each once"
     );
 
+    // What agents did on the GPU: 5 events, some at one instant, two a page, each once.
+    for n in 0..5i64 {
+        gpu_access_event::Entity::insert(gpu_access_event::ActiveModel {
+            id: NotSet,
+            gpu_id: Set(gpu),
+            reservation_id: Set(None),
+            at: Set(now - TimeDelta::minutes(n / 2)),
+            kind: Set("unauthorized".to_owned()),
+            pid: Set(Some(100 + n)),
+            uid: Set(Some(1500)),
+            user_name: Set(Some("mallory".to_owned())),
+            memory_mib: Set(Some(10)),
+        })
+        .exec_without_returning(&app.db)
+        .await
+        .unwrap();
+    }
+    let access = walk(
+        &app,
+        &admin,
+        &format!("/api/v1/gpus/{gpu}/access-events?limit=2"),
+        array,
+    )
+    .await;
+    assert_eq!(
+        access.iter().map(Vec::len).collect::<Vec<_>>(),
+        vec![2, 2, 1]
+    );
+    let mut pids: Vec<i64> = access
+        .concat()
+        .iter()
+        .map(|e| e["pid"].as_i64().unwrap())
+        .collect();
+    pids.sort_unstable();
+    assert_eq!(pids, (100..105).collect::<Vec<_>>(), "each once");
+    let path = format!("/api/v1/gpus/{gpu}/access-events?limit=0");
+    let (status, body, _) = page(&app, &admin, &path).await;
+    assert_eq!((status, &body["field"]), (422, &json!("limit")), "{body}");
+    let path = format!("/api/v1/gpus/{gpu}/access-events?cursor=forged");
+    let (status, _, _) = page(&app, &ana, &path).await;
+    assert_eq!(status, 403, "who may not read them learns nothing else");
+
     // Teams: three, two a page; a user in none sees none.
     for name in ["Vision", "Audio", "Robotics"] {
         let (status, body) = post_json(
@@ -349,6 +391,23 @@ async fn events_audit_and_teams_page(backend: Backend) {
     assert_eq!(names, ["Vision", "Audio", "Robotics"], "oldest first");
     let (_, none, _) = page(&app, &ana, "/api/v1/teams").await;
     assert_eq!(none, json!([]));
+
+    // Users: oldest account first, two a page, each once; platform admins only.
+    let users = walk(&app, &admin, "/api/v1/users?limit=2", array).await;
+    let user_ids = ids(&users.concat());
+    assert!(user_ids.len() >= 2, "{users:?}");
+    assert!(user_ids.windows(2).all(|w| w[0] < w[1]), "{user_ids:?}");
+    assert!(users[..users.len() - 1].iter().all(|p| p.len() == 2));
+    let (_, all, _) = page(&app, &admin, "/api/v1/users?limit=1000").await;
+    assert_eq!(ids(&array(&all)), user_ids);
+    let (status, _, _) = page(&app, &ana, "/api/v1/users").await;
+    assert_eq!(status, 403);
+    let (status, body, _) = page(&app, &admin, "/api/v1/users?cursor=forged").await;
+    assert_eq!(
+        (status, &body["code"]),
+        (422, &json!("bad_cursor")),
+        "{body}"
+    );
 
     // The audit log: the three creations (and their invitations), newest first, in pages of 2.
     let audit = walk(&app, &admin, "/api/v1/admin/audit?limit=2", array).await;
@@ -420,6 +479,43 @@ async fn the_pages_link_their_older_pages(backend: Backend) {
         "a forged cursor is refused, with the reason on the page"
     );
     assert!(bad.contains("Not a cursor of this list"), "{bad}");
+
+    // The credits page shows 100 users a page, oldest account first.
+    for n in 0..100 {
+        berth_app::backend::db::users::upsert_user(
+            &app.db,
+            &berth_app::domain::user::NewUser {
+                email: berth_app::domain::user::Email::parse(&format!("u{n:03}@example.com"))
+                    .unwrap(),
+                name: berth_app::domain::user::UserName::parse(&format!("User {n:03}")).unwrap(),
+                role: PlatformRole::User,
+            },
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+    }
+    app.sign_in("platform_admin").await;
+    let (status, first) = app.get_text("/admin/credits").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        first.matches("<tr data-email=").count(),
+        100,
+        "a page of 100"
+    );
+    assert!(first.contains("Next →") && !first.contains("← First"));
+    let href = first
+        .split("href=\"/admin/credits?cursor=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map(|cursor| format!("/admin/credits?cursor={cursor}"))
+        .unwrap_or_else(|| panic!("a link to the next users: {first}"));
+    let (status, second) = app.get_text(&href).await;
+    assert_eq!(status, 200, "{second}");
+    assert!(second.contains("← First") && !second.contains("Next →"));
+    let rest = second.matches("<tr data-email=").count();
+    assert!((1..100).contains(&rest), "the rest: {rest}");
+    assert!(second.contains("u099@example.com") && !first.contains("u099@example.com"));
     app.stop().await;
 }
 

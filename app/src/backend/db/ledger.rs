@@ -693,12 +693,17 @@ async fn refund_or_charge(
     Ok(rows)
 }
 
-/// Every wallet's balance, by user.
-pub async fn balances(
+/// The wallet balances of `users` (those with a wallet), by user.
+pub async fn balances_of(
     db: &impl ConnectionTrait,
+    users: &[i64],
 ) -> Result<std::collections::HashMap<i64, Money>, DbErr> {
+    if users.is_empty() {
+        return Ok(std::collections::HashMap::new());
+    }
     Ok(ledger_account::Entity::find()
         .filter(ledger_account::Column::Kind.eq("wallet"))
+        .filter(ledger_account::Column::UserId.is_in(users.iter().copied()))
         .all(db)
         .await?
         .into_iter()

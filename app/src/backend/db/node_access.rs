@@ -294,10 +294,21 @@ pub async fn insert_access_events(
 pub async fn access_events_of_gpu(
     db: &impl ConnectionTrait,
     gpu_id: i64,
+    after: Option<crate::domain::paging::Cursor>,
     limit: u64,
 ) -> Result<Vec<gpu_access_event::Model>, DbErr> {
-    gpu_access_event::Entity::find()
-        .filter(gpu_access_event::Column::GpuId.eq(gpu_id))
+    let mut query =
+        gpu_access_event::Entity::find().filter(gpu_access_event::Column::GpuId.eq(gpu_id));
+    if let Some(after) = after {
+        // Strictly after the cursor's row in (time, id) descending order.
+        let at = after.time();
+        query = query.filter(gpu_access_event::Column::At.lte(at)).filter(
+            sea_orm::Condition::any()
+                .add(gpu_access_event::Column::At.lt(at))
+                .add(gpu_access_event::Column::Id.lt(after.id)),
+        );
+    }
+    query
         .order_by_desc(gpu_access_event::Column::At)
         .order_by_desc(gpu_access_event::Column::Id)
         .limit(limit)

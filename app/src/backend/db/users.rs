@@ -161,7 +161,7 @@ pub async fn names_of(
         .collect())
 }
 
-/// Every user, by e-mail address.
+/// Every user, by e-mail address (the `berth user list` command; the portal pages them).
 pub async fn list_users(db: &impl ConnectionTrait) -> Result<Vec<UserSummary>, DbErr> {
     user::Entity::find()
         .order_by_asc(user::Column::Email)
@@ -170,6 +170,28 @@ pub async fn list_users(db: &impl ConnectionTrait) -> Result<Vec<UserSummary>, D
         .into_iter()
         .map(summary)
         .collect()
+}
+
+/// A page of users, oldest account first (by id).
+pub async fn users_page(
+    db: &impl ConnectionTrait,
+    page: &crate::domain::paging::PageRequest,
+) -> Result<crate::domain::paging::Page<UserSummary>, DbErr> {
+    use crate::domain::paging::{Cursor, ListKind, Page};
+    let mut query = user::Entity::find().order_by_asc(user::Column::Id);
+    if let Some(after) = page.after {
+        query = query.filter(user::Column::Id.gt(after.id));
+    }
+    let rows = query.limit(page.fetch()).all(db).await?;
+    let page = Page::from_rows(rows, page, ListKind::Users, |row| Cursor::id(row.id));
+    Ok(Page {
+        items: page
+            .items
+            .into_iter()
+            .map(summary)
+            .collect::<Result<_, _>>()?,
+        next: page.next,
+    })
 }
 
 /// A database row as a [`UserSummary`].

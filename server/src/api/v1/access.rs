@@ -111,23 +111,39 @@ pub async fn keep_running(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `?limit=` of the access event lists.
+/// `?limit=&cursor=` of the access event list.
 #[derive(Debug, Deserialize)]
-pub struct LimitQuery {
-    limit: Option<u64>,
+pub struct PageQuery {
+    #[serde(default)]
+    limit: Option<i64>,
+    #[serde(default)]
+    cursor: Option<String>,
 }
 
-/// `GET /api/v1/gpus/{id}/access-events?limit=`: what node agents did and saw on the GPU,
-/// newest first (platform admins; default 100, at most 1000).
+/// `GET /api/v1/gpus/{id}/access-events?limit=&cursor=`: what node agents did and saw on the
+/// GPU, newest first, a page at a time (platform admins; the next page is in the `Link` header).
 pub async fn gpu_events(
     State(state): State<AppState>,
     actor: Actor,
     Path(id): Path<i64>,
-    query: Result<axum::extract::Query<LimitQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Vec<berth_app::domain::telemetry::GpuAccessEvent>>, AppError> {
+    axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
+    query: Result<axum::extract::Query<PageQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<
+    (
+        axum::http::HeaderMap,
+        Json<Vec<berth_app::domain::telemetry::GpuAccessEvent>>,
+    ),
+    AppError,
+> {
     let axum::extract::Query(query) = query.map_err(super::query_error)?;
-    Ok(Json(
-        node_access::gpu_access_events(&state, &actor, id, query.limit.unwrap_or(100)).await?,
+    let page = berth_app::backend::input::page(
+        berth_app::domain::paging::ListKind::AccessEvents,
+        query.limit,
+        query.cursor.as_deref(),
+    );
+    Ok(super::paged(
+        &uri,
+        node_access::gpu_access_events(&state, &actor, id, page).await?,
     ))
 }
 

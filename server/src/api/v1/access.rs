@@ -111,15 +111,6 @@ pub async fn keep_running(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `?limit=&cursor=` of the access event list.
-#[derive(Debug, Deserialize)]
-pub struct PageQuery {
-    #[serde(default)]
-    limit: Option<i64>,
-    #[serde(default)]
-    cursor: Option<String>,
-}
-
 /// `GET /api/v1/gpus/{id}/access-events?limit=&cursor=`: what node agents did and saw on the
 /// GPU, newest first, a page at a time (platform admins; the next page is in the `Link` header).
 pub async fn gpu_events(
@@ -127,7 +118,7 @@ pub async fn gpu_events(
     actor: Actor,
     Path(id): Path<i64>,
     axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
-    query: Result<axum::extract::Query<PageQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<axum::extract::Query<super::PageQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<
     (
         axum::http::HeaderMap,
@@ -136,11 +127,7 @@ pub async fn gpu_events(
     AppError,
 > {
     let axum::extract::Query(query) = query.map_err(super::query_error)?;
-    let page = berth_app::backend::input::page(
-        berth_app::domain::paging::ListKind::AccessEvents,
-        query.limit,
-        query.cursor.as_deref(),
-    );
+    let page = query.page(berth_app::domain::paging::ListKind::AccessEvents);
     Ok(super::paged(
         &uri,
         node_access::gpu_access_events(&state, &actor, id, page).await?,

@@ -34,6 +34,25 @@ use berth_app::domain::paging::Page;
 use berth_app::domain::problem::Problem;
 use berth_app::error::AppError;
 
+/// `?limit=&cursor=` of a list that pages by cursor alone.
+#[derive(Debug, serde::Deserialize)]
+pub struct PageQuery {
+    #[serde(default)]
+    limit: Option<i64>,
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+impl PageQuery {
+    /// The page asked for of list `kind` (a problem names `limit` or `cursor`).
+    pub fn page(
+        &self,
+        kind: berth_app::domain::paging::ListKind,
+    ) -> Result<berth_app::domain::paging::PageRequest, AppError> {
+        berth_app::backend::input::page(kind, self.limit, self.cursor.as_deref())
+    }
+}
+
 fn query_error(rejection: QueryRejection) -> AppError {
     AppError::invalid(
         "query",

@@ -18,26 +18,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::v1::{body_error, query_error};
 
-/// `?limit=&cursor=`
-#[derive(Debug, Deserialize)]
-pub struct TeamsQuery {
-    #[serde(default)]
-    limit: Option<i64>,
-    #[serde(default)]
-    cursor: Option<String>,
-}
-
 /// `GET /api/v1/teams`: a page of the caller's teams (platform admins: every team), oldest
 /// first; the next page is in the `Link` header.
 pub async fn list(
     State(state): State<AppState>,
     actor: Actor,
     axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
-    query: Result<Query<TeamsQuery>, QueryRejection>,
+    query: Result<Query<super::PageQuery>, QueryRejection>,
 ) -> Result<(axum::http::HeaderMap, Json<Vec<TeamSummary>>), AppError> {
     let Query(query) = query.map_err(query_error)?;
-    let page =
-        berth_app::backend::input::page(ListKind::Teams, query.limit, query.cursor.as_deref())?;
+    let page = query.page(ListKind::Teams)?;
     Ok(super::paged(
         &uri,
         teams::list(&state, &actor, &page).await?,

@@ -14,15 +14,6 @@ pub async fn me(actor: Actor) -> Json<UserSummary> {
     Json(actor.user)
 }
 
-/// `?limit=&cursor=`
-#[derive(Debug, serde::Deserialize)]
-pub struct UsersQuery {
-    #[serde(default)]
-    limit: Option<i64>,
-    #[serde(default)]
-    cursor: Option<String>,
-}
-
 /// `GET /api/v1/users`: a page of users, oldest account first (platform admins only); the next
 /// page is in the `Link` header.
 #[tracing::instrument(skip_all, fields(user.id))]
@@ -30,14 +21,10 @@ pub async fn list_users(
     State(state): State<AppState>,
     actor: Actor,
     axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
-    query: Result<axum::extract::Query<UsersQuery>, axum::extract::rejection::QueryRejection>,
+    query: Result<axum::extract::Query<super::PageQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<(axum::http::HeaderMap, Json<Vec<UserSummary>>), AppError> {
     let axum::extract::Query(query) = query.map_err(super::query_error)?;
-    let page = berth_app::backend::input::page(
-        berth_app::domain::paging::ListKind::Users,
-        query.limit,
-        query.cursor.as_deref(),
-    );
+    let page = query.page(berth_app::domain::paging::ListKind::Users);
     Ok(super::paged(
         &uri,
         berth_app::backend::session::users(&state, &actor, page).await?,

@@ -7,6 +7,11 @@
 //!   so it reads `keys.json`, the schedule without what only the agent and the holder may see
 //!   (workspace tokens, profile variables and scripts, notices); `leases.json`, the whole
 //!   schedule, is readable by the agent's user only.
+//! - **Privileged accounts.** A lease whose login is root's, or an account in one of
+//!   [`PRIVILEGED_GROUPS`] on this node, is refused here whatever the portal says: no keys, no
+//!   environment, no device access (a login named like a local administrator's account would
+//!   otherwise be root on the node). Platform admins' own keys for their own login are not
+//!   leases and still work.
 //! - **Environment.** `<env_dir>/<login>.env` holds `CUDA_VISIBLE_DEVICES` and the MPS limits of
 //!   the holder's open leases, and their profile's variables; `deploy/profile.d/berth.sh` reads it
 //!   into login shells. It belongs to the holder and nobody else may read it.
@@ -43,6 +48,8 @@ pub const KEYS_FILE: &str = "keys.json";
 pub const DEFAULT_STATE_DIR: &str = "/var/lib/berth-agent";
 /// Default directory of the per-login environment files.
 pub const DEFAULT_ENV_DIR: &str = "/run/berth/leases";
+/// Groups whose members administer the node: a lease never lets one of them in.
+pub const PRIVILEGED_GROUPS: &[&str] = &["root", "sudo", "wheel", "admin"];
 
 /// How the agent enforces leases on its node.
 #[derive(Debug, Clone)]
@@ -180,6 +187,16 @@ fn write_atomically(
 /// The `AuthorizedKeysCommand` answer for `user` at `now`, from the schedule kept in
 /// `state_dir`: one line per accepted key.
 pub fn authorized_keys(state_dir: &Path, user: &str, now: DateTime<Utc>) -> Vec<String> {
+    authorized_keys_on(state_dir, user, now, &HostProcesses)
+}
+
+/// [`authorized_keys`] on a host whose accounts `host` knows.
+fn authorized_keys_on(
+    state_dir: &Path,
+    user: &str,
+    now: DateTime<Utc>,
+    host: &dyn Processes,
+) -> Vec<String> {
     match CachedSchedule::load_file(&state_dir.join(KEYS_FILE)) {
         Some(mut cached) => {
             // A lease whose workspace is still being restored does not let its holder in yet.
@@ -188,6 +205,13 @@ pub fn authorized_keys(state_dir: &Path, user: &str, now: DateTime<Utc>) -> Vec<
                 .schedule
                 .leases
                 .retain(|l| !waiting.contains(&l.reservation_id));
+            // Nor does any lease let in an account that administers the node (a platform
+            // admin's own keys still do).
+            if cached.schedule.leases.iter().any(|l| l.login == user) && host.privileged(user) {
+                // sshd logs the command's standard error.
+                eprintln!("berth: {user} administers this node; no lease lets it in");
+                cached.schedule.leases.retain(|l| l.login != user);
+            }
             cached.schedule.authorized_keys(user, now, cached.early())
         }
         None => Vec::new(),
@@ -232,6 +256,9 @@ pub trait Processes: Send {
     fn uid_of(&self, login: &str) -> Option<u32>;
     /// The user name of a UID on this host.
     fn name_of(&self, uid: u32) -> Option<String>;
+    /// Whether `login` is an account that administers this host: root's UID, or a member of one
+    /// of [`PRIVILEGED_GROUPS`] (false for an account the host does not have).
+    fn privileged(&self, login: &str) -> bool;
     /// Writes `text` to every terminal UID `uid` has open; answers how many.
     fn tell(&self, uid: u32, text: &str) -> usize;
 }
@@ -299,6 +326,32 @@ impl Processes for HostProcesses {
             .map(|user| user.name)
     }
 
+    fn privileged(&self, login: &str) -> bool {
+        use nix::unistd::{Group, User, getgrouplist};
+        let user = match User::from_name(login) {
+            Ok(Some(user)) => user,
+            Ok(None) => return false,
+            // The account database did not answer: no lease is worth the doubt.
+            Err(_) => return true,
+        };
+        if user.uid.is_root() {
+            return true;
+        }
+        let Ok(name) = std::ffi::CString::new(login) else {
+            return true;
+        };
+        match getgrouplist(&name, user.gid) {
+            Ok(groups) => groups.into_iter().any(|gid| {
+                gid.as_raw() == 0
+                    || Group::from_gid(gid)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|group| PRIVILEGED_GROUPS.contains(&group.name.as_str()))
+            }),
+            Err(_) => true,
+        }
+    }
+
     fn tell(&self, uid: u32, text: &str) -> usize {
         tell_terminals(Path::new(TERMINALS), uid, text)
     }
@@ -353,6 +406,8 @@ pub struct Keeper {
     handed_over: BTreeSet<String>,
     /// Notices written to their holder's terminals, by key.
     told: HashSet<String>,
+    /// Whether each login of the schedule administers this node (looked up once per schedule).
+    privileged: HashMap<String, bool>,
 }
 
 impl std::fmt::Debug for Keeper {
@@ -390,6 +445,7 @@ impl Keeper {
             waiting: BTreeSet::new(),
             handed_over: BTreeSet::new(),
             told: HashSet::new(),
+            privileged: HashMap::new(),
         }
     }
 
@@ -409,6 +465,7 @@ impl Keeper {
     pub fn set_schedule(&mut self, schedule: NodeSchedule, now: DateTime<Utc>) {
         self.cached.schedule = schedule;
         self.cached.received_at = Some(now);
+        self.privileged.clear();
         if let Err(err) = self.cached.save(&self.options.state_dir) {
             tracing::error!(error = %err, dir = %self.options.state_dir.display(), "keeping the lease schedule on disk");
         }
@@ -434,10 +491,22 @@ impl Keeper {
             self.reset_acls(view);
             self.acl_ready = true;
         }
+        let early = self.early();
+        let (processes, privileged) = (&self.processes, &mut self.privileged);
         let open: BTreeMap<i64, Lease> = self
             .cached
             .schedule
-            .open(now, self.early())
+            .open(now, early)
+            .filter(|lease| {
+                let refused = *privileged.entry(lease.login.clone()).or_insert_with(|| {
+                    let refused = processes.privileged(&lease.login);
+                    if refused {
+                        tracing::warn!(login = %lease.login, reservation = lease.reservation_id, "this account administers the node: its leases are refused here");
+                    }
+                    refused
+                });
+                !refused
+            })
             .map(|lease| (lease.reservation_id, lease.clone()))
             .collect();
         self.close_ended(now, view, &open, &mut events);
@@ -1041,6 +1110,8 @@ mod tests {
         owners: HashMap<u32, u32>,
         ignore_term: HashSet<u32>,
         users: HashMap<String, u32>,
+        /// Accounts in an administrators' group.
+        admins: HashSet<String>,
         signals: Vec<(u32, &'static str)>,
         /// Terminals open per UID, and what was written to them.
         terminals: HashMap<u32, usize>,
@@ -1064,6 +1135,10 @@ mod tests {
         }
         fn uid_of(&self, login: &str) -> Option<u32> {
             self.0.lock().unwrap().users.get(login).copied()
+        }
+        fn privileged(&self, login: &str) -> bool {
+            let host = self.0.lock().unwrap();
+            host.users.get(login) == Some(&0) || host.admins.contains(login)
         }
         fn name_of(&self, uid: u32) -> Option<String> {
             let host = self.0.lock().unwrap();
@@ -1191,6 +1266,62 @@ mod tests {
     }
 
     use AccessKind::{Granted, Killed, OverShare, Revoked, Terminated, Unauthorized};
+
+    #[test]
+    fn an_account_that_administers_the_node_is_never_let_in_by_a_lease() {
+        let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA";
+        let leases: Vec<Lease> = [(1, "alice"), (2, "root"), (3, "ops")]
+            .into_iter()
+            .map(|(id, login)| {
+                let mut booked = lease(id, login, 4, 1, 5, false);
+                booked.keys = vec![key.into()];
+                booked
+            })
+            .collect();
+        let mut s = Setup::new(leases.clone(), IntruderPolicy::Report);
+        {
+            let mut host = s.host.0.lock().unwrap();
+            host.users.insert("ops".into(), 1003);
+            host.admins.insert("ops".into());
+        }
+        // `ops` is also a platform admin's login: their own keys are not a lease, and stay.
+        let admin_key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB";
+        s.keeper.set_schedule(
+            NodeSchedule {
+                version: "2".into(),
+                leases,
+                admins: vec![berth_app::domain::lease::NodeAdmin {
+                    login: "ops".into(),
+                    keys: vec![admin_key.into()],
+                }],
+                intruders: IntruderPolicy::Report,
+                ..NodeSchedule::default()
+            },
+            at(0, 0),
+        );
+        let state = s._dir.path().join("state");
+        let keys = |login: &str| authorized_keys_on(&state, login, at(2, 0), &s.host);
+        let alices = keys("alice");
+        assert!(alices.len() == 1 && alices[0].ends_with(key), "{alices:?}");
+        assert!(keys("root").is_empty());
+        assert_eq!(keys("ops"), vec![admin_key.to_owned()]);
+        // Only Alice's lease opens: no environment file for the others, and a process of the
+        // node's administrator on the GPU is someone holding no lease there.
+        s.run(300, 1003, false);
+        assert_eq!(
+            s.tick(at(2, 0), &[(300, 100)]),
+            vec![(Granted, None), (Unauthorized, Some(300))]
+        );
+        let env = s._dir.path().join("leases");
+        assert!(env.join("alice.env").exists());
+        assert!(!env.join("root.env").exists() && !env.join("ops.env").exists());
+    }
+
+    #[test]
+    fn the_hosts_own_root_account_administers_it() {
+        assert!(HostProcesses.privileged("root"));
+        assert!(!HostProcesses.privileged("no-such-account-berth"));
+    }
 
     #[test]
     fn a_notice_reaches_the_holders_terminals_once_when_she_has_one() {

@@ -141,7 +141,7 @@ pub struct WebhooksPage {
     pub teams: Vec<(i64, String)>,
 }
 
-/// The caller's webhooks.
+/// The caller's webhooks and those of the teams they are an admin of.
 #[server(endpoint = "get_webhooks")]
 pub async fn get_webhooks() -> Result<WebhooksPage, AppError> {
     use crate::api::context::signed_in;
@@ -169,7 +169,8 @@ pub async fn create_webhook(
     .await
 }
 
-/// Removes one of the caller's webhooks; another's is "not found".
+/// Removes one of the caller's webhooks, or one of a team's they manage; another's is "not
+/// found".
 #[server(endpoint = "delete_webhook")]
 #[cfg_attr(feature = "ssr", tracing::instrument(skip_all, fields(webhook.id = id)))]
 pub async fn delete_webhook(id: i64) -> Result<(), AppError> {

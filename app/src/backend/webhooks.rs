@@ -10,6 +10,7 @@ use crate::backend::state::AppState;
 use crate::backend::team_access;
 use crate::domain::notify::{CreatedWebhook, Notice, ReservationBrief, WebhookInfo};
 use crate::domain::problem::Problem;
+use crate::domain::team::TeamRole;
 use crate::error::AppError;
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
@@ -217,25 +218,44 @@ pub fn body(
     serde_json::to_vec(&payload).unwrap_or_default()
 }
 
-/// The actor's webhooks.
+/// The actor's webhooks, and those of the teams they are an admin of (made by any of its
+/// admins: each of them sees and may remove the team's hooks).
 pub async fn list(state: &AppState, actor: &Actor) -> Result<Vec<WebhookInfo>, AppError> {
-    let rows = db::webhooks::of_user(&state.db, actor.user.id).await?;
+    let managed: Vec<i64> = actor
+        .memberships(&state.db)
+        .await?
+        .into_iter()
+        .filter(|m| m.role == TeamRole::Admin)
+        .map(|m| m.team_id)
+        .collect();
+    let rows = db::webhooks::of_user_and_teams(&state.db, actor.user.id, &managed).await?;
+    let mut makers: Vec<i64> = rows
+        .iter()
+        .map(|row| row.user_id)
+        .filter(|&maker| maker != actor.user.id)
+        .collect();
+    makers.sort_unstable();
+    makers.dedup();
+    let names = db::users::names_of(&state.db, &makers).await?;
     let mut hooks = Vec::with_capacity(rows.len());
     for row in rows {
         let team = match row.team_id {
             Some(id) => db::teams::team_name(&state.db, id).await?.map(|n| (id, n)),
             None => None,
         };
-        hooks.push(info(row, team));
+        let maker = (row.user_id != actor.user.id)
+            .then(|| names.get(&row.user_id).cloned().unwrap_or_default());
+        hooks.push(info(row, team, maker));
     }
     Ok(hooks)
 }
 
-fn info(row: webhook::Model, team: Option<(i64, String)>) -> WebhookInfo {
+fn info(row: webhook::Model, team: Option<(i64, String)>, maker: Option<String>) -> WebhookInfo {
     WebhookInfo {
         id: row.id,
         url: row.url,
         team,
+        maker,
         active: row.active,
         failures: u32::try_from(row.failures).unwrap_or(0),
         last_error: row.last_error,
@@ -276,11 +296,25 @@ pub async fn create(
     Ok(CreatedWebhook { id: row.id, secret })
 }
 
-/// Removes the actor's webhook `id` (another's is not found).
+/// Removes webhook `id`: the actor's own, or one of a team's notices they manage (another's is
+/// not found).
 pub async fn delete(state: &AppState, actor: &Actor, id: i64) -> Result<(), AppError> {
-    if db::webhooks::delete(&state.db, actor.user.id, id).await? {
+    let not_found = || AppError::NotFound(format!("webhook {id}"));
+    let row = db::webhooks::row(&state.db, id)
+        .await?
+        .ok_or_else(not_found)?;
+    if row.user_id != actor.user.id {
+        let team = row.team_id.ok_or_else(not_found)?;
+        match team_access::require_manage(&state.db, actor, team).await {
+            Ok(()) => {}
+            Err(AppError::Forbidden | AppError::NotFound(_)) => return Err(not_found()),
+            Err(other) => return Err(other),
+        }
+    }
+    if db::webhooks::delete(&state.db, id).await? {
+        tracing::info!(webhook.id = id, team.id = row.team_id, "webhook removed");
         Ok(())
     } else {
-        Err(AppError::NotFound(format!("webhook {id}")))
+        Err(not_found())
     }
 }

@@ -1205,6 +1205,9 @@ pub struct WebhookInfo {
     pub url: String,
     /// The team whose notices it receives, by id and name (None: its maker's own).
     pub team: Option<(i64, String)>,
+    /// Who made it, when another admin of the team did (None: the viewer).
+    #[serde(default)]
+    pub maker: Option<String>,
     /// Whether it is called.
     pub active: bool,
     /// Tries that failed in a row.

@@ -404,10 +404,16 @@ fn Webhooks() -> impl IntoView {
                                         let error = hook
                                             .last_error
                                             .map(|error| view! { <span class="delivery-error">{error}</span> });
+                                        let maker = hook.maker.map(|name| view! {
+                                            " "
+                                            <span class="hint webhook-maker">
+                                                {move || t_string!(i18n, webhooks_made_by, name = name.clone()).to_string()}
+                                            </span>
+                                        });
                                         view! {
                                             <tr data-active=active.to_string()>
                                                 <td class="webhook-url">{url}</td>
-                                                <td>{scope}</td>
+                                                <td>{scope}{maker}</td>
                                                 <td class="delivery-detail">{state} {error}</td>
                                                 <td>
                                                     <ActionForm action=delete>

@@ -294,7 +294,7 @@ async fn a_failing_webhook_is_retried_then_turned_off_and_its_owner_told(backend
     // Ana is told, in her inbox.
     work(&app, &clock).await;
     let ana_id = user_id(&app, "ana@example.org").await;
-    let inbox = berth_app::backend::db::notify::inbox(&app.db, ana_id, 100)
+    let inbox = berth_app::backend::db::notify::latest_notices(&app.db, ana_id, 100)
         .await
         .unwrap();
     let told = inbox
@@ -473,6 +473,61 @@ async fn a_team_hook_goes_quiet_when_its_maker_no_longer_manages_the_team(backen
     work(&app, &clock).await;
     settled(&app, clock.now()).await;
     assert_eq!(credited_calls(), 1, "Ana no longer manages the team");
+
+    // Bia, an admin of the team, sees Ana's hook on the team, with who added it, and removes
+    // it; Ana, a plain member now, may not remove Bia's.
+    let listed = |token: String| {
+        let app = &app;
+        async move {
+            let response = client()
+                .post(app.url("/api/get_webhooks"))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            let page: Value = response.json().await.unwrap();
+            page["hooks"].as_array().unwrap().clone()
+        }
+    };
+    let removed = |token: String, id: i64| {
+        let app = &app;
+        async move {
+            client()
+                .post(app.url("/api/delete_webhook"))
+                .bearer_auth(&token)
+                .form(&[("id", id.to_string())])
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    let response = client()
+        .post(app.url("/api/create_webhook"))
+        .bearer_auth(&bia)
+        .form(&[("url", receiver.url.as_str()), ("team", &team.to_string())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let seen = listed(bia.clone()).await;
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    let anas = seen[0]["id"].as_i64().unwrap();
+    let bias = seen[1]["id"].as_i64().unwrap();
+    assert_eq!(
+        (&seen[0]["maker"], &seen[1]["maker"], &seen[0]["team"][0]),
+        (&json!("ana"), &Value::Null, &json!(team)),
+        "{seen:?}"
+    );
+    let seen = listed(ana.clone()).await;
+    assert_eq!(seen.len(), 1, "only her own: {seen:?}");
+    assert_eq!(removed(ana.clone(), bias).await, 404);
+    assert_eq!(removed(platform.clone(), 0).await, 404);
+    assert_eq!(removed(bia.clone(), anas).await, 200);
+    assert!(listed(ana.clone()).await.is_empty());
+    assert_eq!(listed(bia.clone()).await.len(), 1);
     app.stop().await;
 }
 

@@ -51,13 +51,26 @@ pub async fn of_user(
         .await
 }
 
-/// Deletes webhook `id` if `user_id` made it; answers whether it did.
-pub async fn delete(db: &impl ConnectionTrait, user_id: i64, id: i64) -> Result<bool, DbErr> {
-    let deleted = webhook::Entity::delete_many()
-        .filter(webhook::Column::Id.eq(id))
-        .filter(webhook::Column::UserId.eq(user_id))
-        .exec(db)
-        .await?;
+/// The webhooks `user_id` made and those of `teams`' notices (whoever made them), oldest first.
+pub async fn of_user_and_teams(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    teams: &[i64],
+) -> Result<Vec<webhook::Model>, DbErr> {
+    webhook::Entity::find()
+        .filter(
+            sea_orm::Condition::any()
+                .add(webhook::Column::UserId.eq(user_id))
+                .add(webhook::Column::TeamId.is_in(teams.iter().copied())),
+        )
+        .order_by_asc(webhook::Column::Id)
+        .all(db)
+        .await
+}
+
+/// Deletes webhook `id`; answers whether it did.
+pub async fn delete(db: &impl ConnectionTrait, id: i64) -> Result<bool, DbErr> {
+    let deleted = webhook::Entity::delete_by_id(id).exec(db).await?;
     Ok(deleted.rows_affected == 1)
 }
 

@@ -521,8 +521,23 @@ pub async fn take_step(
     };
     let to = match step {
         Step::Resolve | Step::Reject => Some(row.to_at.unwrap_or(now)),
-        // Reopened with new evidence: the window follows the present again.
-        Step::Reopen => None,
+        // Reopened with new evidence: the window follows the present again, a holder's no
+        // further than their booking (and its margin).
+        Step::Reopen if taker.admin => None,
+        Step::Reopen => match row.reservation_id {
+            Some(booking) => {
+                let booking = db::reservations::row(&txn, booking)
+                    .await?
+                    .ok_or(AppError::Internal)?;
+                let until = booking
+                    .cancelled_at
+                    .map_or(booking.end_at, |at| at.min(booking.end_at));
+                rules::within_booking((row.from_at, None), now, booking.start_at, until)
+                    .map_err(|problem| AppError::invalid("step", problem))?
+                    .1
+            }
+            None => None,
+        },
         _ => row.to_at,
     };
     let change = db::incidents::Change {

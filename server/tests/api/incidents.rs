@@ -614,6 +614,31 @@ async fn issue_27_clean_evidence_says_no_fault_and_an_admin_maintenance_change_i
         (&json!("mallory"), &json!(4242)),
         "{seen}"
     );
+    // Reopened by Ana long after her booking, the window follows the present no further than
+    // an hour past its end.
+    let steps = format!("/api/v1/incidents/{wide_id}/steps");
+    let (status, body) = post_json(
+        &app,
+        &admin,
+        &steps,
+        &json!({"step": "resolve", "note": "Another tenant's process, stopped"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    clock.set(start + TimeDelta::hours(6));
+    let (status, view) = post_json(
+        &app,
+        &ana,
+        &steps,
+        &json!({"step": "reopen", "note": "It was there again before I left"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(
+        (&view["to"], &view["to_now"]),
+        (&json!(start + TimeDelta::hours(2)), &json!(false)),
+        "{view}"
+    );
     app.stop().await;
 }
 

@@ -51,7 +51,7 @@ test("a booking is paid from the wallet, and a booking the wallet cannot pay is 
   expect(before - after).toBe(price);
   const charge = page.locator("tr[data-kind='charge']").first();
   await expect(charge).toContainText("Reservation paid");
-  await expect(charge.getByRole("link", { name: /^#\d+$/ })).toBeVisible();
+  await expect(charge.getByRole("link", { name: /^reservation #\d+$/ })).toBeVisible();
   await snapshot(page, "wallet");
 
   // Two weeks of an H100 cost more than the demo credits: refused, saying what is missing.

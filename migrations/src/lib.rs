@@ -39,6 +39,7 @@ mod m20261211_000031_incidents;
 mod m20261212_000032_card_payments;
 mod m20261214_000033_booking_by_card;
 mod m20261215_000034_leader_leases;
+mod m20261216_000035_berth_reason_codes;
 
 /// The ordered list of Berth's migrations.
 #[derive(Debug)]
@@ -82,6 +83,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261212_000032_card_payments::Migration),
             Box::new(m20261214_000033_booking_by_card::Migration),
             Box::new(m20261215_000034_leader_leases::Migration),
+            Box::new(m20261216_000035_berth_reason_codes::Migration),
         ]
     }
 }

@@ -18,7 +18,7 @@ use crate::backend::db::card_payments::{
 use crate::backend::entity::{card_payment, card_refund, payment_card, reservation};
 use crate::backend::state::AppState;
 use crate::backend::stripe::{self, CardCharge, PaymentIntent, StripeClient, StripeError};
-use crate::domain::ledger::{Account, TransactionKind};
+use crate::domain::ledger::{Account, BerthReason, TransactionKind};
 use crate::domain::money::Money;
 use crate::domain::notify::{NewEvent, ReceiptBrief};
 use crate::domain::payment::{CardPayment, CardRefund, CardSetup, RefundTo, SavedCard};
@@ -347,7 +347,7 @@ async fn credit_wallet(
     txn: &sea_orm::DatabaseTransaction,
     user: i64,
     amount_minor: i64,
-    (reason, reservation_id, reverses_id): (&str, Option<i64>, Option<i64>),
+    (reason, reservation_id, reverses_id): (&BerthReason, Option<i64>, Option<i64>),
     now: DateTime<Utc>,
 ) -> Result<i64, AppError> {
     let record = db::ledger::TransactionRecord {
@@ -355,7 +355,7 @@ async fn credit_wallet(
         user_id: Some(user),
         reservation_id,
         reverses_id,
-        reason,
+        reason: db::ledger::RecordReason::Berth(reason),
         actor_id: None,
         provider: Some(STRIPE_PROVIDER),
         at: now,
@@ -449,8 +449,13 @@ async fn apply(
     let update = match intent.status.as_str() {
         "succeeded" if book => {
             let reason = match row.reservation_id {
-                Some(booking) => format!("Card payment for reservation #{booking} ({})", intent.id),
-                None => format!("Card top-up ({})", intent.id),
+                Some(reservation) => BerthReason::CardPayment {
+                    reservation,
+                    intent: intent.id.clone(),
+                },
+                None => BerthReason::CardTopUp {
+                    intent: intent.id.clone(),
+                },
             };
             let transaction = credit_wallet(
                 &txn,
@@ -1026,17 +1031,16 @@ pub(crate) async fn refund_booking(
             continue;
         }
         let card = db::card_payments::card_by_id(txn, payment.card_id).await?;
-        let reason = format!(
-            "Refund to {} for reservation #{}",
-            card_label(card.as_ref()),
-            row.id
-        );
+        let reason = BerthReason::CardRefund {
+            card: card_label(card.as_ref()),
+            reservation: row.id,
+        };
         let record = db::ledger::TransactionRecord {
             kind: TransactionKind::Deduct,
             user_id: Some(payment.user_id),
             reservation_id: Some(row.id),
             reverses_id: None,
-            reason: &reason,
+            reason: db::ledger::RecordReason::Berth(&reason),
             actor_id: actor,
             provider: Some(STRIPE_PROVIDER),
             at: now,
@@ -1146,10 +1150,10 @@ async fn settle_refund(
             crate::backend::notify::record(&txn, &[event]).await?;
         }
         Err(why) => {
-            let reason = format!(
-                "Refund to {} refused by Stripe: {why}",
-                card_label(card.as_ref())
-            );
+            let reason = BerthReason::CardRefundRefused {
+                card: card_label(card.as_ref()),
+                why: why.to_string(),
+            };
             credit_wallet(
                 &txn,
                 row.user_id,

@@ -206,7 +206,7 @@ async fn fund_demo(
         user_id: wallet.user_id(),
         reservation_id: None,
         reverses_id: None,
-        reason: "Demo credits",
+        reason: db::ledger::RecordReason::Berth(&crate::domain::ledger::BerthReason::DemoCredits),
         actor_id: None,
         provider: Some(crate::backend::ledger::MANUAL_PROVIDER),
         // Before the demo bookings, which are dated up to HISTORY_DAYS back.

@@ -707,13 +707,13 @@ async fn credit(state: &AppState, id: i64, now: DateTime<Utc>) -> Result<bool, A
         0
     };
     if amount > 0 {
-        let reason = format!("SLA credit, incident #{id}");
+        let reason = crate::domain::ledger::BerthReason::SlaCredit { incident: id };
         let record = db::ledger::TransactionRecord {
             kind: TransactionKind::SlaCredit,
             user_id: Some(booking.owner_id),
             reservation_id: Some(booking.id),
             reverses_id: None,
-            reason: &reason,
+            reason: db::ledger::RecordReason::Berth(&reason),
             actor_id: None,
             provider: None,
             at: now,

@@ -4,7 +4,7 @@
 
 use crate::backend::db;
 use crate::backend::db::idempotency::{Claim, IdempotencyKey, replayed};
-use crate::backend::db::ledger::{PostError, TransactionRecord};
+use crate::backend::db::ledger::{PostError, RecordReason, TransactionRecord};
 use crate::backend::state::AppState;
 use crate::domain::audit::AuditAction;
 use crate::domain::ledger::{Account, CreditChange, PaymentDue, Wallet};
@@ -226,7 +226,7 @@ pub async fn change_credits(
         user_id: user.as_ref().map(|u| u.id),
         reservation_id: None,
         reverses_id: None,
-        reason: change.reason(),
+        reason: RecordReason::Typed(change.reason()),
         actor_id,
         provider: (change.amount().minor() > 0).then(|| provider.id()),
         at: now,

@@ -327,9 +327,13 @@ async fn fell_off_bus(
     if !crate::backend::db::maintenance::covers(txn, gpu_id, now).await? {
         let window = crate::domain::schedule::Window::new(from, from + FELL_OFF_BUS_OUT_FOR)
             .map_err(AppError::internal)?;
+        let why = crate::domain::maintenance::BerthMaintenance::FellOffBus {
+            xid: XID_FELL_OFF_BUS,
+        };
         let request = crate::domain::maintenance::NewMaintenance {
             window,
-            reason: format!("XID {XID_FELL_OFF_BUS}: the GPU fell off the bus (set by Berth)"),
+            reason: why.english(),
+            berth_reason: Some(why),
         };
         crate::backend::db::maintenance::insert(txn, gpu_id, &request, None, now).await?;
     }

@@ -103,6 +103,78 @@ impl TransactionKind {
     }
 }
 
+/// A reason Berth writes itself on a transaction, kept as data (`ledger_transactions.
+/// reason_code`) so each wallet owner reads it in their language; the stored `reason` holds
+/// its English words for the JSON API and exports. Reasons people type are kept as typed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum BerthReason {
+    /// Credits given to a demo account.
+    DemoCredits,
+    /// A card payment for a booking, by its PaymentIntent.
+    CardPayment {
+        /// The booking paid.
+        reservation: i64,
+        /// Stripe's PaymentIntent id.
+        intent: String,
+    },
+    /// A top-up paid by card, by its PaymentIntent.
+    CardTopUp {
+        /// Stripe's PaymentIntent id.
+        intent: String,
+    },
+    /// A booking's refund sent back to the card it was paid with.
+    CardRefund {
+        /// The card, as shown (`Visa ···· 4242`).
+        card: String,
+        /// The booking refunded.
+        reservation: i64,
+    },
+    /// A refund to a card that Stripe refused, put back into the wallet.
+    CardRefundRefused {
+        /// The card, as shown.
+        card: String,
+        /// Stripe's words.
+        why: String,
+    },
+    /// An SLA credit for an incident.
+    SlaCredit {
+        /// The incident.
+        incident: i64,
+    },
+}
+
+impl BerthReason {
+    /// Its English words, as stored in `reason`.
+    pub fn english(&self) -> String {
+        match self {
+            BerthReason::DemoCredits => "Demo credits".to_owned(),
+            BerthReason::CardPayment {
+                reservation,
+                intent,
+            } => format!("Card payment for reservation #{reservation} ({intent})"),
+            BerthReason::CardTopUp { intent } => format!("Card top-up ({intent})"),
+            BerthReason::CardRefund { card, reservation } => {
+                format!("Refund to {card} for reservation #{reservation}")
+            }
+            BerthReason::CardRefundRefused { card, why } => {
+                format!("Refund to {card} refused by Stripe: {why}")
+            }
+            BerthReason::SlaCredit { incident } => format!("SLA credit, incident #{incident}"),
+        }
+    }
+
+    /// As stored in `reason_code`.
+    pub fn code(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// From a stored `reason_code` (None: unreadable, the English words stand).
+    pub fn from_code(raw: &str) -> Option<Self> {
+        serde_json::from_str(raw).ok()
+    }
+}
+
 /// Why a set of entries is not a valid transaction (a bug in the caller, never user input).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PostingError {
@@ -294,8 +366,11 @@ pub struct WalletEntry {
     pub amount: Money,
     /// The wallet's balance right after.
     pub balance_after: Money,
-    /// The reason recorded.
+    /// The reason recorded (English words where Berth wrote it).
     pub reason: String,
+    /// The reason as data where Berth wrote it, shown in the viewer's language.
+    #[serde(default)]
+    pub berth_reason: Option<BerthReason>,
     /// The reservation it paid for or refunded, if any.
     pub reservation_id: Option<i64>,
 }
@@ -384,6 +459,41 @@ pub struct DuePayment {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn berths_reasons_keep_their_data_and_their_english_words() {
+        use super::BerthReason;
+        let reasons = [
+            BerthReason::DemoCredits,
+            BerthReason::CardPayment {
+                reservation: 12,
+                intent: "pi_1".into(),
+            },
+            BerthReason::CardTopUp {
+                intent: "pi_2".into(),
+            },
+            BerthReason::CardRefund {
+                card: "Visa ···· 4242".into(),
+                reservation: 12,
+            },
+            BerthReason::CardRefundRefused {
+                card: "Visa ···· 4242".into(),
+                why: "card expired".into(),
+            },
+            BerthReason::SlaCredit { incident: 7 },
+        ];
+        for reason in reasons {
+            assert_eq!(BerthReason::from_code(&reason.code()), Some(reason.clone()));
+        }
+        assert_eq!(
+            BerthReason::from_code(r#"{"what":"sla_credit","incident":7}"#)
+                .map(|r| r.english())
+                .as_deref(),
+            Some("SLA credit, incident #7")
+        );
+        assert_eq!(BerthReason::from_code("Demo credits"), None);
+        assert_eq!(BerthReason::from_code(r#"{"what":"lottery"}"#), None);
+    }
+
     use super::*;
     use proptest::prelude::*;
 

@@ -13,6 +13,39 @@ pub const MAX_AHEAD_DAYS: i64 = 366;
 /// Longest reason, in characters.
 pub const MAX_REASON_CHARS: usize = 200;
 
+/// Why Berth itself set a maintenance window, kept as data (`maintenance_windows.reason_code`)
+/// so admins read it in their language; `reason` holds English words for the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum BerthMaintenance {
+    /// The node's agent reported this XID (79: the GPU fell off the bus).
+    FellOffBus {
+        /// The XID.
+        xid: i64,
+    },
+}
+
+impl BerthMaintenance {
+    /// Its English words, as stored in `reason`.
+    pub fn english(self) -> String {
+        match self {
+            BerthMaintenance::FellOffBus { xid } => {
+                format!("XID {xid}: the GPU fell off the bus (set by Berth)")
+            }
+        }
+    }
+
+    /// As stored in `reason_code`.
+    pub fn code(self) -> String {
+        serde_json::to_string(&self).unwrap_or_default()
+    }
+
+    /// From a stored `reason_code` (None: unreadable, the English words stand).
+    pub fn from_code(raw: &str) -> Option<Self> {
+        serde_json::from_str(raw).ok()
+    }
+}
+
 /// A maintenance window as admins and the API see it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MaintenanceWindow {
@@ -26,8 +59,11 @@ pub struct MaintenanceWindow {
     pub model: String,
     /// When (UTC).
     pub window: Window,
-    /// Why.
+    /// Why (English words where Berth set it).
     pub reason: String,
+    /// Why, as data, where Berth set it.
+    #[serde(default)]
+    pub berth_reason: Option<BerthMaintenance>,
     /// The admin who set it, if still known.
     pub created_by: Option<String>,
     /// When it was set.
@@ -117,6 +153,8 @@ pub struct NewMaintenance {
     pub window: Window,
     /// Why, trimmed.
     pub reason: String,
+    /// Why, where Berth sets it (`reason` holds its English words).
+    pub berth_reason: Option<BerthMaintenance>,
 }
 
 impl NewMaintenance {
@@ -148,6 +186,7 @@ impl NewMaintenance {
         Ok(Self {
             window,
             reason: reason.to_owned(),
+            berth_reason: None,
         })
     }
 }
@@ -227,6 +266,18 @@ mod tests {
     }
 
     #[test]
+    fn berths_reasons_keep_their_data_and_their_english_words() {
+        let why = BerthMaintenance::FellOffBus { xid: 79 };
+        assert_eq!(why.code(), r#"{"what":"fell_off_bus","xid":79}"#);
+        assert_eq!(BerthMaintenance::from_code(&why.code()), Some(why));
+        assert_eq!(
+            why.english(),
+            "XID 79: the GPU fell off the bus (set by Berth)"
+        );
+        assert_eq!(BerthMaintenance::from_code("driver update"), None);
+    }
+
+    #[test]
     fn ending_early_removes_shortens_or_refuses() {
         let window = Window::new(at(10, 0), at(14, 0)).unwrap();
         assert_eq!(end_early(&window, at(9, 0)), EndEarly::Remove);
@@ -244,6 +295,7 @@ mod tests {
             model: "L40S".into(),
             window: Window::new(at(10, 0), at(11, 0)).unwrap(),
             reason: "x".into(),
+            berth_reason: None,
             created_by: None,
             created_at: at(8, 0),
         };

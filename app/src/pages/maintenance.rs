@@ -6,7 +6,7 @@ use crate::api::maintenance::{
     EndMaintenance, MaintenancePage, NodeChoice, SetMaintenance, get_maintenance_page,
 };
 use crate::components::error::ErrorPanel;
-use crate::domain::maintenance::{MaintenancePhase, MaintenanceWindow};
+use crate::domain::maintenance::{BerthMaintenance, MaintenancePhase, MaintenanceWindow};
 use crate::domain::zone::ZoneOffsets;
 use crate::i18n::*;
 use leptos::either::Either;
@@ -211,8 +211,8 @@ fn MaintenanceTable(
                                     <td>{id}</td>
                                     <td>{format!("{} · {}", m.gpu_label, m.model)}</td>
                                     <td><time datetime=m.window.start().to_rfc3339()>{when}</time></td>
-                                    <td>{m.reason.clone()}</td>
-                                    <td>{m.created_by.clone().unwrap_or_default()}</td>
+                                    <td>{reason_words(i18n, &m)}</td>
+                                    <td>{set_by(i18n, &m)}</td>
                                     <td>{phase_text}</td>
                                     <td>
                                         <ActionForm action=end>
@@ -234,4 +234,23 @@ fn MaintenanceTable(
             </table>
         </div>
     })
+}
+
+/// Why a window was set: Berth's own reason in the reader's language, an admin's as typed.
+fn reason_words(i18n: leptos_i18n::I18nContext<Locale>, m: &MaintenanceWindow) -> String {
+    match m.berth_reason {
+        Some(BerthMaintenance::FellOffBus { xid }) => {
+            t_string!(i18n, maintenance_reason_fell_off_bus, xid = xid).to_string()
+        }
+        None => m.reason.clone(),
+    }
+}
+
+/// Who set a window: the admin, or Berth itself.
+fn set_by(i18n: leptos_i18n::I18nContext<Locale>, m: &MaintenanceWindow) -> String {
+    match (&m.created_by, m.berth_reason) {
+        (_, Some(_)) => t_string!(i18n, maintenance_set_by_berth).to_string(),
+        (Some(name), None) => name.clone(),
+        (None, None) => String::new(),
+    }
 }

@@ -4,7 +4,7 @@
 use crate::api::ledger::{CardsPanel, WalletPage as WalletData, get_wallet};
 use crate::components::error::ErrorPanel;
 use crate::components::table::PageLinks;
-use crate::domain::ledger::{TransactionKind, WalletEntry};
+use crate::domain::ledger::{BerthReason, TransactionKind, WalletEntry};
 use crate::domain::money::{Currency, Money};
 use crate::domain::time_text::date_minute;
 use crate::domain::zone::ZoneOffsets;
@@ -166,6 +166,7 @@ fn EntryTable(entries: Vec<WalletEntry>, currency: Currency, zone: ZoneOffsets) 
                                 TransactionKind::SlaCredit => t_string!(i18n, wallet_kind_sla_credit),
                             };
                             let direction = if entry.amount.minor() < 0 { "out" } else { "in" };
+                            let silent = entry.reason.is_empty() && entry.berth_reason.is_none();
                             view! {
                                 <tr data-kind=kind.as_str() data-transaction=entry.transaction_id>
                                     <td>
@@ -175,10 +176,12 @@ fn EntryTable(entries: Vec<WalletEntry>, currency: Currency, zone: ZoneOffsets) 
                                     </td>
                                     <td>{kind_text}</td>
                                     <td>
-                                        {entry.reason}
+                                        {reason_words(i18n, entry.reason, entry.berth_reason)}
                                         {entry.reservation_id.map(|id| view! {
-                                            " "
-                                            <a href="/reservations">{format!("#{id}")}</a>
+                                            {(!silent).then_some(" · ")}
+                                            <a href="/reservations">
+                                                {move || t_string!(i18n, wallet_reservation_link, id = id).to_string()}
+                                            </a>
                                         })}
                                     </td>
                                     <td class=format!("num amount-{direction}")>
@@ -430,4 +433,16 @@ fn Receipts(
             </table>
         </div>
     })
+}
+
+/// A movement's reason: Berth's own in the reader's language, a person's as typed.
+fn reason_words(
+    i18n: leptos_i18n::I18nContext<Locale>,
+    typed: String,
+    berth: Option<BerthReason>,
+) -> impl IntoView {
+    move || match &berth {
+        Some(reason) => crate::text::ledger::berth_reason(i18n, reason),
+        None => typed.clone(),
+    }
 }

@@ -11,6 +11,7 @@ pub mod format;
 pub mod incident;
 #[cfg(feature = "ssr")]
 pub mod language;
+pub mod ledger;
 #[cfg(feature = "ssr")]
 pub mod notify;
 pub mod problem;

@@ -81,7 +81,7 @@ async fn reservation_json(app: &TestApp, token: &str, id: i64) -> Value {
 
 async fn inbox(app: &TestApp, email: &str) -> Vec<InboxItem> {
     crate::notify::settle(app, Utc::now().max(app.state.now())).await;
-    db::notify::inbox(&app.db, user_id(app, email).await, 100)
+    db::notify::latest_notices(&app.db, user_id(app, email).await, 100)
         .await
         .unwrap()
 }
@@ -150,6 +150,17 @@ async fn a_gpu_that_falls_off_the_bus_moves_the_running_booking_on_its_node(back
     assert_eq!(windows.len(), 1);
     assert!(windows[0].reason.contains("XID 79"), "{:?}", windows[0]);
     assert_eq!(windows[0].created_by, None);
+    assert_eq!(
+        windows[0].reason_code.as_deref(),
+        Some(r#"{"what":"fell_off_bus","xid":79}"#)
+    );
+    // Admins read Berth's reason in their language.
+    app.sign_in("platform_admin").await;
+    let page = app.get_in_language("/admin/maintenance", "pt-BR").await;
+    assert!(
+        page.contains("XID 79: a GPU caiu do barramento") && page.contains("Berth (automático)"),
+        "{page}"
+    );
     let (status, leases) = get(&app, &token, "/api/v1/agent/leases").await;
     assert_eq!(status, 200, "{leases}");
     let ids: Vec<i64> = leases["leases"]

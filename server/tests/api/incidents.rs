@@ -326,9 +326,17 @@ async fn issue_27_an_xid_79_during_a_lease_opens_an_incident_with_the_diagnosis_
             - credit
     );
     let (_, wallet_page) = get(&app, &ana, "/api/v1/wallet").await;
-    assert!(
-        wallet_page.to_string().contains("sla_credit"),
-        "{wallet_page}"
+    let credited = wallet_page["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "sla_credit")
+        .cloned()
+        .unwrap_or_else(|| panic!("no SLA credit in {wallet_page}"));
+    assert_eq!(
+        credited["berth_reason"],
+        json!({"what": "sla_credit", "incident": id}),
+        "{credited}"
     );
 
     // The export: JSON that validates against the schema in the repository, and one HTML file

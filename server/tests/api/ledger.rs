@@ -699,7 +699,7 @@ async fn a_posting_between_two_wallets_moves_both_or_neither(backend: Backend) {
             user_id: Some(to),
             reservation_id: None,
             reverses_id: None,
-            reason: "between wallets",
+            reason: berth_app::backend::db::ledger::RecordReason::Typed("between wallets"),
             actor_id: None,
             provider: None,
             at: Utc::now(),

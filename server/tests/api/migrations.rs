@@ -480,7 +480,7 @@ async fn booking_totals_start_from_the_ledger_when_migrating(backend: Backend) {
             user_id: Some(owner.id),
             reservation_id: Some(paid),
             reverses_id: None,
-            reason: "goodwill",
+            reason: berth_app::backend::db::ledger::RecordReason::Typed("goodwill"),
             actor_id: None,
             provider: None,
             at: now,
@@ -583,7 +583,103 @@ async fn old_tokens_stay_write_tokens_and_old_sessions_go_when_migrating(backend
     let _ = conn.close().await;
 }
 
+/// Berth's own ledger reasons become data: demo credits and SLA credits are read in the
+/// wallet owner's language afterwards; reasons people typed, and older card payments, keep their
+/// words.
+async fn berths_ledger_reasons_become_data_when_migrating(backend: Backend) {
+    use berth_app::domain::ledger::BerthReason;
+    use berth_app::domain::paging::PageRequest;
+    let (_database, conn, gpus, owner) = with_a_fleet_at(backend, 34).await;
+    let now = Utc::now();
+    let admin = owner.id.to_string();
+    for (reason, by) in [
+        ("XID 79: the GPU fell off the bus (set by Berth)", "NULL"),
+        (
+            "XID 79: the GPU fell off the bus (set by Berth)",
+            admin.as_str(),
+        ),
+        ("driver update", "NULL"),
+    ] {
+        conn.execute_unprepared(&format!(
+            "INSERT INTO maintenance_windows (gpu_id, start_at, end_at, reason, created_by, \
+             created_at) VALUES ({}, '{}', '{}', '{reason}', {by}, '{}')",
+            gpus[0].id,
+            now.to_rfc3339(),
+            (now + chrono::TimeDelta::hours(1)).to_rfc3339(),
+            now.to_rfc3339()
+        ))
+        .await
+        .unwrap();
+    }
+    let rows = [
+        ("grant", "Demo credits", "'manual'", "NULL"),
+        ("sla_credit", "SLA credit, incident #42", "NULL", "NULL"),
+        ("grant", "Demo credits", "'manual'", admin.as_str()),
+        ("grant", "Card top-up (pi_1)", "'stripe'", "NULL"),
+        ("grant", "Invoice 2026-11", "'manual'", admin.as_str()),
+    ];
+    for (at, (kind, reason, provider, actor)) in rows.iter().enumerate() {
+        conn.execute_unprepared(&format!(
+            "INSERT INTO ledger_transactions (kind, user_id, reason, provider, actor_id, \
+             created_at) VALUES ('{kind}', {}, '{reason}', {provider}, {actor}, '{}')",
+            owner.id,
+            (now - chrono::TimeDelta::minutes(10 - i64::try_from(at).unwrap())).to_rfc3339()
+        ))
+        .await
+        .unwrap();
+    }
+    let wallet =
+        db::ledger::account_id(&conn, berth_app::domain::ledger::Account::Wallet(owner.id))
+            .await
+            .unwrap();
+    conn.execute_unprepared(&format!(
+        "INSERT INTO ledger_entries (transaction_id, account_id, amount_minor) \
+         SELECT id, {wallet}, 100 FROM ledger_transactions"
+    ))
+    .await
+    .unwrap();
+
+    Migrator::up(&conn, None).await.unwrap();
+    let page = PageRequest::first();
+    let (_, entries) = db::ledger::wallet(&conn, owner.id, &page).await.unwrap();
+    let read: Vec<(String, Option<BerthReason>)> = entries
+        .items
+        .into_iter()
+        .rev()
+        .map(|e| (e.reason, e.berth_reason))
+        .collect();
+    assert_eq!(
+        read,
+        vec![
+            ("Demo credits".to_owned(), Some(BerthReason::DemoCredits)),
+            (
+                "SLA credit, incident #42".to_owned(),
+                Some(BerthReason::SlaCredit { incident: 42 })
+            ),
+            // Typed by a person, though in the same words.
+            ("Demo credits".to_owned(), None),
+            ("Card top-up (pi_1)".to_owned(), None),
+            ("Invoice 2026-11".to_owned(), None),
+        ]
+    );
+    // Only the window Berth set: an admin's, even in the same words, stays as typed.
+    use berth_app::backend::entity::maintenance_window;
+    use sea_orm::QueryOrder;
+    let windows = maintenance_window::Entity::find()
+        .order_by_asc(maintenance_window::Column::Id)
+        .all(&conn)
+        .await
+        .unwrap();
+    let codes: Vec<Option<&str>> = windows.iter().map(|w| w.reason_code.as_deref()).collect();
+    assert_eq!(
+        codes,
+        vec![Some(r#"{"what":"fell_off_bus","xid":79}"#), None, None]
+    );
+    let _ = conn.close().await;
+}
+
 crate::on_both_backends!(
+    berths_ledger_reasons_become_data_when_migrating,
     old_tokens_stay_write_tokens_and_old_sessions_go_when_migrating,
     booking_totals_start_from_the_ledger_when_migrating,
     usage_starts_from_the_rollups_kept_when_migrating,

@@ -840,6 +840,27 @@ async fn the_wallet_and_team_pages_show_balance_held_and_available(backend: Back
             && page.contains(&format!("data-available-minor=\"{balance}\"")),
         "nothing held yet, all available: {page}"
     );
+    // The demo credits are Berth's own reason: in the reader's language on the page, as data
+    // and in English words in the API.
+    assert!(page.contains("Demo credits"), "{page}");
+    let page = app.get_in_language("/wallet", "pt-BR").await;
+    assert!(
+        page.contains("Créditos de demonstração") && !page.contains("Demo credits"),
+        "{page}"
+    );
+    let (_, wallet) = get(&app, &demo, "/api/v1/wallet").await;
+    let granted = wallet["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "grant")
+        .cloned()
+        .unwrap_or_else(|| panic!("no grant in {wallet}"));
+    assert_eq!(
+        (&granted["reason"], &granted["berth_reason"]),
+        (&json!("Demo credits"), &json!({"what": "demo_credits"})),
+        "{granted}"
+    );
 
     let h100 = gpus_of(&app, H100).await;
     let start = on_grid_in(TimeDelta::hours(30));

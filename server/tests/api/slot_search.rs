@@ -79,6 +79,7 @@ async fn find_a_slot_answers_the_same_with_and_without_its_shortcut(backend: Bac
         let request = NewMaintenance {
             window: Window::new(from, from + TimeDelta::hours(6)).unwrap(),
             reason: "fans".to_owned(),
+            berth_reason: None,
         };
         db::maintenance::insert(&app.db, *gpu, &request, None, now)
             .await

@@ -10,7 +10,7 @@
 //! transaction and its entries are one statement; SQLite runs them one after the other.
 
 use crate::backend::entity::{ledger_account, ledger_entry, ledger_transaction, reservation};
-use crate::domain::ledger::{Account, Posting, TransactionKind, WalletEntry};
+use crate::domain::ledger::{Account, BerthReason, Posting, TransactionKind, WalletEntry};
 use crate::domain::money::Money;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
@@ -32,13 +32,40 @@ pub struct TransactionRecord<'a> {
     /// The transaction this one refunds or corrects.
     pub reverses_id: Option<i64>,
     /// Why.
-    pub reason: &'a str,
+    pub reason: RecordReason<'a>,
     /// Who did it (None: the command line or a job).
     pub actor_id: Option<i64>,
     /// The payment provider of a top-up.
     pub provider: Option<&'a str>,
     /// When.
     pub at: DateTime<Utc>,
+}
+
+/// Why a transaction was made: words a person typed, or Berth's own reason.
+#[derive(Debug, Clone, Copy)]
+pub enum RecordReason<'a> {
+    /// As typed (empty: none, the kind says it).
+    Typed(&'a str),
+    /// Berth's, stored as data and in English words.
+    Berth(&'a BerthReason),
+}
+
+impl RecordReason<'_> {
+    /// The words stored in `reason`.
+    fn words(self) -> String {
+        match self {
+            RecordReason::Typed(text) => text.to_owned(),
+            RecordReason::Berth(reason) => reason.english(),
+        }
+    }
+
+    /// What is stored in `reason_code`.
+    fn code(self) -> Option<String> {
+        match self {
+            RecordReason::Typed(_) => None,
+            RecordReason::Berth(reason) => Some(reason.code()),
+        }
+    }
 }
 
 /// Why a posting was not written.
@@ -220,7 +247,8 @@ async fn post_with(
             user_id: Set(record.user_id),
             reservation_id: Set(record.reservation_id),
             reverses_id: Set(record.reverses_id),
-            reason: Set(record.reason.to_owned()),
+            reason: Set(record.reason.words()),
+            reason_code: Set(record.reason.code()),
             actor_id: Set(record.actor_id),
             provider: Set(record.provider.map(str::to_owned)),
             created_at: Set(record.at),
@@ -325,7 +353,8 @@ async fn post_in_one_statement(
         param(record.user_id.into()),
         param(record.reservation_id.into()),
         param(record.reverses_id.into()),
-        param(record.reason.into()),
+        param(record.reason.words().into()),
+        param(record.reason.code().into()),
         param(record.actor_id.into()),
         param(record.provider.map(str::to_owned).into()),
         param(record.at.into()),
@@ -342,7 +371,7 @@ async fn post_in_one_statement(
         .join(", ");
     sql.push_str(&format!(
         "tx AS (INSERT INTO ledger_transactions (kind, user_id, reservation_id, reverses_id, \
-         reason, actor_id, provider, created_at) SELECT {fields}{source} RETURNING id) \
+         reason, reason_code, actor_id, provider, created_at) SELECT {fields}{source} RETURNING id) \
          , entries AS (INSERT INTO ledger_entries (transaction_id, account_id, amount_minor) \
          SELECT tx.id, e.account_id, e.amount_minor FROM tx \
          CROSS JOIN (VALUES {rows}) AS e (account_id, amount_minor)) \
@@ -448,7 +477,7 @@ async fn charge_with(
         user_id: Some(row.owner_id),
         reservation_id: Some(row.id),
         reverses_id: None,
-        reason: "",
+        reason: RecordReason::Typed(""),
         actor_id: actor,
         provider: None,
         at,
@@ -484,7 +513,7 @@ pub async fn refund(
         user_id: Some(row.owner_id),
         reservation_id: Some(row.id),
         reverses_id: Some(charge_id),
-        reason: "",
+        reason: RecordReason::Typed(""),
         actor_id: actor,
         provider: None,
         at,
@@ -737,6 +766,7 @@ struct EntryRow {
     amount_minor: i64,
     kind: String,
     reason: String,
+    reason_code: Option<String>,
     reservation_id: Option<i64>,
     created_at: DateTime<Utc>,
 }
@@ -778,6 +808,7 @@ pub async fn wallet(
         .column(ledger_entry::Column::AmountMinor)
         .column(ledger_transaction::Column::Kind)
         .column(ledger_transaction::Column::Reason)
+        .column(ledger_transaction::Column::ReasonCode)
         .column(ledger_transaction::Column::ReservationId)
         .column(ledger_transaction::Column::CreatedAt)
         .join(
@@ -830,6 +861,7 @@ pub async fn wallet(
             amount,
             balance_after: after,
             reason: row.reason,
+            berth_reason: row.reason_code.as_deref().and_then(BerthReason::from_code),
             reservation_id: row.reservation_id,
         });
         after = Money::from_minor(after.minor() - amount.minor());

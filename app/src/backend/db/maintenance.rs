@@ -38,6 +38,7 @@ pub async fn insert(
         start_at: Set(request.window.start()),
         end_at: Set(request.window.end()),
         reason: Set(request.reason.clone()),
+        reason_code: Set(request.berth_reason.map(|why| why.code())),
         created_by: Set(created_by.into()),
         created_at: Set(now),
         ..Default::default()
@@ -151,6 +152,10 @@ async fn views(
                 id: row.id,
                 gpu_id: row.gpu_id,
                 reason: row.reason,
+                berth_reason: row
+                    .reason_code
+                    .as_deref()
+                    .and_then(crate::domain::maintenance::BerthMaintenance::from_code),
                 created_at: row.created_at,
             })
         })

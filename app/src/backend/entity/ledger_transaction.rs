@@ -17,8 +17,11 @@ pub struct Model {
     pub reservation_id: Option<i64>,
     /// The transaction this one corrects or refunds.
     pub reverses_id: Option<i64>,
-    /// Why (shown to the wallet's owner).
+    /// Why (shown to the wallet's owner): as typed, or the English words of Berth's own reason.
     pub reason: String,
+    /// Berth's own reason as data (JSON of `domain::ledger::BerthReason`), shown in the
+    /// viewer's language; NULL for reasons people typed.
+    pub reason_code: Option<String>,
     /// Who did it (NULL: the command line or a background job).
     pub actor_id: Option<i64>,
     /// The payment provider that handled a top-up (`manual`).

@@ -15,8 +15,11 @@ pub struct Model {
     pub start_at: DateTimeUtc,
     /// End (UTC, exclusive).
     pub end_at: DateTimeUtc,
-    /// Why.
+    /// Why (English words where Berth set it).
     pub reason: String,
+    /// Why Berth set it, as data (JSON of `domain::maintenance::BerthMaintenance`); NULL for an
+    /// admin's.
+    pub reason_code: Option<String>,
     /// The platform admin who set it.
     pub created_by: Option<i64>,
     /// When it was set (UTC).

@@ -55,6 +55,8 @@ pub struct ApiEntry {
     amount_minor: i64,
     balance_after_minor: i64,
     reason: String,
+    /// Berth's own reason as data (`{"what": "sla_credit", "incident": 7}`); null for a typed one.
+    berth_reason: Option<berth_app::domain::ledger::BerthReason>,
     reservation_id: Option<i64>,
 }
 
@@ -67,6 +69,7 @@ impl ApiEntry {
             amount_minor: entry.amount.minor(),
             balance_after_minor: entry.balance_after.minor(),
             reason: entry.reason,
+            berth_reason: entry.berth_reason,
             reservation_id: entry.reservation_id,
         }
     }

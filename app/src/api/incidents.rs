@@ -53,21 +53,30 @@ pub async fn get_incident_page(id: i64) -> Result<IncidentPage, AppError> {
 /// What the incidents list shows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IncidentsPage {
-    /// Newest first.
+    /// A page of them, newest first.
     pub incidents: Vec<IncidentView>,
+    /// The cursor of the next (older) page, when there is one.
+    pub next: Option<String>,
     /// The reader's zone.
     pub zone: ZoneOffsets,
     /// The portal's currency.
     pub currency: Currency,
 }
 
-/// The incidents the caller may see.
+/// A page of the incidents the caller may see (`cursor`: after an earlier page).
 #[server(endpoint = "get_incidents_page")]
-pub async fn get_incidents_page() -> Result<IncidentsPage, AppError> {
+pub async fn get_incidents_page(cursor: Option<String>) -> Result<IncidentsPage, AppError> {
     use crate::api::context::signed_in;
     signed_in(|call| async move {
-        let incidents =
-            crate::backend::incidents::list(&call.state, &call.actor, None, None).await?;
+        let page = crate::backend::input::page(
+            crate::domain::paging::ListKind::Incidents,
+            None,
+            cursor.as_deref(),
+        )?;
+        let crate::domain::paging::Page {
+            items: incidents,
+            next,
+        } = crate::backend::incidents::list(&call.state, &call.actor, None, None, &page).await?;
         let from = incidents
             .iter()
             .map(|i| i.opened_at)
@@ -78,6 +87,7 @@ pub async fn get_incidents_page() -> Result<IncidentsPage, AppError> {
             zone: call.zone_over(from, call.now),
             currency: call.state.portal.currency.clone(),
             incidents,
+            next,
         })
     })
     .await

@@ -20,22 +20,29 @@ pub struct InboxEntry {
 /// What the inbox page shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InboxPage {
-    /// The latest notices, newest first.
+    /// A page of notices, newest first.
     pub items: Vec<InboxEntry>,
+    /// The cursor of the next (older) page, when there is one.
+    pub next: Option<String>,
     /// How many are unread.
     pub unread: u32,
     /// The viewer's time zone over the notices' times.
     pub zone: ZoneOffsets,
 }
 
-/// The signed-in user's inbox.
+/// A page of the signed-in user's inbox (`cursor`: after an earlier page).
 #[server(endpoint = "get_inbox_page")]
-pub async fn get_inbox_page() -> Result<InboxPage, AppError> {
+pub async fn get_inbox_page(cursor: Option<String>) -> Result<InboxPage, AppError> {
     use crate::api::context::signed_in;
     use crate::backend::notify;
     signed_in(|call| async move {
-        let (items, unread) = tokio::try_join!(
-            notify::inbox(&call.state, &call.actor),
+        let page = crate::backend::input::page(
+            crate::domain::paging::ListKind::Inbox,
+            None,
+            cursor.as_deref(),
+        )?;
+        let (crate::domain::paging::Page { items, next }, unread) = tokio::try_join!(
+            notify::inbox(&call.state, &call.actor, &page),
             notify::unread(&call.state, &call.actor),
         )?;
         // Times named: when each happened, and the windows and deadlines it mentions.
@@ -75,6 +82,7 @@ pub async fn get_inbox_page() -> Result<InboxPage, AppError> {
         });
         Ok(InboxPage {
             items,
+            next,
             unread,
             zone,
         })

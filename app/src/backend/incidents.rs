@@ -27,6 +27,7 @@ use crate::domain::incident::{
 use crate::domain::ledger::{Account, TransactionKind};
 use crate::domain::money::Money;
 use crate::domain::notify::{IncidentBrief, IncidentChange, NewEvent};
+use crate::domain::paging::{Page, PageRequest};
 use crate::domain::problem::Problem;
 use crate::domain::schedule::Window;
 use crate::domain::telemetry::{EventKind as GpuEventKind, RawPoint, Series, wants_raw};
@@ -402,14 +403,15 @@ pub async fn report(state: &AppState, actor: &Actor, id: i64) -> Result<Evidence
     })
 }
 
-/// The incidents `actor` may see: every one for platform admins, else those on their bookings
-/// or opened by them; `reservation`/`gpu` narrow the list.
+/// A page of the incidents `actor` may see, newest first: every one for platform admins, else
+/// those on their bookings or opened by them; `reservation`/`gpu` narrow the list.
 pub async fn list(
     state: &AppState,
     actor: &Actor,
     reservation: Option<i64>,
     gpu: Option<i64>,
-) -> Result<Vec<IncidentView>, AppError> {
+    page: &PageRequest,
+) -> Result<Page<IncidentView>, AppError> {
     let db = &state.db;
     let admin = is_admin(actor);
     let scope = match (reservation, gpu) {
@@ -420,19 +422,23 @@ pub async fn list(
                 .ok_or_else(|| AppError::NotFound(format!("reservation {id}")))?;
             db::incidents::Scope::Reservation(row.id)
         }
-        (None, Some(gpu)) => db::incidents::Scope::Gpu(gpu),
+        (None, Some(gpu)) if admin => db::incidents::Scope::Gpu(gpu),
+        (None, Some(gpu)) => db::incidents::Scope::GpuOf(gpu, actor.user.id),
         (None, None) if admin => db::incidents::Scope::All,
         (None, None) => db::incidents::Scope::Of(actor.user.id),
     };
-    let rows = db::incidents::list(db, scope, 200).await?;
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        if !admin && taker_of(db, actor, &row).await.is_err() {
+    let rows = db::incidents::list(db, scope, page).await?;
+    let mut out = Vec::with_capacity(rows.items.len());
+    for row in &rows.items {
+        if !admin && taker_of(db, actor, row).await.is_err() {
             continue;
         }
-        out.push(view(db, &row, state.now()).await?);
+        out.push(view(db, row, state.now()).await?);
     }
-    Ok(out)
+    Ok(Page {
+        items: out,
+        next: rows.next,
+    })
 }
 
 /// What a step asks.

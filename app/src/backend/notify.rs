@@ -15,7 +15,7 @@ use crate::backend::mail::MailError;
 use crate::backend::state::AppState;
 use crate::domain::notify::{
     Audience, Channel, ChannelChoice, DELIVERIES_PAGE, DELIVERY_LEASE, DeliveryCounts, DeliveryRow,
-    DeliveryStatus, EventKind, INBOX_PAGE, InboxItem, NewEvent, NotificationSettings,
+    DeliveryStatus, EventKind, InboxItem, NewEvent, NotificationSettings,
     WEBHOOK_FAILURES_TO_DISABLE, retry_after,
 };
 use crate::domain::reservation::PaymentStatus;
@@ -436,9 +436,13 @@ async fn webhook_outcome(
     Ok(true)
 }
 
-/// The actor's latest notices, newest first.
-pub async fn inbox(state: &AppState, actor: &Actor) -> Result<Vec<InboxItem>, AppError> {
-    Ok(db::notify::inbox(&state.db, actor.user.id, INBOX_PAGE).await?)
+/// A page of the actor's notices, newest first.
+pub async fn inbox(
+    state: &AppState,
+    actor: &Actor,
+    page: &crate::domain::paging::PageRequest,
+) -> Result<crate::domain::paging::Page<InboxItem>, AppError> {
+    Ok(db::notify::inbox(&state.db, actor.user.id, page).await?)
 }
 
 /// How many notices the actor has not read (the bell's count).

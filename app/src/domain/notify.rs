@@ -15,9 +15,6 @@ use serde::{Deserialize, Serialize};
 /// How long before a reservation's start (and before its end) its holder is reminded.
 pub const REMINDER_LEAD: TimeDelta = TimeDelta::minutes(15);
 
-/// Most notices an inbox page lists.
-pub const INBOX_PAGE: u64 = 100;
-
 /// What happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -34,6 +34,10 @@ pub enum ListKind {
     Users,
     /// What node agents did and saw on a GPU, newest first.
     AccessEvents,
+    /// Incidents, newest (highest id) first.
+    Incidents,
+    /// A user's notices, newest first.
+    Inbox,
 }
 
 impl ListKind {
@@ -46,6 +50,8 @@ impl ListKind {
             ListKind::Teams => "t",
             ListKind::Users => "u",
             ListKind::AccessEvents => "g",
+            ListKind::Incidents => "i",
+            ListKind::Inbox => "n",
         }
     }
 }

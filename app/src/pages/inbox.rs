@@ -20,8 +20,14 @@ use leptos_router::hooks::use_query_map;
 #[component]
 pub fn InboxPage() -> impl IntoView {
     let i18n = use_i18n();
-    let error = use_query_map().with_untracked(|q| q.get("error"));
-    let data = Resource::new(|| (), |()| get_inbox_page());
+    let (error, cursor) = use_query_map().with_untracked(|q| {
+        (
+            q.get("error"),
+            q.get("cursor").filter(|cursor| !cursor.is_empty()),
+        )
+    });
+    let on_later_page = cursor.is_some();
+    let data = Resource::new(|| (), move |()| get_inbox_page(cursor.clone()));
     let flash = form_outcome(None, error);
     view! {
         // A plain string, read once (see the credits page).
@@ -34,7 +40,7 @@ pub fn InboxPage() -> impl IntoView {
                 {move || {
                     data.get()
                         .map(|result| match result {
-                            Ok(data) => Either::Left(view! { <InboxView data /> }),
+                            Ok(data) => Either::Left(view! { <InboxView data on_later_page /> }),
                             Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                         })
                 }}
@@ -44,14 +50,15 @@ pub fn InboxPage() -> impl IntoView {
 }
 
 #[component]
-fn InboxView(data: InboxData) -> impl IntoView {
+fn InboxView(data: InboxData, on_later_page: bool) -> impl IntoView {
     let i18n = use_i18n();
     let InboxData {
         items,
+        next,
         unread,
         zone,
     } = data;
-    if items.is_empty() {
+    if items.is_empty() && !on_later_page {
         return Either::Left(view! { <p class="empty">{t!(i18n, inbox_none)}</p> });
     }
     let zone_name = zone.name.clone();
@@ -76,6 +83,7 @@ fn InboxView(data: InboxData) -> impl IntoView {
                 })}
         </div>
         <ol class="inbox-list">{list}</ol>
+        <crate::components::table::PageLinks next on_later_page base="/inbox" />
     })
 }
 

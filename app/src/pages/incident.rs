@@ -779,9 +779,15 @@ fn AdminSteps(id: i64, state: IncidentState, hypotheses: Vec<Cause>) -> impl Int
 #[component]
 pub fn IncidentsPage() -> impl IntoView {
     let i18n = use_i18n();
-    let error = use_query_map().with_untracked(|q| q.get("error"));
+    let (error, cursor) = use_query_map().with_untracked(|q| {
+        (
+            q.get("error"),
+            q.get("cursor").filter(|cursor| !cursor.is_empty()),
+        )
+    });
     let flash = form_outcome(None, error);
-    let data = Resource::new(|| (), |()| get_incidents_page());
+    let on_later_page = cursor.is_some();
+    let data = Resource::new(|| (), move |()| get_incidents_page(cursor.clone()));
     view! {
         <Title text=t_string!(i18n, incidents_title).to_string() />
         <section class="incidents-page">
@@ -792,7 +798,7 @@ pub fn IncidentsPage() -> impl IntoView {
                 {move || {
                     data.get()
                         .map(|result| match result {
-                            Ok(page) => Either::Left(view! { <IncidentList page /> }),
+                            Ok(page) => Either::Left(view! { <IncidentList page on_later_page /> }),
                             Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                         })
                 }}
@@ -802,14 +808,15 @@ pub fn IncidentsPage() -> impl IntoView {
 }
 
 #[component]
-fn IncidentList(page: IncidentsPage) -> impl IntoView {
+fn IncidentList(page: IncidentsPage, on_later_page: bool) -> impl IntoView {
     let i18n = use_i18n();
     let IncidentsPage {
         incidents,
+        next,
         zone,
         currency,
     } = page;
-    if incidents.is_empty() {
+    if incidents.is_empty() && !on_later_page {
         return Either::Left(view! { <p class="empty">{t!(i18n, incidents_none)}</p> });
     }
     let rows = incidents
@@ -855,5 +862,6 @@ fn IncidentList(page: IncidentsPage) -> impl IntoView {
                 <tbody>{rows}</tbody>
             </table>
         </div>
+        <crate::components::table::PageLinks next on_later_page base="/incidents" />
     })
 }

@@ -39,7 +39,7 @@ fn flexible(gpu: i64, start: DateTime<Utc>, hours: i64) -> Value {
 
 async fn inbox(app: &TestApp, email: &str) -> Vec<InboxItem> {
     crate::notify::settle(app, app.state.now()).await;
-    db::notify::inbox(&app.db, user_id(app, email).await, 100)
+    db::notify::latest_notices(&app.db, user_id(app, email).await, 100)
         .await
         .unwrap()
 }

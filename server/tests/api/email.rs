@@ -425,7 +425,7 @@ async fn each_user_chooses_where_each_kind_of_notice_goes(backend: Backend) {
         assert_eq!(status, 201, "{booked}");
     }
     work(&app, &clock).await;
-    let ana_inbox = berth_app::backend::db::notify::inbox(&app.db, ana_id, 100)
+    let ana_inbox = berth_app::backend::db::notify::latest_notices(&app.db, ana_id, 100)
         .await
         .unwrap();
     // (Her starting credits may have gone out before she chose: the app's worker runs too.)
@@ -436,7 +436,7 @@ async fn each_user_chooses_where_each_kind_of_notice_goes(backend: Backend) {
         "{ana_inbox:#?}"
     );
     let bob_id = user_id(&app, "bob@example.org").await;
-    let bob_inbox = berth_app::backend::db::notify::inbox(&app.db, bob_id, 100)
+    let bob_inbox = berth_app::backend::db::notify::latest_notices(&app.db, bob_id, 100)
         .await
         .unwrap();
     let kinds: Vec<_> = bob_inbox.iter().map(|item| item.kind).collect();

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 async fn inbox(app: &TestApp, email: &str) -> Vec<InboxItem> {
     crate::notify::settle(app, Utc::now().max(app.state.now())).await;
-    db::notify::inbox(&app.db, user_id(app, email).await, 100)
+    db::notify::latest_notices(&app.db, user_id(app, email).await, 100)
         .await
         .unwrap()
 }

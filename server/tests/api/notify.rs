@@ -26,7 +26,7 @@ fn booking(gpu: i64, start: DateTime<Utc>, hours: i64) -> Value {
 
 /// What a user was told, newest first, leaving out the credits every test user starts with.
 async fn inbox_of(app: &TestApp, email: &str) -> Vec<InboxItem> {
-    let mut items = db::notify::inbox(&app.db, user_id(app, email).await, 100)
+    let mut items = db::notify::latest_notices(&app.db, user_id(app, email).await, 100)
         .await
         .unwrap();
     items.retain(|item| item.kind != EventKind::CreditsAdded);
@@ -233,7 +233,7 @@ async fn the_inbox_page_shows_notices_in_the_readers_language_and_marks_them_rea
 
     // Someone else's notice cannot be marked: nothing changes.
     let other = user_token(&app, "eve@example.org", PlatformRole::User).await;
-    let mine = db::notify::inbox(&app.db, me, 10).await.unwrap();
+    let mine = db::notify::latest_notices(&app.db, me, 10).await.unwrap();
     assert_eq!(mine.len(), 1);
     let no_redirects = client_builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -264,6 +264,60 @@ async fn the_inbox_page_shows_notices_in_the_readers_language_and_marks_them_rea
     let html = without_markers(app.get_in_language("/inbox", "en").await);
     assert!(html.contains("0 unread"), "{html}");
     assert!(!html.contains("bell-count"), "{html}");
+
+    // A hundred more notices: the page shows the newest hundred, and the older one after them.
+    for n in 0..100 {
+        let (status, granted) = post_json(
+            &app,
+            &platform,
+            "/api/v1/admin/credits",
+            &json!({ "email": "demo-user@berth.invalid", "amount_minor": 1, "reason": format!("gift {n}") }),
+        )
+        .await;
+        assert_eq!(status, 201, "{granted}");
+    }
+    settle(&app, Utc::now()).await;
+    let notices = |html: &str| html.matches(" data-notice=\"").count();
+    let html = without_markers(app.get_in_language("/inbox", "en").await);
+    assert_eq!(notices(&html), 100, "{html}");
+    let older = html
+        .split("rel=\"next\" href=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no link to older notices: {html}"))
+        .replace("&amp;", "&");
+    assert!(older.starts_with("/inbox?cursor="), "{older}");
+    let html = without_markers(app.get_in_language(&older, "en").await);
+    assert_eq!(notices(&html), 1, "{html}");
+    assert!(
+        html.contains(&format!("data-notice=\"{}\"", mine[0].id)),
+        "the first notice, last: {html}"
+    );
+    assert!(
+        html.contains("class=\"pager-newest\"") && !html.contains("rel=\"next\""),
+        "{html}"
+    );
+    // Read seven at a time, each notice comes once.
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let page = berth_app::domain::paging::PageRequest::parse(
+            berth_app::domain::paging::ListKind::Inbox,
+            Some(7),
+            after.as_deref(),
+        )
+        .unwrap();
+        let read = db::notify::inbox(&app.db, me, &page).await.unwrap();
+        seen.extend(read.items.iter().map(|item| item.id));
+        match read.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    let mut unique = seen.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!((seen.len(), unique.len()), (101, 101));
     // Nobody signed in: refused.
     let response = client()
         .post(app.url("/api/forms/notices_read"))

@@ -370,6 +370,44 @@ async fn events_audit_and_teams_page(backend: Backend) {
     let (status, _, _) = page(&app, &ana, &path).await;
     assert_eq!(status, 403, "who may not read them learns nothing else");
 
+    // Incidents: five opened by an admin on the GPU, newest first, two a page, each once;
+    // Ana, who has none, sees none.
+    let mut opened = Vec::new();
+    for n in 0..5 {
+        let (status, body) = post_json(
+            &app,
+            &admin,
+            "/api/v1/incidents",
+            &json!({ "gpu_id": gpu, "report": format!("check {n}") }),
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+        opened.push(body["incident"]["id"].as_i64().unwrap());
+    }
+    opened.reverse();
+    for first in [
+        "/api/v1/incidents?limit=2".to_owned(),
+        format!("/api/v1/incidents?gpu={gpu}&limit=2"),
+    ] {
+        let incidents = walk(&app, &admin, &first, array).await;
+        assert_eq!(
+            incidents.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![2, 2, 1],
+            "{first}"
+        );
+        assert_eq!(ids(&incidents.concat()), opened, "{first}");
+    }
+    let (status, none, _) = page(&app, &ana, &format!("/api/v1/incidents?gpu={gpu}")).await;
+    assert_eq!((status, none), (200, json!([])));
+    let (status, body, _) = page(&app, &ana, "/api/v1/incidents?cursor=forged").await;
+    assert_eq!(
+        (status, &body["code"]),
+        (422, &json!("bad_cursor")),
+        "{body}"
+    );
+    let (status, body, _) = page(&app, &admin, "/api/v1/incidents?limit=1001").await;
+    assert_eq!((status, &body["field"]), (422, &json!("limit")), "{body}");
+
     // Teams: three, two a page; a user in none sees none.
     for name in ["Vision", "Audio", "Robotics"] {
         let (status, body) = post_json(

@@ -56,7 +56,7 @@ async fn run_job(app: &TestApp) -> watches::Outcome {
 
 async fn inbox(app: &TestApp, email: &str) -> Vec<InboxItem> {
     crate::notify::settle(app, app.state.now()).await;
-    db::notify::inbox(&app.db, user_id(app, email).await, 100)
+    db::notify::latest_notices(&app.db, user_id(app, email).await, 100)
         .await
         .unwrap()
 }

@@ -756,7 +756,7 @@ async fn a_failed_gpu_moves_the_lease_and_its_workspace_to_another_node(backend:
     );
     // Told, with the new connect line; the minutes lost came back.
     crate::notify::settle(&app, Utc::now().max(app.state.now())).await;
-    let inbox = berth_app::backend::db::notify::inbox(&app.db, user_id, 100)
+    let inbox = berth_app::backend::db::notify::latest_notices(&app.db, user_id, 100)
         .await
         .unwrap();
     let told: Vec<_> = inbox

@@ -5,6 +5,7 @@ use crate::backend::entity::{
     audit_entry, gpu, gpu_access_event, incident, incident_message, maintenance_window, node,
     node_driver_version, reservation,
 };
+use crate::domain::paging::{Cursor, ListKind, Page, PageRequest};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, OnConflict};
 use sea_orm::{
@@ -133,44 +134,53 @@ pub enum Scope {
     Reservation(i64),
     /// Those on one GPU (opened from it, or covering it).
     Gpu(i64),
+    /// Those on one GPU that are `user`'s (as [`Scope::Of`]).
+    GpuOf(i64, i64),
 }
 
-/// The newest incidents in `scope`, at most `limit`.
+/// A page of the incidents in `scope`, newest (highest id) first.
 pub async fn list(
     db: &impl ConnectionTrait,
     scope: Scope,
-    limit: u64,
-) -> Result<Vec<incident::Model>, DbErr> {
+    page: &PageRequest,
+) -> Result<Page<incident::Model>, DbErr> {
     let mut query = incident::Entity::find()
         .order_by_desc(incident::Column::Id)
-        .limit(limit);
+        .limit(page.fetch());
+    if let Some(after) = page.after {
+        query = query.filter(incident::Column::Id.lt(after.id));
+    }
+    let on_gpu = |id: i64| {
+        incident::Column::GpuId
+            .eq(id)
+            .or(incident::Column::GpuIds.eq(id.to_string()))
+            .or(incident::Column::GpuIds.like(format!("{id},%")))
+            .or(incident::Column::GpuIds.like(format!("%,{id}")))
+            .or(incident::Column::GpuIds.like(format!("%,{id},%")))
+    };
+    let of_user = |user: i64| {
+        // Their bookings' incidents by a subquery: a user with years of bookings is no longer a
+        // list of every id sent to the database.
+        let own = sea_orm::sea_query::Query::select()
+            .column(reservation::Column::Id)
+            .from(reservation::Entity)
+            .and_where(reservation::Column::OwnerId.eq(user))
+            .to_owned();
+        incident::Column::OpenedBy
+            .eq(user)
+            .or(incident::Column::ReservationId.in_subquery(own))
+    };
     query = match scope {
         Scope::All => query,
         Scope::Reservation(id) => query.filter(incident::Column::ReservationId.eq(id)),
-        Scope::Gpu(id) => query.filter(
-            incident::Column::GpuId
-                .eq(id)
-                .or(incident::Column::GpuIds.eq(id.to_string()))
-                .or(incident::Column::GpuIds.like(format!("{id},%")))
-                .or(incident::Column::GpuIds.like(format!("%,{id}")))
-                .or(incident::Column::GpuIds.like(format!("%,{id},%"))),
-        ),
-        Scope::Of(user) => {
-            // Their bookings' incidents by a subquery: a user with years of bookings is no
-            // longer a list of every id sent to the database.
-            let own = sea_orm::sea_query::Query::select()
-                .column(reservation::Column::Id)
-                .from(reservation::Entity)
-                .and_where(reservation::Column::OwnerId.eq(user))
-                .to_owned();
-            query.filter(
-                incident::Column::OpenedBy
-                    .eq(user)
-                    .or(incident::Column::ReservationId.in_subquery(own)),
-            )
-        }
+        Scope::Gpu(id) => query.filter(on_gpu(id)),
+        Scope::Of(user) => query.filter(of_user(user)),
+        Scope::GpuOf(id, user) => query.filter(on_gpu(id)).filter(of_user(user)),
     };
-    query.all(db).await
+    let rows = query.all(db).await?;
+    Ok(Page::from_rows(rows, page, ListKind::Incidents, |row| {
+        Cursor::id(row.id)
+    }))
 }
 
 /// What a change of an incident writes.

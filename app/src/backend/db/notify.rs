@@ -9,6 +9,7 @@ use crate::domain::notify::{
     Audience, Channel, ChannelChoice, DeliveryCounts, DeliveryRow, DeliveryStatus, EventKind,
     InboxItem, NewEvent,
 };
+use crate::domain::paging::{Cursor, ListKind, Page, PageRequest};
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict};
 use sea_orm::{
@@ -183,22 +184,46 @@ pub async fn unread(db: &impl ConnectionTrait, user_id: i64) -> Result<u32, DbEr
 }
 
 /// The user's latest `limit` notices, the most recent event first.
-pub async fn inbox(
+pub async fn latest_notices(
     db: &impl ConnectionTrait,
     user_id: i64,
     limit: u64,
 ) -> Result<Vec<InboxItem>, DbErr> {
-    let rows = notification_inbox::Entity::find()
+    let page = PageRequest { limit, after: None };
+    Ok(inbox(db, user_id, &page).await?.items)
+}
+
+/// A page of the user's notices, the most recent event first.
+pub async fn inbox(
+    db: &impl ConnectionTrait,
+    user_id: i64,
+    page: &PageRequest,
+) -> Result<Page<InboxItem>, DbErr> {
+    let mut query = notification_inbox::Entity::find()
         .find_also_related(notification_event::Entity)
-        .filter(notification_inbox::Column::UserId.eq(user_id))
+        .filter(notification_inbox::Column::UserId.eq(user_id));
+    if let Some(after) = page.after {
+        let at = after.time();
+        query = query.filter(
+            sea_orm::Condition::any()
+                .add(notification_event::Column::OccurredAt.lt(at))
+                .add(
+                    sea_orm::Condition::all()
+                        .add(notification_event::Column::OccurredAt.eq(at))
+                        .add(notification_inbox::Column::Id.lt(after.id)),
+                ),
+        );
+    }
+    let rows = query
         // By when it happened, not when the worker handed it out: two workers may hand out
         // one user's events in either order.
         .order_by_desc(notification_event::Column::OccurredAt)
-        .order_by_desc(notification_event::Column::Id)
-        .limit(limit)
+        .order_by_desc(notification_inbox::Column::Id)
+        .limit(page.fetch())
         .all(db)
         .await?;
-    rows.into_iter()
+    let items = rows
+        .into_iter()
         .filter_map(|(row, event)| event.map(|event| (row, event)))
         .map(|(row, event)| {
             let notice = serde_json::from_str(&event.notice).map_err(|err| {
@@ -212,7 +237,10 @@ pub async fn inbox(
                 read: row.read_at.is_some(),
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, DbErr>>()?;
+    Ok(Page::from_rows(items, page, ListKind::Inbox, |item| {
+        Cursor::at(item.occurred_at, item.id)
+    }))
 }
 
 /// Marks the user's notice `id` (`None`: all of them) read; answers how many changed.

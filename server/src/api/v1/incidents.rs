@@ -16,24 +16,34 @@ use berth_app::error::AppError;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-/// `?reservation=` / `?gpu=` of the list.
+/// `?reservation=` / `?gpu=` of the list, and its page (`limit`, `cursor`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     reservation: Option<i64>,
     gpu: Option<i64>,
+    limit: Option<i64>,
+    cursor: Option<String>,
 }
 
-/// `GET /api/v1/incidents[?reservation=ID|gpu=ID]`: the incidents the caller may see, newest
-/// first (platform admins: every one).
+/// `GET /api/v1/incidents[?reservation=ID|gpu=ID][&limit=N&cursor=C]`: a page of the incidents
+/// the caller may see, newest first (platform admins: every one); the next page in `Link` and
+/// `X-Next-Cursor`.
 pub async fn list(
     State(state): State<AppState>,
     actor: Actor,
+    axum::extract::OriginalUri(uri): axum::extract::OriginalUri,
     query: Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<Vec<IncidentView>>, AppError> {
+) -> Result<(axum::http::HeaderMap, Json<Vec<IncidentView>>), AppError> {
     let Query(query) = query.map_err(query_error)?;
-    Ok(Json(
-        incidents::list(&state, &actor, query.reservation, query.gpu).await?,
+    let page = berth_app::backend::input::page(
+        berth_app::domain::paging::ListKind::Incidents,
+        query.limit,
+        query.cursor.as_deref(),
+    )?;
+    Ok(super::paged(
+        &uri,
+        incidents::list(&state, &actor, query.reservation, query.gpu, &page).await?,
     ))
 }
 

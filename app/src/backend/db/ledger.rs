@@ -793,14 +793,11 @@ pub async fn wallet(
     };
     // Movements strictly after the cursor in the list's order (older), or up to it (newer).
     let older_than = |after: Cursor| {
-        let at = after.time();
-        sea_orm::Condition::any()
-            .add(ledger_transaction::Column::CreatedAt.lt(at))
-            .add(
-                sea_orm::Condition::all()
-                    .add(ledger_transaction::Column::CreatedAt.eq(at))
-                    .add(ledger_entry::Column::TransactionId.lt(after.id)),
-            )
+        super::before_key(
+            ledger_transaction::Column::CreatedAt,
+            ledger_entry::Column::TransactionId,
+            after,
+        )
     };
     let mut query = ledger_entry::Entity::find()
         .select_only()

@@ -30,8 +30,9 @@ pub mod workspaces;
 use berth_migrations::{Migrator, MigratorTrait};
 use sea_orm::sqlx::sqlite::{SqliteJournalMode, SqliteSynchronous};
 use sea_orm::{
-    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
-    DbErr, RuntimeErr, SqliteTransactionMode, TransactionOptions, TransactionTrait,
+    ColumnTrait, ConnectOptions, ConnectionTrait, Database, DatabaseConnection,
+    DatabaseTransaction, DbBackend, DbErr, RuntimeErr, SqliteTransactionMode, TransactionOptions,
+    TransactionTrait,
 };
 use std::time::Duration;
 
@@ -276,4 +277,20 @@ pub async fn begin_write(db: &DatabaseConnection) -> Result<DatabaseTransaction,
         ..TransactionOptions::default()
     })
     .await
+}
+
+/// The rows after `after` in a list read newest first by (`time`, `id`): older, or as old with a
+/// lower id. Written as `time <= t AND (time < t OR id < i)` so an index on `time` bounds the
+/// range.
+pub fn before_key(
+    time: impl ColumnTrait,
+    id: impl ColumnTrait,
+    after: crate::domain::paging::Cursor,
+) -> sea_orm::Condition {
+    let at = after.time();
+    sea_orm::Condition::all().add(time.lte(at)).add(
+        sea_orm::Condition::any()
+            .add(time.lt(at))
+            .add(id.lt(after.id)),
+    )
 }

@@ -300,13 +300,11 @@ pub async fn access_events_of_gpu(
     let mut query =
         gpu_access_event::Entity::find().filter(gpu_access_event::Column::GpuId.eq(gpu_id));
     if let Some(after) = after {
-        // Strictly after the cursor's row in (time, id) descending order.
-        let at = after.time();
-        query = query.filter(gpu_access_event::Column::At.lte(at)).filter(
-            sea_orm::Condition::any()
-                .add(gpu_access_event::Column::At.lt(at))
-                .add(gpu_access_event::Column::Id.lt(after.id)),
-        );
+        query = query.filter(super::before_key(
+            gpu_access_event::Column::At,
+            gpu_access_event::Column::Id,
+            after,
+        ));
     }
     query
         .order_by_desc(gpu_access_event::Column::At)

@@ -203,16 +203,11 @@ pub async fn inbox(
         .find_also_related(notification_event::Entity)
         .filter(notification_inbox::Column::UserId.eq(user_id));
     if let Some(after) = page.after {
-        let at = after.time();
-        query = query.filter(
-            sea_orm::Condition::any()
-                .add(notification_event::Column::OccurredAt.lt(at))
-                .add(
-                    sea_orm::Condition::all()
-                        .add(notification_event::Column::OccurredAt.eq(at))
-                        .add(notification_inbox::Column::Id.lt(after.id)),
-                ),
-        );
+        query = query.filter(super::before_key(
+            notification_event::Column::OccurredAt,
+            notification_inbox::Column::Id,
+            after,
+        ));
     }
     let rows = query
         // By when it happened, not when the worker handed it out: two workers may hand out

@@ -1592,13 +1592,11 @@ pub async fn list_page(
             .filter(reservation::Column::EndAt.lte(now)),
     };
     if let Some(after) = page.after {
-        // (start_at, id) < the cursor's, written so the index range on start_at applies.
-        let at = after.time();
-        query = query.filter(reservation::Column::StartAt.lte(at)).filter(
-            sea_orm::Condition::any()
-                .add(reservation::Column::StartAt.lt(at))
-                .add(reservation::Column::Id.lt(after.id)),
-        );
+        query = query.filter(super::before_key(
+            reservation::Column::StartAt,
+            reservation::Column::Id,
+            after,
+        ));
     }
     let rows = query
         .order_by_desc(reservation::Column::StartAt)

@@ -677,13 +677,11 @@ pub async fn events(
         .filter(gpu_event::Column::At.gte(from))
         .filter(gpu_event::Column::At.lt(to));
     if let Some(after) = after {
-        // (at, id) before the cursor's, newest first.
-        let at = after.time();
-        query = query.filter(gpu_event::Column::At.lte(at)).filter(
-            sea_orm::Condition::any()
-                .add(gpu_event::Column::At.lt(at))
-                .add(gpu_event::Column::Id.lt(after.id)),
-        );
+        query = query.filter(super::before_key(
+            gpu_event::Column::At,
+            gpu_event::Column::Id,
+            after,
+        ));
     }
     query
         .order_by_desc(gpu_event::Column::At)

@@ -180,8 +180,10 @@ pub async fn save_notification_settings(
 /// What the platform admins' deliveries page shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeliveriesPage {
-    /// The latest deliveries of the chosen status, newest first.
+    /// A page of the deliveries of the chosen status, newest first.
     pub rows: Vec<crate::domain::notify::DeliveryRow>,
+    /// The cursor of the next (older) page, when there is one.
+    pub next: Option<String>,
     /// How many stand where.
     pub counts: crate::domain::notify::DeliveryCounts,
     /// The status shown (`None`: all).
@@ -192,13 +194,23 @@ pub struct DeliveriesPage {
     pub zone: ZoneOffsets,
 }
 
-/// The latest notification deliveries (platform admins): queued, sent, failed with the reason.
+/// A page of the notification deliveries (platform admins): queued, sent, failed with the
+/// reason (`cursor`: after an earlier page).
 #[server(endpoint = "get_deliveries_page")]
-pub async fn get_deliveries_page(status: Option<String>) -> Result<DeliveriesPage, AppError> {
+pub async fn get_deliveries_page(
+    status: Option<String>,
+    #[server(default)] cursor: Option<String>,
+) -> Result<DeliveriesPage, AppError> {
     use crate::api::context::platform_admin;
     platform_admin(|call| async move {
-        let (rows, counts) =
-            crate::backend::notify::deliveries(&call.state, &call.actor, status.as_deref()).await?;
+        let (crate::domain::paging::Page { items: rows, next }, counts) =
+            crate::backend::notify::deliveries(
+                &call.state,
+                &call.actor,
+                status.as_deref(),
+                cursor.as_deref(),
+            )
+            .await?;
         let times = rows
             .iter()
             .flat_map(|row| [Some(row.created_at), Some(row.next_at), row.sent_at])
@@ -208,6 +220,7 @@ pub async fn get_deliveries_page(status: Option<String>) -> Result<DeliveriesPag
         });
         Ok(DeliveriesPage {
             rows,
+            next,
             counts,
             status: status
                 .as_deref()

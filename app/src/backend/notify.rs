@@ -14,9 +14,8 @@ use crate::backend::entity::{notification_event, reservation};
 use crate::backend::mail::MailError;
 use crate::backend::state::AppState;
 use crate::domain::notify::{
-    Audience, Channel, ChannelChoice, DELIVERIES_PAGE, DELIVERY_LEASE, DeliveryCounts, DeliveryRow,
-    DeliveryStatus, EventKind, InboxItem, NewEvent, NotificationSettings,
-    WEBHOOK_FAILURES_TO_DISABLE, retry_after,
+    Audience, Channel, ChannelChoice, DELIVERY_LEASE, DeliveryCounts, DeliveryRow, DeliveryStatus,
+    EventKind, InboxItem, NewEvent, NotificationSettings, WEBHOOK_FAILURES_TO_DISABLE, retry_after,
 };
 use crate::domain::reservation::PaymentStatus;
 use crate::error::AppError;
@@ -539,14 +538,18 @@ pub async fn save_settings(
     settings(state, actor).await
 }
 
-/// The latest deliveries (those with `status` when one is given) and how many stand where: the
-/// platform admins' view of what went out and what did not.
+/// A page of the deliveries, newest first (those with `status` when one is given; `cursor`:
+/// after an earlier page), and how many stand where: the platform admins' view of what went out
+/// and what did not.
 pub async fn deliveries(
     state: &AppState,
     actor: &Actor,
     status: Option<&str>,
-) -> Result<(Vec<DeliveryRow>, DeliveryCounts), AppError> {
+    cursor: Option<&str>,
+) -> Result<(crate::domain::paging::Page<DeliveryRow>, DeliveryCounts), AppError> {
     actor.require_platform_admin()?;
+    let page =
+        crate::backend::input::page(crate::domain::paging::ListKind::Deliveries, None, cursor)?;
     let status = match status.map(str::trim).filter(|raw| !raw.is_empty()) {
         None => None,
         Some(raw) => Some(DeliveryStatus::parse(raw).ok_or_else(|| {
@@ -560,7 +563,7 @@ pub async fn deliveries(
     };
     let db = &state.db;
     Ok(tokio::try_join!(
-        db::notify::delivery_rows(db, status, DELIVERIES_PAGE),
+        db::notify::delivery_rows(db, status, &page),
         db::notify::delivery_counts(db),
     )?)
 }

@@ -509,9 +509,6 @@ pub struct DeliveryCounts {
     pub failed: u64,
 }
 
-/// Most deliveries the admins' view lists.
-pub const DELIVERIES_PAGE: u64 = 200;
-
 impl DeliveryStatus {
     /// As stored and used in page addresses.
     pub fn as_str(self) -> &'static str {

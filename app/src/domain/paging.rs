@@ -38,6 +38,8 @@ pub enum ListKind {
     Incidents,
     /// A user's notices, newest first.
     Inbox,
+    /// Notification deliveries, newest first.
+    Deliveries,
 }
 
 impl ListKind {
@@ -52,6 +54,7 @@ impl ListKind {
             ListKind::AccessEvents => "g",
             ListKind::Incidents => "i",
             ListKind::Inbox => "n",
+            ListKind::Deliveries => "d",
         }
     }
 }

@@ -17,8 +17,17 @@ use leptos_router::hooks::use_query_map;
 #[component]
 pub fn DeliveriesPage() -> impl IntoView {
     let i18n = use_i18n();
-    let status = use_query_map().with_untracked(|q| q.get("status"));
-    let data = Resource::new(move || status.clone(), get_deliveries_page);
+    let (status, cursor) = use_query_map().with_untracked(|q| {
+        (
+            q.get("status"),
+            q.get("cursor").filter(|cursor| !cursor.is_empty()),
+        )
+    });
+    let on_later_page = cursor.is_some();
+    let data = Resource::new(
+        || (),
+        move |()| get_deliveries_page(status.clone(), cursor.clone()),
+    );
     view! {
         // A plain string, read once (see the wallet page).
         <Title text=t_string!(i18n, deliveries_title).to_string() />
@@ -29,7 +38,7 @@ pub fn DeliveriesPage() -> impl IntoView {
                 {move || {
                     data.get()
                         .map(|result| match result {
-                            Ok(data) => Either::Left(view! { <DeliveriesView data /> }),
+                            Ok(data) => Either::Left(view! { <DeliveriesView data on_later_page /> }),
                             Err(error) => Either::Right(view! { <ErrorPanel error /> }),
                         })
                 }}
@@ -39,10 +48,11 @@ pub fn DeliveriesPage() -> impl IntoView {
 }
 
 #[component]
-fn DeliveriesView(data: DeliveriesData) -> impl IntoView {
+fn DeliveriesView(data: DeliveriesData, on_later_page: bool) -> impl IntoView {
     let i18n = use_i18n();
     let DeliveriesData {
         rows,
+        next,
         counts,
         status,
         email_available,
@@ -74,7 +84,10 @@ fn DeliveriesView(data: DeliveriesData) -> impl IntoView {
     };
     let note =
         (!email_available).then(|| view! { <p class="hint">{t!(i18n, deliveries_no_email)}</p> });
-    if rows.is_empty() {
+    let base = status.map_or("/admin/deliveries".to_owned(), |s| {
+        format!("/admin/deliveries?status={}", s.as_str())
+    });
+    if rows.is_empty() && !on_later_page {
         return Either::Left(view! {
             {filters}
             {note}
@@ -105,6 +118,7 @@ fn DeliveriesView(data: DeliveriesData) -> impl IntoView {
                 <tbody>{rows}</tbody>
             </table>
         </div>
+        <crate::components::table::PageLinks next on_later_page base />
     })
 }
 

@@ -305,11 +305,50 @@ async fn a_refused_address_is_given_up_at_once_with_the_reason(backend: Backend)
         .unwrap();
     assert_eq!(sent_only["rows"], json!([]));
     assert_eq!(
-        page(admin, "status=bogus").await.unwrap().status().as_u16(),
+        page(admin.clone(), "status=bogus")
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        422
+    );
+    assert_eq!(
+        page(admin.clone(), "cursor=forged")
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
         422
     );
     let ana = user_token(&app, "ana@example.org", PlatformRole::User).await;
-    assert_eq!(page(ana, "").await.unwrap().status().as_u16(), 403);
+    assert_eq!(page(ana.clone(), "").await.unwrap().status().as_u16(), 403);
+    assert_eq!(
+        page(ana, "cursor=forged").await.unwrap().status().as_u16(),
+        403,
+        "who may not look learns nothing else"
+    );
+    // Page by page, one a page, every delivery comes once, newest first.
+    use berth_app::domain::paging::{ListKind, PageRequest};
+    let all = berth_app::backend::db::notify::delivery_rows(&app.db, None, &PageRequest::first())
+        .await
+        .unwrap();
+    assert!(all.next.is_none());
+    let mut walked = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let one = PageRequest::parse(ListKind::Deliveries, Some(1), after.as_deref()).unwrap();
+        let read = berth_app::backend::db::notify::delivery_rows(&app.db, None, &one)
+            .await
+            .unwrap();
+        walked.extend(read.items.iter().map(|row| row.id));
+        match read.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    let ids: Vec<i64> = all.items.iter().map(|row| row.id).collect();
+    assert!(!ids.is_empty());
+    assert_eq!(walked, ids);
     app.sign_in("platform_admin").await;
     let (status, html) = app.get_text("/admin/deliveries?status=failed").await;
     assert_eq!(status, 200);

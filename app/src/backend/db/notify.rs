@@ -466,15 +466,22 @@ pub async fn latest_about(
 pub async fn delivery_rows(
     db: &impl ConnectionTrait,
     status: Option<DeliveryStatus>,
-    limit: u64,
-) -> Result<Vec<DeliveryRow>, DbErr> {
+    page: &PageRequest,
+) -> Result<Page<DeliveryRow>, DbErr> {
     let mut query = notification_delivery::Entity::find()
         .find_also_related(notification_event::Entity)
         .order_by_desc(notification_delivery::Column::CreatedAt)
         .order_by_desc(notification_delivery::Column::Id)
-        .limit(limit);
+        .limit(page.fetch());
     if let Some(status) = status {
         query = query.filter(notification_delivery::Column::Status.eq(status));
+    }
+    if let Some(after) = page.after {
+        query = query.filter(super::before_key(
+            notification_delivery::Column::CreatedAt,
+            notification_delivery::Column::Id,
+            after,
+        ));
     }
     let rows = query.all(db).await?;
     let mut ids: Vec<i64> = rows.iter().map(|(row, _)| row.user_id).collect();
@@ -507,7 +514,7 @@ pub async fn delivery_rows(
         .into_tuple()
         .all(db)
         .await?;
-    Ok(rows
+    let rows = rows
         .into_iter()
         .filter_map(|(row, event)| event.map(|event| (row, event)))
         .map(|(row, event)| DeliveryRow {
@@ -529,7 +536,10 @@ pub async fn delivery_rows(
             sent_at: row.sent_at,
             last_error: row.last_error,
         })
-        .collect())
+        .collect();
+    Ok(Page::from_rows(rows, page, ListKind::Deliveries, |row| {
+        Cursor::at(row.created_at, row.id)
+    }))
 }
 
 /// How many deliveries are queued, sent and failed.

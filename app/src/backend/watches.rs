@@ -175,30 +175,20 @@ pub async fn mine(state: &AppState, actor: &Actor) -> Result<Vec<Watch>, AppErro
     Ok(views(&state.db, rows).await?)
 }
 
-/// `actor`'s watch `id` (anyone else's: not found).
+/// `actor`'s watch `id` (anyone else's: not found), read alone.
 pub async fn one(state: &AppState, actor: &Actor, id: i64) -> Result<Watch, AppError> {
-    let rows = db::watches::of_user(&state.db, actor.user.id, LIST_LIMIT).await?;
-    let row = rows.into_iter().find(|(w, _)| w.id == id);
-    let row = match row {
-        Some(row) => row,
-        None => {
-            // Older than the list shows: read it alone.
-            let Some(watch) = db::watches::of_id(&state.db, id)
-                .await?
-                .filter(|w| w.user_id == actor.user.id)
-            else {
-                return Err(AppError::NotFound(format!("watch {id}")));
-            };
-            let offer = db::watches::last_offers(&state.db, &[id])
-                .await?
-                .remove(&id);
-            (watch, offer)
-        }
-    };
-    views(&state.db, vec![row])
+    let not_found = || AppError::NotFound(format!("watch {id}"));
+    let watch = db::watches::of_id(&state.db, id)
+        .await?
+        .filter(|w| w.user_id == actor.user.id)
+        .ok_or_else(not_found)?;
+    let offer = db::watches::last_offers(&state.db, &[id])
+        .await?
+        .remove(&id);
+    views(&state.db, vec![(watch, offer)])
         .await?
         .pop()
-        .ok_or_else(|| AppError::NotFound(format!("watch {id}")))
+        .ok_or_else(not_found)
 }
 
 async fn views(

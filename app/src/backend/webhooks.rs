@@ -221,10 +221,9 @@ pub fn body(
 /// The actor's webhooks, and those of the teams they are an admin of (made by any of its
 /// admins: each of them sees and may remove the team's hooks).
 pub async fn list(state: &AppState, actor: &Actor) -> Result<Vec<WebhookInfo>, AppError> {
-    let managed: Vec<i64> = actor
-        .memberships(&state.db)
-        .await?
-        .into_iter()
+    let memberships = actor.memberships(&state.db).await?;
+    let managed: Vec<i64> = memberships
+        .iter()
         .filter(|m| m.role == TeamRole::Admin)
         .map(|m| m.team_id)
         .collect();
@@ -239,8 +238,13 @@ pub async fn list(state: &AppState, actor: &Actor) -> Result<Vec<WebhookInfo>, A
     let names = db::users::names_of(&state.db, &makers).await?;
     let mut hooks = Vec::with_capacity(rows.len());
     for row in rows {
+        // The team's name from the actor's memberships; read only for a team they are not in
+        // (a platform admin's hook).
         let team = match row.team_id {
-            Some(id) => db::teams::team_name(&state.db, id).await?.map(|n| (id, n)),
+            Some(id) => match memberships.iter().find(|m| m.team_id == id) {
+                Some(m) => Some((id, m.team_name.clone())),
+                None => db::teams::team_name(&state.db, id).await?.map(|n| (id, n)),
+            },
             None => None,
         };
         let maker = (row.user_id != actor.user.id)
